@@ -1,0 +1,106 @@
+// Package storage is wasmkube's etcd-backed object store: the only code that talks to
+// etcd. Objects are stored as Kubernetes JSON under /registry/<resource>/<namespace>/<name>
+// (cluster-scoped: /registry/<resource>/<name>); an object's resourceVersion is the etcd
+// ModRevision of its key, and a list's resourceVersion is the etcd revision it was read at.
+//
+// Every write is a single etcd transaction with a precondition, so nothing is ever half
+// written and concurrent writers resolve through ErrConflict.
+package storage
+
+import (
+	"context"
+	"errors"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// Errors returned by Interface; test with errors.Is. The API server maps them to
+// 404 NotFound, 409 AlreadyExists, 409 Conflict and 410 Gone (Expired).
+var (
+	ErrNotFound      = errors.New("storage: not found")
+	ErrAlreadyExists = errors.New("storage: already exists")
+	ErrConflict      = errors.New("storage: resourceVersion conflict")
+	ErrExpired       = errors.New("storage: resourceVersion too old (compacted)")
+	ErrTooLarge      = errors.New("storage: resourceVersion is newer than the store")
+)
+
+// Preconditions must hold on the stored object for a Delete or update to proceed.
+type Preconditions struct {
+	UID             *types.UID
+	ResourceVersion *string
+}
+
+// Predicate selects objects for List and Watch (label and field selectors compiled by the
+// API server). A nil Predicate matches everything.
+type Predicate func(obj runtime.Object) bool
+
+// ListOptions for List.
+type ListOptions struct {
+	// ResourceVersion "" or "0" reads the newest state; otherwise the list is read at that
+	// revision (ErrExpired if compacted).
+	ResourceVersion string
+	// Limit > 0 pages the result; Continue is the token of the previous page.
+	Limit    int64
+	Continue string
+	// Predicate filters the items.
+	Predicate Predicate
+}
+
+// WatchOptions for Watch.
+type WatchOptions struct {
+	// ResourceVersion: events after this revision; "" or "0" starts with ADDED events for
+	// the current state, then follows changes.
+	ResourceVersion string
+	Predicate       Predicate
+	// AllowBookmarks sends BOOKMARK events (an object of the resource's type whose
+	// metadata carries only resourceVersion) at least every minute.
+	AllowBookmarks bool
+}
+
+// UpdateFunc computes the new object from the current one. Returning an error aborts the
+// update with that error. It may be called more than once when a concurrent write races.
+type UpdateFunc func(current runtime.Object) (runtime.Object, error)
+
+// Interface stores one resource (for example pods). Keys passed to it are full etcd keys
+// made with Key; prefixes end with "/".
+type Interface interface {
+	// Create stores obj at key if the key is absent; returns the stored object with its
+	// resourceVersion set.
+	Create(ctx context.Context, key string, obj runtime.Object) (runtime.Object, error)
+	// Get reads the object at key.
+	Get(ctx context.Context, key string) (runtime.Object, error)
+	// GuaranteedUpdate reads key, checks preconditions, calls tryUpdate and writes the
+	// result with a compare-and-swap on the revision it read, retrying tryUpdate on races.
+	// If preconditions.ResourceVersion is set and stale, returns ErrConflict without
+	// retrying. Writing an unchanged object is a no-op that keeps the resourceVersion.
+	GuaranteedUpdate(ctx context.Context, key string, pre *Preconditions, tryUpdate UpdateFunc) (runtime.Object, error)
+	// Delete removes key if preconditions hold; returns the last stored object.
+	Delete(ctx context.Context, key string, pre *Preconditions) (runtime.Object, error)
+	// List returns a list object (the resource's List type) of the items under prefix.
+	List(ctx context.Context, prefix string, opts ListOptions) (runtime.Object, error)
+	// Watch streams changes under prefix. An object leaving the predicate is delivered as
+	// DELETED, entering it as ADDED. Watches of one resource share one etcd watch.
+	Watch(ctx context.Context, prefix string, opts WatchOptions) (watch.Interface, error)
+	// Count returns the number of objects under prefix.
+	Count(ctx context.Context, prefix string) (int64, error)
+}
+
+// Key returns the etcd key of an object of resource in namespace (empty for
+// cluster-scoped resources).
+func Key(resource, namespace, name string) string {
+	if namespace == "" {
+		return "/registry/" + resource + "/" + name
+	}
+	return "/registry/" + resource + "/" + namespace + "/" + name
+}
+
+// Prefix returns the key prefix of all objects of resource in namespace, or of every
+// namespace when namespace is empty.
+func Prefix(resource, namespace string) string {
+	if namespace == "" {
+		return "/registry/" + resource + "/"
+	}
+	return "/registry/" + resource + "/" + namespace + "/"
+}
