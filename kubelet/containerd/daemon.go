@@ -1,0 +1,193 @@
+// Package containerd starts and supervises a private containerd daemon whose root, state and
+// socket all live under one directory, so a kubelet (or a test) owns its runtime outright and
+// leaves nothing behind in the host's /var/lib/containerd or /run/containerd.
+package containerd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	client "github.com/containerd/containerd/v2/client"
+	"golang.org/x/sys/unix"
+)
+
+// Snapshotter names the daemon may use.
+const (
+	SnapshotterOverlay = "overlayfs"
+	SnapshotterNative  = "native"
+)
+
+// ErrNotInstalled is returned by Start when the containerd binary cannot be found.
+var ErrNotInstalled = errors.New("containerd binary not found in PATH (install it with `apt-get install containerd runc`)")
+
+// Daemon is a running containerd process started by Start.
+type Daemon struct {
+	dir         string
+	address     string
+	snapshotter string
+	cmd         *exec.Cmd
+	done        chan struct{}
+	waitErr     error
+	stopOnce    sync.Once
+}
+
+// Start launches containerd with root, state and socket under dir and returns once the daemon
+// answers on its socket. The CRI plugin is disabled; containers run with the runc v2 shim. The
+// daemon's log goes to dir/containerd.log. Cancelling ctx does not stop the daemon: call Stop.
+func Start(ctx context.Context, dir string) (*Daemon, error) {
+	bin, err := exec.LookPath("containerd")
+	if err != nil {
+		return nil, ErrNotInstalled
+	}
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("containerd dir %q: %w", dir, err)
+	}
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return nil, fmt.Errorf("create containerd dir: %w", err)
+	}
+	d := &Daemon{
+		dir:         dir,
+		address:     filepath.Join(dir, "containerd.sock"),
+		snapshotter: DetectSnapshotter(dir),
+		done:        make(chan struct{}),
+	}
+	if len(d.address) >= 104 {
+		return nil, fmt.Errorf("containerd socket path %q is too long for a unix socket (max 103 bytes): choose a shorter dir", d.address)
+	}
+	cfgPath := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(cfgPath, []byte(Config(dir)), 0o600); err != nil {
+		return nil, fmt.Errorf("write containerd config: %w", err)
+	}
+	_ = os.Remove(d.address) // stale socket of a previous, killed daemon
+	logf, err := os.OpenFile(filepath.Join(dir, "containerd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open containerd log: %w", err)
+	}
+	d.cmd = exec.Command(bin, "--config", cfgPath)
+	d.cmd.Stdout, d.cmd.Stderr = logf, logf
+	// Own process group: a Ctrl-C on the terminal reaches wasmkube, which stops its pods
+	// first and the daemon last, instead of containerd dying under running containers.
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := d.cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start containerd: %w", err)
+	}
+	go func() {
+		d.waitErr = d.cmd.Wait()
+		logf.Close()
+		close(d.done)
+	}()
+	if err := d.waitReady(ctx); err != nil {
+		d.Stop()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *Daemon) waitReady(ctx context.Context) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case <-d.done:
+			return fmt.Errorf("containerd exited during start-up (%v); see %s", d.waitErr, filepath.Join(d.dir, "containerd.log"))
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		if _, err := os.Stat(d.address); err == nil {
+			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			c, err := client.New(d.address, client.WithTimeout(2*time.Second))
+			if err == nil {
+				_, err = c.Version(cctx)
+				c.Close()
+			}
+			cancel()
+			if err == nil {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("containerd did not answer on %s within 30s; see %s", d.address, filepath.Join(d.dir, "containerd.log"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Address is the daemon's gRPC socket path.
+func (d *Daemon) Address() string { return d.address }
+
+// Snapshotter is the snapshotter containers must use with this daemon: overlayfs when the
+// kernel and the file system under dir support it, native otherwise.
+func (d *Daemon) Snapshotter() string { return d.snapshotter }
+
+// Done is closed when the daemon process exits.
+func (d *Daemon) Done() <-chan struct{} { return d.done }
+
+// Stop sends SIGTERM, waits up to 10 s, then kills the daemon. Running containers (their
+// shims) survive a daemon stop by containerd's design; remove them before calling Stop.
+func (d *Daemon) Stop() error {
+	d.stopOnce.Do(func() {
+		if d.cmd.Process == nil {
+			return
+		}
+		_ = d.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-d.done:
+		case <-time.After(10 * time.Second):
+			_ = d.cmd.Process.Kill()
+			<-d.done
+		}
+	})
+	return nil
+}
+
+// Config renders the daemon configuration for a daemon rooted at dir. The format (version 2)
+// is read by containerd 1.6 and 1.7 alike.
+func Config(dir string) string {
+	return fmt.Sprintf(`version = 2
+root = %[1]q
+state = %[2]q
+disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs"]
+
+[grpc]
+  address = %[3]q
+
+[ttrpc]
+  address = %[4]q
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = %[5]q
+`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), filepath.Join(dir, "containerd.sock"),
+		filepath.Join(dir, "containerd.sock.ttrpc"), filepath.Join(dir, "opt"))
+}
+
+// DetectSnapshotter reports overlayfs if an overlay mount succeeds on the file system that
+// holds dir (overlay cannot sit on top of overlay or on some network file systems), native
+// otherwise.
+func DetectSnapshotter(dir string) string {
+	probe, err := os.MkdirTemp(dir, "overlay-probe-")
+	if err != nil {
+		return SnapshotterNative
+	}
+	defer os.RemoveAll(probe)
+	for _, sub := range []string{"lower", "upper", "work", "merged"} {
+		if err := os.Mkdir(filepath.Join(probe, sub), 0o700); err != nil {
+			return SnapshotterNative
+		}
+	}
+	merged := filepath.Join(probe, "merged")
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", filepath.Join(probe, "lower"), filepath.Join(probe, "upper"), filepath.Join(probe, "work"))
+	if err := unix.Mount("overlay", merged, "overlay", 0, opts); err != nil {
+		return SnapshotterNative
+	}
+	_ = unix.Unmount(merged, 0)
+	return SnapshotterOverlay
+}

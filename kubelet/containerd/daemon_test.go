@@ -1,0 +1,52 @@
+package containerd
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	client "github.com/containerd/containerd/v2/client"
+)
+
+func TestConfigPutsEverythingUnderDir(t *testing.T) {
+	cfg := Config("/x/y")
+	for _, want := range []string{`root = "/x/y/root"`, `state = "/x/y/state"`, `address = "/x/y/containerd.sock"`, `io.containerd.grpc.v1.cri`} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("config lacks %q:\n%s", want, cfg)
+		}
+	}
+}
+
+func TestStartAnswersAndStops(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Fatal("this test needs root to run containerd")
+	}
+	dir, err := os.MkdirTemp("", "ctrd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	d, err := Start(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(d.Address())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := c.Version(context.Background())
+	c.Close()
+	if err != nil || v.Version == "" {
+		t.Fatalf("version: %v %+v", err, v)
+	}
+	if d.Snapshotter() != SnapshotterOverlay && d.Snapshotter() != SnapshotterNative {
+		t.Fatalf("snapshotter %q", d.Snapshotter())
+	}
+	d.Stop()
+	select {
+	case <-d.Done():
+	default:
+		t.Fatal("daemon still running after Stop")
+	}
+}
