@@ -1,0 +1,168 @@
+// Package cni wires pod network namespaces to a node-local bridge through libcni and the
+// standard plugins (bridge, host-local, loopback). It implements runtime.Network.
+package cni
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/containernetworking/cni/libcni"
+	types100 "github.com/containernetworking/cni/pkg/types/100"
+
+	"github.com/wasmkube/wasmkube/kubelet/runtime"
+)
+
+// Defaults for a single-node cluster. 10.42.0.0/24 follows k3s' per-node /24 out of
+// 10.42.0.0/16, and stays clear of podman/containerd-CRI's 10.88.0.0/16 on the same host.
+const (
+	DefaultBridge  = "wasmkube0"
+	DefaultPodCIDR = "10.42.0.0/24"
+	DefaultBinDir  = "/usr/lib/cni"
+	networkName    = "wasmkube"
+	ifName         = "eth0"
+)
+
+// Config describes a node's pod network.
+type Config struct {
+	Bridge  string // Linux bridge name (at most 15 bytes)
+	PodCIDR string // this node's pod subnet
+	BinDir  string // CNI plugin binaries
+	Dir     string // conflist, IPAM state and libcni's result cache live under here
+	IPMasq  bool   // masquerade traffic leaving the node (off: nothing leaves the machine)
+}
+
+// ConfList renders the CNI network list: bridge with host-local IPAM and hairpin (a pod can
+// reach itself through a Service-like path), then loopback for the pod's lo.
+func ConfList(cfg Config) ([]byte, error) {
+	if len(cfg.Bridge) == 0 || len(cfg.Bridge) > 15 {
+		return nil, fmt.Errorf("cni: bridge name %q must be 1-15 bytes", cfg.Bridge)
+	}
+	_, ipnet, err := net.ParseCIDR(cfg.PodCIDR)
+	if err != nil {
+		return nil, fmt.Errorf("cni: podCIDR %q: %w", cfg.PodCIDR, err)
+	}
+	if ones, bits := ipnet.Mask.Size(); bits-ones < 2 {
+		return nil, fmt.Errorf("cni: podCIDR %q is too small for pods", cfg.PodCIDR)
+	}
+	list := map[string]any{
+		"cniVersion": "1.0.0",
+		"name":       networkName,
+		"plugins": []any{
+			map[string]any{
+				"type":        "bridge",
+				"bridge":      cfg.Bridge,
+				"isGateway":   true,
+				"ipMasq":      cfg.IPMasq,
+				"hairpinMode": true,
+				"ipam": map[string]any{
+					"type":    "host-local",
+					"ranges":  [][]map[string]string{{{"subnet": ipnet.String()}}},
+					"routes":  []map[string]string{{"dst": "0.0.0.0/0"}},
+					"dataDir": filepath.Join(cfg.Dir, "ipam"),
+				},
+			},
+			map[string]any{"type": "loopback"},
+		},
+	}
+	return json.MarshalIndent(list, "", "  ")
+}
+
+// Network is a runtime.Network on libcni.
+type Network struct {
+	cni  *libcni.CNIConfig
+	list *libcni.NetworkConfigList
+	mu   sync.Mutex // host-local serialises itself; the bridge plugin racing on first creation does not
+}
+
+// New writes the conflist to cfg.Dir/net.d and prepares libcni.
+func New(cfg Config) (*Network, error) {
+	if cfg.Bridge == "" {
+		cfg.Bridge = DefaultBridge
+	}
+	if cfg.PodCIDR == "" {
+		cfg.PodCIDR = DefaultPodCIDR
+	}
+	if cfg.BinDir == "" {
+		cfg.BinDir = DefaultBinDir
+	}
+	for _, p := range []string{"bridge", "host-local", "loopback"} {
+		if _, err := os.Stat(filepath.Join(cfg.BinDir, p)); err != nil {
+			return nil, fmt.Errorf("cni: plugin %s missing in %s (apt-get install containernetworking-plugins)", p, cfg.BinDir)
+		}
+	}
+	data, err := ConfList(cfg)
+	if err != nil {
+		return nil, err
+	}
+	confDir := filepath.Join(cfg.Dir, "net.d")
+	if err := os.MkdirAll(confDir, 0o755); err != nil {
+		return nil, fmt.Errorf("cni: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(confDir, "10-wasmkube.conflist"), data, 0o644); err != nil {
+		return nil, fmt.Errorf("cni: %w", err)
+	}
+	list, err := libcni.ConfListFromBytes(data)
+	if err != nil {
+		return nil, fmt.Errorf("cni: parse conflist: %w", err)
+	}
+	return &Network{cni: libcni.NewCNIConfigWithCacheDir([]string{cfg.BinDir}, filepath.Join(cfg.Dir, "cache"), nil), list: list}, nil
+}
+
+func rtConf(id, netns string, pod runtime.PodRef) *libcni.RuntimeConf {
+	return &libcni.RuntimeConf{
+		ContainerID: id,
+		NetNS:       netns,
+		IfName:      ifName,
+		Args: [][2]string{
+			{"IgnoreUnknown", "1"},
+			{"K8S_POD_NAMESPACE", pod.Namespace},
+			{"K8S_POD_NAME", pod.Name},
+			{"K8S_POD_INFRA_CONTAINER_ID", id},
+			{"K8S_POD_UID", pod.UID},
+		},
+	}
+}
+
+// Setup implements runtime.Network.
+func (n *Network) Setup(ctx context.Context, id, netns string, pod runtime.PodRef) (string, error) {
+	n.mu.Lock()
+	res, err := n.cni.AddNetworkList(ctx, n.list, rtConf(id, netns, pod))
+	n.mu.Unlock()
+	if err != nil {
+		return "", fmt.Errorf("cni add for pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	r, err := types100.NewResultFromResult(res)
+	if err != nil {
+		return "", fmt.Errorf("cni add for pod %s/%s: result: %w", pod.Namespace, pod.Name, err)
+	}
+	for _, ip := range r.IPs {
+		if ip.Address.IP.To4() != nil {
+			return ip.Address.IP.String(), nil
+		}
+	}
+	if len(r.IPs) > 0 {
+		return r.IPs[0].Address.IP.String(), nil
+	}
+	return "", fmt.Errorf("cni add for pod %s/%s: no IP in result", pod.Namespace, pod.Name)
+}
+
+// Teardown implements runtime.Network. A namespace that is already gone still gets its IP
+// released: the plugins treat a missing netns on DEL as nothing to undo there.
+func (n *Network) Teardown(ctx context.Context, id, netns string, pod runtime.PodRef) error {
+	if _, err := os.Stat(netns); err != nil {
+		netns = ""
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.cni.DelNetworkList(ctx, n.list, rtConf(id, netns, pod)); err != nil {
+		return fmt.Errorf("cni del for pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+var _ runtime.Network = (*Network)(nil)

@@ -1,0 +1,794 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	apievents "github.com/containerd/containerd/api/events"
+	client "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/core/remotes/docker"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+	"github.com/opencontainers/runtime-spec/specs-go"
+	"google.golang.org/protobuf/proto"
+)
+
+// Label keys the kubelet stores on containerd containers. They are the source of truth a
+// restarted kubelet adopts its pods from.
+const (
+	LabelKind         = "io.wasmkube.kind" // "sandbox" or "container"
+	LabelPodUID       = "io.wasmkube.pod.uid"
+	LabelPodName      = "io.wasmkube.pod.name"
+	LabelPodNamespace = "io.wasmkube.pod.namespace"
+	LabelSandboxID    = "io.wasmkube.sandbox.id"
+	LabelName         = "io.wasmkube.container.name"
+	LabelAttempt      = "io.wasmkube.container.attempt"
+	LabelHash         = "io.wasmkube.container.hash"
+	LabelLogPath      = "io.wasmkube.container.log"
+	LabelStartedAt    = "io.wasmkube.container.started"
+	LabelOOM          = "io.wasmkube.container.oom"
+	LabelNetNS        = "io.wasmkube.sandbox.netns"
+	LabelIP           = "io.wasmkube.sandbox.ip"
+	// The runc v2 shim serves every container carrying the same group label from one
+	// process: one shim per pod instead of one per container.
+	labelShimGroup = "io.containerd.runc.v2.group"
+)
+
+const runcV2 = "io.containerd.runc.v2"
+
+// Network wires a sandbox's network namespace; the kubelet's CNI package implements it.
+type Network interface {
+	// Setup attaches the namespace at netnsPath and returns the pod's IP.
+	Setup(ctx context.Context, sandboxID, netnsPath string, pod PodRef) (string, error)
+	// Teardown detaches it and releases the IP. netnsPath may no longer exist.
+	Teardown(ctx context.Context, sandboxID, netnsPath string, pod PodRef) error
+}
+
+// ContainerdOptions configure NewContainerd.
+type ContainerdOptions struct {
+	Address     string // containerd socket
+	Namespace   string // containerd namespace: one per node
+	Snapshotter string // "overlayfs" or "native"
+	RootDir     string // sandbox files, network namespaces, exec FIFOs
+	Network     Network
+	Logger      *slog.Logger
+}
+
+// Containerd is the Runtime on a containerd daemon (>= 1.6).
+type Containerd struct {
+	c    *client.Client
+	opts ContainerdOptions
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	changed chan string
+}
+
+// NewContainerd connects to containerd. It watches task exit and OOM events until ctx ends.
+func NewContainerd(ctx context.Context, opts ContainerdOptions) (*Containerd, error) {
+	if opts.Namespace == "" || opts.RootDir == "" || opts.Network == nil {
+		return nil, fmt.Errorf("containerd runtime: Namespace, RootDir and Network are required")
+	}
+	if opts.Snapshotter == "" {
+		opts.Snapshotter = "overlayfs"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	c, err := client.New(opts.Address, client.WithDefaultNamespace(opts.Namespace), client.WithTimeout(10*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("connect to containerd at %s: %w", opts.Address, err)
+	}
+	for _, d := range []string{"sandboxes", "netns", "fifo"} {
+		if err := os.MkdirAll(filepath.Join(opts.RootDir, d), 0o711); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	r := &Containerd{c: c, opts: opts, log: opts.Logger, changed: make(chan string, 256)}
+	go r.watchEvents(ctx)
+	return r, nil
+}
+
+// Client is the underlying containerd client.
+func (r *Containerd) Client() *client.Client { return r.c }
+
+// Changed delivers the id of a container whose task exited (or was OOM-killed), so the
+// kubelet can react without waiting for its next relist. Sends never block: events are
+// dropped when nobody reads, the relist catches up.
+func (r *Containerd) Changed() <-chan string { return r.changed }
+
+// Close releases the client.
+func (r *Containerd) Close() error { return r.c.Close() }
+
+func (r *Containerd) watchEvents(ctx context.Context) {
+	for ctx.Err() == nil {
+		ch, errs := r.c.EventService().Subscribe(ctx, `topic=="/tasks/oom"`, `topic=="/tasks/exit"`)
+	loop:
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case err := <-errs:
+				if err != nil && ctx.Err() == nil {
+					r.log.Warn("containerd event stream broke; resubscribing", "err", err)
+				}
+				break loop
+			case env := <-ch:
+				if env == nil || env.Namespace != r.opts.Namespace || env.Event == nil {
+					continue
+				}
+				var id string
+				switch env.Topic {
+				case "/tasks/oom":
+					var e apievents.TaskOOM
+					if proto.Unmarshal(env.Event.GetValue(), &e) == nil {
+						id = e.ContainerID
+						r.markOOM(ctx, id)
+					}
+				case "/tasks/exit":
+					var e apievents.TaskExit
+					if proto.Unmarshal(env.Event.GetValue(), &e) == nil && e.ID == e.ContainerID {
+						id = e.ContainerID
+					}
+				}
+				if id != "" {
+					select {
+					case r.changed <- id:
+					default:
+					}
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (r *Containerd) markOOM(ctx context.Context, id string) {
+	c, err := r.c.LoadContainer(ctx, id)
+	if err != nil {
+		return
+	}
+	if _, err := c.SetLabels(ctx, map[string]string{LabelOOM: "true"}); err != nil {
+		r.log.Warn("record OOM kill", "container", id, "err", err)
+	}
+}
+
+// Version implements Runtime.
+func (r *Containerd) Version(ctx context.Context) (string, error) {
+	v, err := r.c.Version(ctx)
+	if err != nil {
+		return "", fmt.Errorf("containerd version: %w", err)
+	}
+	return "containerd://" + strings.TrimPrefix(v.Version, "v"), nil
+}
+
+func newID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// NormalizeImage turns a Kubernetes image name into containerd's fully qualified form
+// ("busybox" -> "docker.io/library/busybox:latest").
+func NormalizeImage(ref string) (string, error) {
+	named, err := reference.ParseDockerRef(ref)
+	if err != nil {
+		return "", fmt.Errorf("image %q: %w", ref, err)
+	}
+	return named.String(), nil
+}
+
+func (r *Containerd) sandboxDir(id string) string { return filepath.Join(r.opts.RootDir, "sandboxes", id) }
+
+// HostsFile renders /etc/hosts for a pod.
+func HostsFile(ip, hostname string) []byte {
+	var b bytes.Buffer
+	b.WriteString("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
+	if ip != "" {
+		fmt.Fprintf(&b, "%s\t%s\n", ip, hostname)
+	}
+	return b.Bytes()
+}
+
+// RunPodSandbox implements Runtime: network namespace, CNI ADD, then the pause container
+// joining that namespace with new IPC and UTS namespaces of its own.
+func (r *Containerd) RunPodSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, retErr error) {
+	id := newID()
+	var cleanups []func()
+	defer func() {
+		if retErr != nil {
+			for i := len(cleanups) - 1; i >= 0; i-- {
+				cleanups[i]()
+			}
+		}
+	}()
+	// Clean-ups must run even when ctx is what failed.
+	bg := context.WithoutCancel(ctx)
+
+	dir := r.sandboxDir(id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("sandbox %s: %w", id, err)
+	}
+	cleanups = append(cleanups, func() { os.RemoveAll(dir) })
+
+	nsPath, err := newNetNS(filepath.Join(r.opts.RootDir, "netns"), id)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox %s: %w", id, err)
+	}
+	cleanups = append(cleanups, func() { _ = removeNetNS(nsPath) })
+
+	ip, err := r.opts.Network.Setup(ctx, id, nsPath, cfg.Pod)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox %s: network setup: %w", id, err)
+	}
+	cleanups = append(cleanups, func() { _ = r.opts.Network.Teardown(bg, id, nsPath, cfg.Pod) })
+
+	hostname := cfg.Hostname
+	if hostname == "" {
+		hostname = cfg.Pod.Name
+	}
+	resolv := cfg.ResolvConf
+	if resolv == nil {
+		resolv, _ = os.ReadFile("/etc/resolv.conf")
+	}
+	for name, data := range map[string][]byte{"hosts": HostsFile(ip, hostname), "hostname": []byte(hostname + "\n"), "resolv.conf": resolv} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return nil, fmt.Errorf("sandbox %s: %w", id, err)
+		}
+	}
+
+	img, err := r.c.GetImage(ctx, cfg.Image)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox %s: pause image %s: %w", id, cfg.Image, wrapNotFound(err))
+	}
+	labels := podLabels(cfg.Pod)
+	labels[LabelKind] = "sandbox"
+	labels[LabelNetNS] = nsPath
+	labels[LabelIP] = ip
+	labels[labelShimGroup] = id
+	ctr, err := r.c.NewContainer(ctx, id,
+		client.WithImage(img),
+		client.WithSnapshotter(r.opts.Snapshotter),
+		client.WithNewSnapshot(id, img),
+		client.WithRuntime(runcV2, nil),
+		client.WithContainerLabels(labels),
+		client.WithNewSpec(
+			oci.WithImageConfig(img),
+			oci.WithHostname(hostname),
+			oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: nsPath}),
+			oci.WithMounts(r.podFileMounts(id)),
+		),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox %s: create pause container: %w", id, err)
+	}
+	cleanups = append(cleanups, func() { _ = ctr.Delete(bg, client.WithSnapshotCleanup) })
+	task, err := ctr.NewTask(ctx, cio.NullIO)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox %s: create pause task: %w", id, err)
+	}
+	cleanups = append(cleanups, func() { _, _ = task.Delete(bg, client.WithProcessKill) })
+	if err := task.Start(ctx); err != nil {
+		return nil, fmt.Errorf("sandbox %s: start pause: %w", id, err)
+	}
+	info, _ := ctr.Info(ctx)
+	return &Sandbox{ID: id, Pod: cfg.Pod, State: SandboxReady, IP: ip, NetNSPath: nsPath, Pid: task.Pid(), CreatedAt: info.CreatedAt}, nil
+}
+
+func (r *Containerd) podFileMounts(sandboxID string) []specs.Mount {
+	dir := r.sandboxDir(sandboxID)
+	var ms []specs.Mount
+	for _, f := range []string{"hosts", "hostname", "resolv.conf"} {
+		ms = append(ms, specs.Mount{Type: "bind", Source: filepath.Join(dir, f), Destination: "/etc/" + f, Options: []string{"rbind", "rw"}})
+	}
+	return ms
+}
+
+func podLabels(p PodRef) map[string]string {
+	return map[string]string{LabelPodUID: p.UID, LabelPodName: p.Name, LabelPodNamespace: p.Namespace}
+}
+
+func podFromLabels(l map[string]string) PodRef {
+	return PodRef{UID: l[LabelPodUID], Name: l[LabelPodName], Namespace: l[LabelPodNamespace]}
+}
+
+func wrapNotFound(err error) error {
+	if errdefs.IsNotFound(err) {
+		return fmt.Errorf("%w: %v", ErrNotFound, err)
+	}
+	return err
+}
+
+func (r *Containerd) containersOf(ctx context.Context, sandboxID string) ([]client.Container, error) {
+	return r.c.Containers(ctx, fmt.Sprintf(`labels."%s"==%s`, LabelSandboxID, sandboxID))
+}
+
+// StopPodSandbox implements Runtime.
+func (r *Containerd) StopPodSandbox(ctx context.Context, id string) error {
+	ctrs, err := r.containersOf(ctx, id)
+	if err != nil {
+		return fmt.Errorf("stop sandbox %s: %w", id, err)
+	}
+	for _, c := range ctrs {
+		if err := r.StopContainer(ctx, c.ID(), 0); err != nil {
+			return fmt.Errorf("stop sandbox %s: %w", id, err)
+		}
+	}
+	sb, err := r.c.LoadContainer(ctx, id)
+	if err != nil {
+		if errdefs.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("stop sandbox %s: %w", id, err)
+	}
+	if err := r.killTask(ctx, sb, 0); err != nil {
+		return fmt.Errorf("stop sandbox %s: pause: %w", id, err)
+	}
+	labels, err := sb.Labels(ctx)
+	if err != nil {
+		return fmt.Errorf("stop sandbox %s: %w", id, err)
+	}
+	return r.teardownNetwork(ctx, id, labels)
+}
+
+func (r *Containerd) teardownNetwork(ctx context.Context, id string, labels map[string]string) error {
+	path := labels[LabelNetNS]
+	if path == "" {
+		return nil
+	}
+	if err := r.opts.Network.Teardown(ctx, id, path, podFromLabels(labels)); err != nil {
+		return fmt.Errorf("sandbox %s: network teardown: %w", id, err)
+	}
+	if err := removeNetNS(path); err != nil {
+		return fmt.Errorf("sandbox %s: %w", id, err)
+	}
+	return nil
+}
+
+// RemovePodSandbox implements Runtime. It stops what still runs first.
+func (r *Containerd) RemovePodSandbox(ctx context.Context, id string) error {
+	if err := r.StopPodSandbox(ctx, id); err != nil {
+		return err
+	}
+	ctrs, err := r.containersOf(ctx, id)
+	if err != nil {
+		return fmt.Errorf("remove sandbox %s: %w", id, err)
+	}
+	for _, c := range ctrs {
+		if err := r.RemoveContainer(ctx, c.ID()); err != nil {
+			return fmt.Errorf("remove sandbox %s: %w", id, err)
+		}
+	}
+	if err := r.RemoveContainer(ctx, id); err != nil {
+		return fmt.Errorf("remove sandbox %s: %w", id, err)
+	}
+	return os.RemoveAll(r.sandboxDir(id))
+}
+
+// ListSandboxes implements Runtime.
+func (r *Containerd) ListSandboxes(ctx context.Context) ([]Sandbox, error) {
+	ctrs, err := r.c.Containers(ctx, fmt.Sprintf(`labels."%s"==sandbox`, LabelKind))
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes: %w", err)
+	}
+	var out []Sandbox
+	for _, c := range ctrs {
+		info, err := c.Info(ctx, client.WithoutRefreshedMetadata)
+		if err != nil {
+			continue
+		}
+		sb := Sandbox{ID: c.ID(), Pod: podFromLabels(info.Labels), State: SandboxNotReady, IP: info.Labels[LabelIP], NetNSPath: info.Labels[LabelNetNS], CreatedAt: info.CreatedAt}
+		if t, err := c.Task(ctx, nil); err == nil {
+			if st, err := t.Status(ctx); err == nil && st.Status == client.Running {
+				sb.State, sb.Pid = SandboxReady, t.Pid()
+			}
+		}
+		out = append(out, sb)
+	}
+	return out, nil
+}
+
+// ResolveArgs applies Kubernetes' rules for command and args over an image's entrypoint
+// and cmd: command replaces the entrypoint and drops the image's cmd; args replace the cmd.
+func ResolveArgs(entrypoint, cmd, command, args []string) []string {
+	if len(command) > 0 {
+		return append(append([]string(nil), command...), args...)
+	}
+	if len(args) > 0 {
+		return append(append([]string(nil), entrypoint...), args...)
+	}
+	return append(append([]string(nil), entrypoint...), cmd...)
+}
+
+// CreateContainer implements Runtime.
+func (r *Containerd) CreateContainer(ctx context.Context, sandboxID string, cfg ContainerConfig) (_ string, retErr error) {
+	sb, err := r.c.LoadContainer(ctx, sandboxID)
+	if err != nil {
+		return "", fmt.Errorf("create container %s: sandbox %s: %w", cfg.Name, sandboxID, wrapNotFound(err))
+	}
+	sbLabels, err := sb.Labels(ctx)
+	if err != nil {
+		return "", fmt.Errorf("create container %s: %w", cfg.Name, err)
+	}
+	t, err := sb.Task(ctx, nil)
+	if err != nil {
+		return "", fmt.Errorf("create container %s: sandbox %s is not running: %w", cfg.Name, sandboxID, err)
+	}
+	pid := t.Pid()
+	img, err := r.c.GetImage(ctx, cfg.Image)
+	if err != nil {
+		return "", fmt.Errorf("create container %s: image %s: %w", cfg.Name, cfg.Image, wrapNotFound(err))
+	}
+	ispec, err := img.Spec(ctx)
+	if err != nil {
+		return "", fmt.Errorf("create container %s: image %s config: %w", cfg.Name, cfg.Image, err)
+	}
+	args := ResolveArgs(ispec.Config.Entrypoint, ispec.Config.Cmd, cfg.Command, cfg.Args)
+	if len(args) == 0 {
+		return "", fmt.Errorf("create container %s: no command: image %s has no entrypoint or cmd and the pod gives none", cfg.Name, cfg.Image)
+	}
+	if cfg.LogPath != "" {
+		if err := os.MkdirAll(filepath.Dir(cfg.LogPath), 0o755); err != nil {
+			return "", fmt.Errorf("create container %s: log dir: %w", cfg.Name, err)
+		}
+	}
+	mounts := r.podFileMounts(sandboxID)
+	for _, m := range cfg.Mounts {
+		mode := "rw"
+		if m.ReadOnly {
+			mode = "ro"
+		}
+		mounts = append(mounts, specs.Mount{Type: "bind", Source: m.HostPath, Destination: m.ContainerPath, Options: []string{"rbind", mode}})
+	}
+	opts := []oci.SpecOpts{
+		oci.WithImageConfig(img),
+		oci.WithProcessArgs(args...),
+		oci.WithEnv(cfg.Env),
+		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: sbLabels[LabelNetNS]}),
+		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.IPCNamespace, Path: fmt.Sprintf("/proc/%d/ns/ipc", pid)}),
+		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.UTSNamespace, Path: fmt.Sprintf("/proc/%d/ns/uts", pid)}),
+		oci.WithMounts(mounts),
+	}
+	if cfg.WorkingDir != "" {
+		opts = append(opts, oci.WithProcessCwd(cfg.WorkingDir))
+	}
+	if res := cfg.Resources; res.MemoryLimitBytes > 0 {
+		opts = append(opts, oci.WithMemoryLimit(uint64(res.MemoryLimitBytes)))
+	}
+	if res := cfg.Resources; res.CPUQuota > 0 {
+		opts = append(opts, oci.WithCPUCFS(res.CPUQuota, res.CPUPeriod))
+	}
+	if res := cfg.Resources; res.CPUShares > 0 {
+		opts = append(opts, oci.WithCPUShares(res.CPUShares))
+	}
+	id := newID()
+	labels := podLabels(podFromLabels(sbLabels))
+	labels[LabelKind] = "container"
+	labels[LabelSandboxID] = sandboxID
+	labels[LabelName] = cfg.Name
+	labels[LabelAttempt] = strconv.Itoa(cfg.Attempt)
+	labels[LabelHash] = cfg.Hash
+	labels[LabelLogPath] = cfg.LogPath
+	labels[labelShimGroup] = sandboxID
+	_, err = r.c.NewContainer(ctx, id,
+		client.WithImage(img),
+		client.WithSnapshotter(r.opts.Snapshotter),
+		client.WithNewSnapshot(id, img),
+		client.WithRuntime(runcV2, nil),
+		client.WithContainerLabels(labels),
+		client.WithNewSpec(opts...),
+	)
+	if err != nil {
+		return "", fmt.Errorf("create container %s: %w", cfg.Name, err)
+	}
+	return id, nil
+}
+
+// StartContainer implements Runtime. Output goes straight from the shim to the log file,
+// so logging survives kubelet restarts.
+func (r *Containerd) StartContainer(ctx context.Context, id string) error {
+	c, err := r.c.LoadContainer(ctx, id)
+	if err != nil {
+		return fmt.Errorf("start container %s: %w", id, wrapNotFound(err))
+	}
+	labels, err := c.Labels(ctx)
+	if err != nil {
+		return fmt.Errorf("start container %s: %w", id, err)
+	}
+	ioc := cio.NullIO
+	if p := labels[LabelLogPath]; p != "" {
+		ioc = cio.LogFile(p)
+	}
+	task, err := c.NewTask(ctx, ioc)
+	if err != nil {
+		return fmt.Errorf("start container %s (%s): %w", labels[LabelName], id, err)
+	}
+	if err := task.Start(ctx); err != nil {
+		_, _ = task.Delete(context.WithoutCancel(ctx), client.WithProcessKill)
+		return fmt.Errorf("start container %s (%s): %w", labels[LabelName], id, err)
+	}
+	if _, err := c.SetLabels(ctx, map[string]string{LabelStartedAt: time.Now().UTC().Format(time.RFC3339Nano)}); err != nil {
+		return fmt.Errorf("start container %s: record start time: %w", id, err)
+	}
+	return nil
+}
+
+// killTask signals a task to stop (SIGTERM, then SIGKILL after timeout) and waits for it.
+func (r *Containerd) killTask(ctx context.Context, c client.Container, timeout time.Duration) error {
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		if errdefs.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	st, err := task.Status(ctx)
+	if err != nil {
+		return err
+	}
+	if st.Status == client.Stopped {
+		return nil
+	}
+	if st.Status == client.Created {
+		_, err := task.Delete(ctx, client.WithProcessKill)
+		return err
+	}
+	exited, err := task.Wait(ctx)
+	if err != nil {
+		return err
+	}
+	if timeout > 0 {
+		if err := task.Kill(ctx, syscall.SIGTERM); err != nil && !errdefs.IsNotFound(err) {
+			return err
+		}
+		select {
+		case <-exited:
+			return nil
+		case <-time.After(timeout):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if err := task.Kill(ctx, syscall.SIGKILL, client.WithKillAll); err != nil && !errdefs.IsNotFound(err) {
+		return err
+	}
+	select {
+	case <-exited:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// StopContainer implements Runtime.
+func (r *Containerd) StopContainer(ctx context.Context, id string, timeout time.Duration) error {
+	c, err := r.c.LoadContainer(ctx, id)
+	if err != nil {
+		if errdefs.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("stop container %s: %w", id, err)
+	}
+	if err := r.killTask(ctx, c, timeout); err != nil {
+		return fmt.Errorf("stop container %s: %w", id, err)
+	}
+	return nil
+}
+
+// RemoveContainer implements Runtime; removing a missing container is not an error.
+func (r *Containerd) RemoveContainer(ctx context.Context, id string) error {
+	c, err := r.c.LoadContainer(ctx, id)
+	if err != nil {
+		if errdefs.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("remove container %s: %w", id, err)
+	}
+	if task, err := c.Task(ctx, nil); err == nil {
+		if _, err := task.Delete(ctx, client.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("remove container %s: delete task: %w", id, err)
+		}
+	}
+	if err := c.Delete(ctx, client.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("remove container %s: %w", id, err)
+	}
+	return nil
+}
+
+// ListContainers implements Runtime: every non-sandbox container of this namespace.
+func (r *Containerd) ListContainers(ctx context.Context) ([]ContainerStatus, error) {
+	ctrs, err := r.c.Containers(ctx, fmt.Sprintf(`labels."%s"==container`, LabelKind))
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	out := make([]ContainerStatus, 0, len(ctrs))
+	for _, c := range ctrs {
+		st, err := r.status(ctx, c)
+		if err != nil {
+			if errdefs.IsNotFound(err) {
+				continue // removed meanwhile
+			}
+			return nil, err
+		}
+		out = append(out, *st)
+	}
+	return out, nil
+}
+
+// ContainerStatus implements Runtime.
+func (r *Containerd) ContainerStatus(ctx context.Context, id string) (*ContainerStatus, error) {
+	c, err := r.c.LoadContainer(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("container %s: %w", id, wrapNotFound(err))
+	}
+	return r.status(ctx, c)
+}
+
+func (r *Containerd) status(ctx context.Context, c client.Container) (*ContainerStatus, error) {
+	info, err := c.Info(ctx, client.WithoutRefreshedMetadata)
+	if err != nil {
+		return nil, err
+	}
+	return r.statusFromInfo(ctx, c, info)
+}
+
+func (r *Containerd) statusFromInfo(ctx context.Context, c client.Container, info containers.Container) (*ContainerStatus, error) {
+	l := info.Labels
+	attempt, _ := strconv.Atoi(l[LabelAttempt])
+	st := &ContainerStatus{
+		ID: info.ID, SandboxID: l[LabelSandboxID], Pod: podFromLabels(l), Name: l[LabelName], Attempt: attempt,
+		Image: info.Image, Hash: l[LabelHash], State: ContainerCreated, CreatedAt: info.CreatedAt,
+		LogPath: l[LabelLogPath], OOMKilled: l[LabelOOM] == "true",
+	}
+	if ts := l[LabelStartedAt]; ts != "" {
+		st.StartedAt, _ = time.Parse(time.RFC3339Nano, ts)
+	}
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		if !errdefs.IsNotFound(err) {
+			return nil, err
+		}
+		if !st.StartedAt.IsZero() {
+			// Started once, but its task is gone (containerd lost it): report it as exited
+			// so the kubelet replaces it.
+			st.State, st.ExitCode = ContainerUnknown, 255
+		}
+		return st, nil
+	}
+	ts, err := task.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	switch ts.Status {
+	case client.Running, client.Paused, client.Pausing:
+		st.State = ContainerRunning
+	case client.Stopped:
+		st.State, st.ExitCode, st.FinishedAt = ContainerExited, int32(ts.ExitStatus), ts.ExitTime
+	case client.Created:
+		st.State = ContainerCreated
+	default:
+		st.State = ContainerUnknown
+	}
+	return st, nil
+}
+
+// ExecSync implements Runtime.
+func (r *Containerd) ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (*ExecResult, error) {
+	if len(cmd) == 0 {
+		return nil, fmt.Errorf("exec in container %s: empty command", id)
+	}
+	c, err := r.c.LoadContainer(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("exec in container %s: %w", id, wrapNotFound(err))
+	}
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("exec in container %s: not running: %w", id, err)
+	}
+	spec, err := c.Spec(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("exec in container %s: %w", id, err)
+	}
+	pspec := *spec.Process
+	pspec.Args = cmd
+	pspec.Terminal = false
+	var stdout, stderr bytes.Buffer
+	proc, err := task.Exec(ctx, "exec-"+newID()[:12], &pspec,
+		cio.NewCreator(cio.WithStreams(nil, &stdout, &stderr), cio.WithFIFODir(filepath.Join(r.opts.RootDir, "fifo"))))
+	if err != nil {
+		return nil, fmt.Errorf("exec in container %s: %w", id, err)
+	}
+	bg := context.WithoutCancel(ctx)
+	defer proc.Delete(bg, client.WithProcessKill)
+	exited, err := proc.Wait(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("exec in container %s: %w", id, err)
+	}
+	if err := proc.Start(ctx); err != nil {
+		return nil, fmt.Errorf("exec %q in container %s: %w", cmd[0], id, err)
+	}
+	if timeout <= 0 {
+		timeout = time.Hour
+	}
+	var es client.ExitStatus
+	select {
+	case es = <-exited:
+	case <-time.After(timeout):
+		_ = proc.Kill(bg, syscall.SIGKILL)
+		<-exited
+		return nil, fmt.Errorf("exec %q in container %s: timed out after %s", cmd[0], id, timeout)
+	case <-ctx.Done():
+		_ = proc.Kill(bg, syscall.SIGKILL)
+		return nil, ctx.Err()
+	}
+	proc.IO().Wait()
+	return &ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: int(es.ExitCode())}, nil
+}
+
+// PullImage implements Runtime. Registries on loopback are reached over plain HTTP.
+func (r *Containerd) PullImage(ctx context.Context, ref string, auth *PullAuth) (string, error) {
+	name, err := NormalizeImage(ref)
+	if err != nil {
+		return "", err
+	}
+	ropts := []docker.RegistryOpt{docker.WithPlainHTTP(docker.MatchLocalhost)}
+	if auth != nil {
+		ropts = append(ropts, docker.WithAuthorizer(docker.NewDockerAuthorizer(docker.WithAuthCreds(func(string) (string, string, error) {
+			return auth.Username, auth.Password, nil
+		}))))
+	}
+	resolver := docker.NewResolver(docker.ResolverOptions{Hosts: docker.ConfigureDefaultRegistries(ropts...)})
+	img, err := r.c.Pull(ctx, name, client.WithResolver(resolver), client.WithPullUnpack, client.WithPullSnapshotter(r.opts.Snapshotter))
+	if err != nil {
+		return "", fmt.Errorf("pull image %s: %w", name, err)
+	}
+	return img.Target().Digest.String(), nil
+}
+
+// ImageStatus implements Runtime. An image that is present but not unpacked for the
+// snapshotter (an import by another tool) is unpacked here.
+func (r *Containerd) ImageStatus(ctx context.Context, ref string) (*Image, error) {
+	name, err := NormalizeImage(ref)
+	if err != nil {
+		return nil, err
+	}
+	img, err := r.c.GetImage(ctx, name)
+	if err != nil {
+		if errdefs.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("image %s: %w", name, err)
+	}
+	ok, err := img.IsUnpacked(ctx, r.opts.Snapshotter)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", name, err)
+	}
+	if !ok {
+		if err := img.Unpack(ctx, r.opts.Snapshotter); err != nil {
+			return nil, fmt.Errorf("image %s: unpack: %w", name, err)
+		}
+	}
+	size, _ := img.Size(ctx)
+	return &Image{Ref: name, Digest: img.Target().Digest.String(), Size: size}, nil
+}
+
+var _ Runtime = (*Containerd)(nil)

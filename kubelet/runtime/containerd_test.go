@@ -1,0 +1,223 @@
+package runtime_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wasmkube/wasmkube/kubelet/cni"
+	"github.com/wasmkube/wasmkube/kubelet/images"
+	"github.com/wasmkube/wasmkube/kubelet/internal/nodetest"
+	"github.com/wasmkube/wasmkube/kubelet/runtime"
+)
+
+func TestResolveArgs(t *testing.T) {
+	for _, tc := range []struct {
+		name                         string
+		ep, cmd, command, args, want []string
+	}{
+		{"image only", []string{"/ep"}, []string{"a"}, nil, nil, []string{"/ep", "a"}},
+		{"args replace cmd", []string{"/ep"}, []string{"a"}, nil, []string{"b"}, []string{"/ep", "b"}},
+		{"command replaces both", []string{"/ep"}, []string{"a"}, []string{"/c"}, nil, []string{"/c"}},
+		{"command and args", []string{"/ep"}, []string{"a"}, []string{"/c"}, []string{"x"}, []string{"/c", "x"}},
+	} {
+		if got := runtime.ResolveArgs(tc.ep, tc.cmd, tc.command, tc.args); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: got %v want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestNormalizeImage(t *testing.T) {
+	for in, want := range map[string]string{
+		"busybox":               "docker.io/library/busybox:latest",
+		images.BusyboxRef:       images.BusyboxRef,
+		"127.0.0.1:5000/app:v1": "127.0.0.1:5000/app:v1",
+	} {
+		got, err := runtime.NormalizeImage(in)
+		if err != nil || got != want {
+			t.Errorf("NormalizeImage(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := runtime.NormalizeImage("bad image!"); err == nil {
+		t.Error("want an error for an invalid reference")
+	}
+}
+
+func newRuntime(t *testing.T) (*runtime.Containerd, string, cni.Config) {
+	t.Helper()
+	d := nodetest.Containerd(t)
+	nodetest.ImportImages(t, d, "node1")
+	root := t.TempDir()
+	ncfg := nodetest.Network(t, filepath.Join(root, "cni"))
+	net, err := cni.New(ncfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	r, err := runtime.NewContainerd(ctx, runtime.ContainerdOptions{Address: d.Address(), Namespace: "node1", Snapshotter: d.Snapshotter(), RootDir: root, Network: net})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r, root, ncfg
+}
+
+func waitState(t *testing.T, r runtime.Runtime, id string, want runtime.ContainerState) *runtime.ContainerStatus {
+	t.Helper()
+	for i := 0; i < 500; i++ {
+		st, err := r.ContainerStatus(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.State == want {
+			return st
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("container %s never reached %s", id, want)
+	return nil
+}
+
+func TestContainerdSandboxContainersNetworkAndCleanup(t *testing.T) {
+	r, root, ncfg := newRuntime(t)
+	ctx := context.Background()
+
+	v, err := r.Version(ctx)
+	if err != nil || !strings.HasPrefix(v, "containerd://") {
+		t.Fatalf("version %q %v", v, err)
+	}
+	if img, err := r.ImageStatus(ctx, images.BusyboxRef); err != nil || img == nil {
+		t.Fatalf("busybox image status: %v %v", img, err)
+	}
+	if img, err := r.ImageStatus(ctx, "wasmkube.local/absent:latest"); err != nil || img != nil {
+		t.Fatalf("absent image: %v %v", img, err)
+	}
+
+	pod := runtime.PodRef{UID: "uid-a", Namespace: "default", Name: "a"}
+	sa, err := r.RunPodSandbox(ctx, runtime.SandboxConfig{Pod: pod, Image: images.PauseRef})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sa.IP == "" || sa.State != runtime.SandboxReady {
+		t.Fatalf("sandbox %+v", sa)
+	}
+	sbB, err := r.RunPodSandbox(ctx, runtime.SandboxConfig{Pod: runtime.PodRef{UID: "uid-b", Namespace: "default", Name: "b"}, Image: images.PauseRef})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A server in pod a, a client in pod b reaching it by pod IP over the bridge.
+	vol := t.TempDir()
+	logA := filepath.Join(root, "logs", "server.log")
+	server, err := r.CreateContainer(ctx, sa.ID, runtime.ContainerConfig{
+		Name: "server", Image: images.BusyboxRef, LogPath: logA,
+		Command:   []string{"sh", "-c", "echo started; hostname > /data/hostname; trap 'echo bye; exit 3' TERM; while true; do echo hello | nc -l -p 8080; done & wait"},
+		Mounts:    []runtime.Mount{{HostPath: vol, ContainerPath: "/data"}},
+		Resources: runtime.Resources{MemoryLimitBytes: 64 << 20, CPUQuota: 50000, CPUPeriod: 100000, CPUShares: 512},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.StartContainer(ctx, server); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, r, server, runtime.ContainerRunning)
+	// The port is open once nc listens; exec probes it from inside the pod.
+	for i := 0; ; i++ {
+		res, err := r.ExecSync(ctx, server, []string{"sh", "-c", "netstat -ltn | grep -q :8080"}, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.ExitCode == 0 {
+			break
+		}
+		if i > 200 {
+			t.Fatal("server never listened")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	res, err := r.ExecSync(ctx, server, []string{"sh", "-c", "echo out; echo err >&2; exit 7"}, 5*time.Second)
+	if err != nil || res.ExitCode != 7 || string(res.Stdout) != "out\n" || string(res.Stderr) != "err\n" {
+		t.Fatalf("exec: %+v %v", res, err)
+	}
+
+	client, err := r.CreateContainer(ctx, sbB.ID, runtime.ContainerConfig{
+		Name: "client", Image: images.BusyboxRef, Attempt: 2, LogPath: filepath.Join(root, "logs", "client.log"),
+		Command: []string{"sh", "-c", "nc " + sa.IP + " 8080 </dev/null"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.StartContainer(ctx, client); err != nil {
+		t.Fatal(err)
+	}
+	st := waitState(t, r, client, runtime.ContainerExited)
+	if st.ExitCode != 0 || st.Name != "client" || st.Attempt != 2 || st.Pod.UID != "uid-b" || st.SandboxID != sbB.ID {
+		t.Fatalf("client status %+v", st)
+	}
+	if out, _ := os.ReadFile(st.LogPath); !strings.Contains(string(out), "hello") {
+		t.Fatalf("client log %q lacks the server's reply", out)
+	}
+	if h, _ := os.ReadFile(filepath.Join(vol, "hostname")); strings.TrimSpace(string(h)) != "a" {
+		t.Fatalf("hostname in pod a = %q", h)
+	}
+
+	list, err := r.ListContainers(ctx)
+	if err != nil || len(list) != 2 {
+		t.Fatalf("list containers: %v %v", list, err)
+	}
+	sbs, err := r.ListSandboxes(ctx)
+	if err != nil || len(sbs) != 2 {
+		t.Fatalf("list sandboxes: %v %v", sbs, err)
+	}
+
+	// SIGTERM is honoured: the trap's exit code comes back.
+	if err := r.StopContainer(ctx, server, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	st = waitState(t, r, server, runtime.ContainerExited)
+	if st.ExitCode != 3 {
+		t.Fatalf("server exit code %d, want 3 from its TERM trap", st.ExitCode)
+	}
+	if out, _ := os.ReadFile(logA); !strings.Contains(string(out), "started") || !strings.Contains(string(out), "bye") {
+		t.Fatalf("server log %q", out)
+	}
+
+	for _, sb := range []string{sa.ID, sbB.ID} {
+		if err := r.StopPodSandbox(ctx, sb); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.StopPodSandbox(ctx, sb); err != nil {
+			t.Fatalf("second stop: %v", err)
+		}
+		if err := r.RemovePodSandbox(ctx, sb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if list, _ := r.ListContainers(ctx); len(list) != 0 {
+		t.Fatalf("containers left: %v", list)
+	}
+	if sbs, _ := r.ListSandboxes(ctx); len(sbs) != 0 {
+		t.Fatalf("sandboxes left: %v", sbs)
+	}
+	if v := nodetest.Veths(t, ncfg.Bridge); len(v) != 0 {
+		t.Fatalf("veths left on %s: %v", ncfg.Bridge, v)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(root, "netns")); len(ents) != 0 {
+		t.Fatalf("network namespaces left: %v", ents)
+	}
+	if m := nodetest.MountsUnder(t, root); len(m) != 0 {
+		t.Fatalf("mounts left: %v", m)
+	}
+	ipam, _ := os.ReadDir(filepath.Join(root, "cni", "ipam", "wasmkube"))
+	for _, e := range ipam {
+		if strings.HasPrefix(e.Name(), "10.") {
+			t.Fatalf("IP %s still allocated", e.Name())
+		}
+	}
+}
