@@ -385,8 +385,8 @@ func (r *Containerd) RemovePodSandbox(ctx context.Context, id string) error {
 }
 
 // ListSandboxes implements Runtime.
-func (r *Containerd) ListSandboxes(ctx context.Context) ([]Sandbox, error) {
-	ctrs, err := r.c.Containers(ctx, fmt.Sprintf(`labels."%s"==sandbox`, LabelKind))
+func (r *Containerd) ListSandboxes(ctx context.Context, podUID string) ([]Sandbox, error) {
+	ctrs, err := r.c.Containers(ctx, listFilter("sandbox", podUID))
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
 	}
@@ -405,6 +405,14 @@ func (r *Containerd) ListSandboxes(ctx context.Context) ([]Sandbox, error) {
 		out = append(out, sb)
 	}
 	return out, nil
+}
+
+func listFilter(kind, podUID string) string {
+	f := fmt.Sprintf(`labels."%s"==%s`, LabelKind, kind)
+	if podUID != "" {
+		f += fmt.Sprintf(`,labels."%s"==%q`, LabelPodUID, podUID)
+	}
+	return f
 }
 
 // ResolveArgs applies Kubernetes' rules for command and args over an image's entrypoint
@@ -615,8 +623,8 @@ func (r *Containerd) RemoveContainer(ctx context.Context, id string) error {
 }
 
 // ListContainers implements Runtime: every non-sandbox container of this namespace.
-func (r *Containerd) ListContainers(ctx context.Context) ([]ContainerStatus, error) {
-	ctrs, err := r.c.Containers(ctx, fmt.Sprintf(`labels."%s"==container`, LabelKind))
+func (r *Containerd) ListContainers(ctx context.Context, podUID string) ([]ContainerStatus, error) {
+	ctrs, err := r.c.Containers(ctx, listFilter("container", podUID))
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}

@@ -167,13 +167,19 @@ func TestContainerdSandboxContainersNetworkAndCleanup(t *testing.T) {
 		t.Fatalf("hostname in pod a = %q", h)
 	}
 
-	list, err := r.ListContainers(ctx)
+	list, err := r.ListContainers(ctx, "")
 	if err != nil || len(list) != 2 {
 		t.Fatalf("list containers: %v %v", list, err)
 	}
-	sbs, err := r.ListSandboxes(ctx)
+	sbs, err := r.ListSandboxes(ctx, "")
 	if err != nil || len(sbs) != 2 {
 		t.Fatalf("list sandboxes: %v %v", sbs, err)
+	}
+	if sbs, err := r.ListSandboxes(ctx, "uid-b"); err != nil || len(sbs) != 1 || sbs[0].ID != sbB.ID {
+		t.Fatalf("list sandboxes of pod b: %v %v", sbs, err)
+	}
+	if cs, err := r.ListContainers(ctx, "uid-a"); err != nil || len(cs) != 1 || cs[0].ID != server {
+		t.Fatalf("list containers of pod a: %v %v", cs, err)
 	}
 
 	// SIGTERM is honoured: the trap's exit code comes back.
@@ -199,10 +205,10 @@ func TestContainerdSandboxContainersNetworkAndCleanup(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if list, _ := r.ListContainers(ctx); len(list) != 0 {
+	if list, _ := r.ListContainers(ctx, ""); len(list) != 0 {
 		t.Fatalf("containers left: %v", list)
 	}
-	if sbs, _ := r.ListSandboxes(ctx); len(sbs) != 0 {
+	if sbs, _ := r.ListSandboxes(ctx, ""); len(sbs) != 0 {
 		t.Fatalf("sandboxes left: %v", sbs)
 	}
 	if v := nodetest.Veths(t, ncfg.Bridge); len(v) != 0 {

@@ -143,14 +143,16 @@ type Runtime interface {
 	StopPodSandbox(ctx context.Context, id string) error
 	// RemovePodSandbox removes a stopped sandbox and its containers.
 	RemovePodSandbox(ctx context.Context, id string) error
-	ListSandboxes(ctx context.Context) ([]Sandbox, error)
+	// ListSandboxes lists the sandboxes of the pod with podUID, or all when podUID is empty.
+	ListSandboxes(ctx context.Context, podUID string) ([]Sandbox, error)
 
 	CreateContainer(ctx context.Context, sandboxID string, cfg ContainerConfig) (string, error)
 	StartContainer(ctx context.Context, id string) error
 	// StopContainer sends SIGTERM, then SIGKILL once timeout has passed, and waits for exit.
 	StopContainer(ctx context.Context, id string, timeout time.Duration) error
 	RemoveContainer(ctx context.Context, id string) error
-	ListContainers(ctx context.Context) ([]ContainerStatus, error)
+	// ListContainers lists the containers of the pod with podUID, or all when podUID is empty.
+	ListContainers(ctx context.Context, podUID string) ([]ContainerStatus, error)
 	ContainerStatus(ctx context.Context, id string) (*ContainerStatus, error)
 	// ExecSync runs cmd in a running container and waits for it, at most timeout.
 	ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (*ExecResult, error)
