@@ -164,3 +164,36 @@ type PluginFactory func(ctx context.Context, args json.RawMessage, h Handle) (Pl
 // Registry maps plugin names to factories. Built-in plugins and wasm modules declared in
 // the config file are registered the same way.
 type Registry map[string]PluginFactory
+
+// PreFilterExtensions lets the runtime tell a plugin that a pod was added to or removed
+// from a node while it simulates (preemption, nominated pods), so that state computed in
+// PreFilter stays right for the simulated node.
+type PreFilterExtensions interface {
+	AddPod(ctx context.Context, state *CycleState, podToSchedule *v1.Pod, podToAdd *PodInfo, node *NodeInfo) *Status
+	RemovePod(ctx context.Context, state *CycleState, podToSchedule *v1.Pod, podToRemove *PodInfo, node *NodeInfo) *Status
+}
+
+// PreFilterExtender is implemented by PreFilter plugins that have PreFilterExtensions.
+type PreFilterExtender interface {
+	PreFilterExtensions() PreFilterExtensions
+}
+
+// PodNominator knows the pods nominated to nodes by preemption and not yet bound.
+type PodNominator interface {
+	// NominatedPodsForNode returns the pods nominated to nodeName.
+	NominatedPodsForNode(nodeName string) []*PodInfo
+}
+
+// PreemptionHandle is the Handle of a profile's runtime as PostFilter plugins see it:
+// it can run the profile's filters against a simulated node.
+type PreemptionHandle interface {
+	Handle
+	PodNominator
+	// RunFilterPluginsWithNominatedPods runs every Filter plugin on node, counting pods
+	// of equal or higher priority nominated to it as if they were already there.
+	RunFilterPluginsWithNominatedPods(ctx context.Context, state *CycleState, pod *v1.Pod, node *NodeInfo) *Status
+	// RunPreFilterExtensionAddPod and RunPreFilterExtensionRemovePod update the cycle
+	// state of every PreFilter plugin after a simulated change of node.
+	RunPreFilterExtensionAddPod(ctx context.Context, state *CycleState, podToSchedule *v1.Pod, podToAdd *PodInfo, node *NodeInfo) *Status
+	RunPreFilterExtensionRemovePod(ctx context.Context, state *CycleState, podToSchedule *v1.Pod, podToRemove *PodInfo, node *NodeInfo) *Status
+}

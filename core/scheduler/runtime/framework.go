@@ -1,0 +1,922 @@
+// Package runtime runs one scheduler profile's plugins: it resolves the profile against
+// the plugin registry, then drives a pod through PreFilter, Filter (in parallel over
+// nodes, in chunks, stopping once enough feasible nodes are found), PreScore, Score
+// (+NormalizeScore and weights), host selection, and the binding-cycle extension points.
+// Native and wasm plugins are the same to it: it sees only framework interfaces, and it
+// prefers the batch forms of Filter and Score when a plugin offers them.
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/wasmkube/wasmkube/core/scheduler/config"
+	"github.com/wasmkube/wasmkube/core/scheduler/framework"
+)
+
+// Metrics receives durations; the scheduler implements it with Prometheus.
+type Metrics interface {
+	// ObservePlugin records one plugin's time at an extension point (sampled cycles only).
+	ObservePlugin(point, plugin string, code framework.Code, d time.Duration)
+	// ObservePoint records the time of a whole extension point.
+	ObservePoint(profile, point string, code framework.Code, d time.Duration)
+}
+
+// Options are what a profile's runtime needs besides the registry and the profile.
+type Options struct {
+	// Client is handed to plugins (binding, preemption); nil in pure unit tests.
+	Client kubernetes.Interface
+	// Lister is the scheduler's snapshot, updated in place before every cycle.
+	Lister framework.NodeInfoLister
+	// Nominator knows pods nominated by preemption (optional).
+	Nominator framework.PodNominator
+	// Parallelism is the configured worker count (the runtime uses at most GOMAXPROCS
+	// of them, since Filter and Score are CPU bound).
+	Parallelism int
+	// PercentageOfNodesToScore: 0 is adaptive.
+	PercentageOfNodesToScore int32
+	// ExplainTopNodes is how many of the best nodes an Explanation lists (0: none).
+	ExplainTopNodes int
+	// Metrics (optional).
+	Metrics Metrics
+}
+
+type scorePlugin struct {
+	p      framework.ScorePlugin
+	batch  framework.BatchScorePlugin
+	weight int64
+}
+
+type filterPlugin struct {
+	p     framework.FilterPlugin
+	batch framework.BatchFilterPlugin
+}
+
+// Framework is one profile's plugins, ready to run. A Framework runs one scheduling
+// cycle at a time (the scheduler's loop is sequential); binding-cycle methods may run
+// concurrently with it.
+type Framework struct {
+	profile    string
+	opts       Options
+	workers    int
+	plugins    map[string]framework.Plugin
+	pointNames map[string][]config.Plugin
+
+	preFilter  []framework.PreFilterPlugin
+	filter     []filterPlugin
+	postFilter []framework.PostFilterPlugin
+	preScore   []framework.PreScorePlugin
+	score      []scorePlugin
+	reserve    []framework.ReservePlugin
+	permit     []framework.PermitPlugin
+	preBind    []framework.PreBindPlugin
+	bind       []framework.BindPlugin
+	postBind   []framework.PostBindPlugin
+
+	nextStartNodeIndex int
+	cycles             atomic.Int64
+	// buffers reused between cycles (one cycle at a time)
+	scoreBuf []framework.NodeScoreList
+	totalBuf []int64
+}
+
+var _ framework.PreemptionHandle = (*Framework)(nil)
+
+// New resolves profile against registry and builds its plugins. Each plugin is built
+// once per profile (with its pluginConfig args) and shared by the extension points it
+// serves. An unknown plugin name, a plugin enabled at a point it does not implement, or
+// a factory error fails New with an error that names the plugin.
+func New(ctx context.Context, registry framework.Registry, profile *config.Profile, opts Options) (*Framework, error) {
+	f := &Framework{profile: profile.SchedulerName, opts: opts, plugins: map[string]framework.Plugin{}}
+	f.workers = max(1, min(opts.Parallelism, goruntime.GOMAXPROCS(0)))
+	if opts.Parallelism <= 0 {
+		f.workers = goruntime.GOMAXPROCS(0)
+	}
+	var buildErr error
+	instance := func(name string) framework.Plugin {
+		if p, ok := f.plugins[name]; ok {
+			return p
+		}
+		factory, ok := registry[name]
+		if !ok {
+			return nil
+		}
+		p, err := factory(ctx, profile.Args(name), f)
+		if err != nil {
+			if buildErr == nil {
+				buildErr = fmt.Errorf("profile %q: plugin %q: %w", profile.SchedulerName, name, err)
+			}
+			return nil
+		}
+		f.plugins[name] = p
+		return p
+	}
+	known := func(name string) bool { _, ok := registry[name]; return ok }
+	implements := func(name, point string) bool {
+		p := instance(name)
+		return p != nil && Implements(p, point)
+	}
+	points, err := profile.Resolve(known, implements)
+	if buildErr != nil {
+		return nil, buildErr
+	}
+	if err != nil {
+		return nil, err
+	}
+	f.pointNames = points
+	for _, point := range config.ExtensionPoints {
+		for _, e := range points[point] {
+			p := instance(e.Name)
+			if buildErr != nil {
+				return nil, buildErr
+			}
+			if p == nil {
+				return nil, &config.Error{Field: "scheduler.profiles[" + profile.SchedulerName + "].plugins." + config.JSONKey(point), Msg: fmt.Sprintf("unknown plugin %q", e.Name)}
+			}
+			if !Implements(p, point) {
+				// A default plugin replaced by a registry entry of another kind.
+				return nil, &config.Error{Field: "scheduler.profiles[" + profile.SchedulerName + "].plugins." + config.JSONKey(point), Msg: fmt.Sprintf("plugin %q does not implement %s", e.Name, point)}
+			}
+			f.add(point, p, int64(e.Weight))
+		}
+	}
+	if len(f.bind) == 0 {
+		return nil, &config.Error{Field: "scheduler.profiles[" + profile.SchedulerName + "].plugins.bind", Msg: "at least one Bind plugin is required"}
+	}
+	return f, nil
+}
+
+// Implements reports whether p implements the extension point.
+func Implements(p framework.Plugin, point string) bool {
+	var ok bool
+	switch point {
+	case config.PreFilter:
+		_, ok = p.(framework.PreFilterPlugin)
+	case config.Filter:
+		_, ok = p.(framework.FilterPlugin)
+	case config.PostFilter:
+		_, ok = p.(framework.PostFilterPlugin)
+	case config.PreScore:
+		_, ok = p.(framework.PreScorePlugin)
+	case config.Score:
+		_, ok = p.(framework.ScorePlugin)
+	case config.Reserve:
+		_, ok = p.(framework.ReservePlugin)
+	case config.Permit:
+		_, ok = p.(framework.PermitPlugin)
+	case config.PreBind:
+		_, ok = p.(framework.PreBindPlugin)
+	case config.Bind:
+		_, ok = p.(framework.BindPlugin)
+	case config.PostBind:
+		_, ok = p.(framework.PostBindPlugin)
+	}
+	return ok
+}
+
+func (f *Framework) add(point string, p framework.Plugin, weight int64) {
+	switch point {
+	case config.PreFilter:
+		f.preFilter = append(f.preFilter, p.(framework.PreFilterPlugin))
+	case config.Filter:
+		fp := filterPlugin{p: p.(framework.FilterPlugin)}
+		fp.batch, _ = p.(framework.BatchFilterPlugin)
+		f.filter = append(f.filter, fp)
+	case config.PostFilter:
+		f.postFilter = append(f.postFilter, p.(framework.PostFilterPlugin))
+	case config.PreScore:
+		f.preScore = append(f.preScore, p.(framework.PreScorePlugin))
+	case config.Score:
+		sp := scorePlugin{p: p.(framework.ScorePlugin), weight: weight}
+		sp.batch, _ = p.(framework.BatchScorePlugin)
+		f.score = append(f.score, sp)
+	case config.Reserve:
+		f.reserve = append(f.reserve, p.(framework.ReservePlugin))
+	case config.Permit:
+		f.permit = append(f.permit, p.(framework.PermitPlugin))
+	case config.PreBind:
+		f.preBind = append(f.preBind, p.(framework.PreBindPlugin))
+	case config.Bind:
+		f.bind = append(f.bind, p.(framework.BindPlugin))
+	case config.PostBind:
+		f.postBind = append(f.postBind, p.(framework.PostBindPlugin))
+	}
+}
+
+// ProfileName is the profile's schedulerName.
+func (f *Framework) ProfileName() string { return f.profile }
+
+// Plugin returns the profile's instance of a plugin, or nil.
+func (f *Framework) Plugin(name string) framework.Plugin { return f.plugins[name] }
+
+// PluginsAt lists the plugins of an extension point with their weights, in order.
+func (f *Framework) PluginsAt(point string) []config.Plugin { return f.pointNames[point] }
+
+// HasPostFilter reports whether the profile has PostFilter plugins.
+func (f *Framework) HasPostFilter() bool { return len(f.postFilter) > 0 }
+
+// SnapshotSharedLister implements framework.Handle.
+func (f *Framework) SnapshotSharedLister() framework.NodeInfoLister { return f.opts.Lister }
+
+// ClientSet implements framework.Handle.
+func (f *Framework) ClientSet() kubernetes.Interface { return f.opts.Client }
+
+// Parallelism implements framework.Handle.
+func (f *Framework) Parallelism() int { return f.workers }
+
+// NominatedPodsForNode implements framework.PodNominator.
+func (f *Framework) NominatedPodsForNode(name string) []*framework.PodInfo {
+	if f.opts.Nominator == nil {
+		return nil
+	}
+	return f.opts.Nominator.NominatedPodsForNode(name)
+}
+
+// sampled tells whether this cycle records per-plugin durations (one in ten, as
+// upstream, since timing every plugin call costs more than some plugins do).
+func (f *Framework) sampled() bool { return f.opts.Metrics != nil && f.cycles.Load()%10 == 0 }
+
+func (f *Framework) observePoint(point string, st *framework.Status, start time.Time) {
+	if f.opts.Metrics != nil {
+		f.opts.Metrics.ObservePoint(f.profile, point, st.Code(), time.Since(start))
+	}
+}
+
+// RunPreFilterPlugins runs PreFilter; plugins that return Skip are recorded in state so
+// that their Filter is not called. It returns the intersection of the plugins' node sets.
+func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod) (res *framework.PreFilterResult, st *framework.Status) {
+	start := time.Now()
+	defer func() { f.observePoint(config.PreFilter, st, start) }()
+	sampled := f.sampled()
+	for _, p := range f.preFilter {
+		t := time.Now()
+		r, s := p.PreFilter(ctx, state, pod)
+		if sampled {
+			f.opts.Metrics.ObservePlugin(config.PreFilter, p.Name(), s.Code(), time.Since(t))
+		}
+		if s.IsSkip() {
+			if state.SkipFilterPlugins == nil {
+				state.SkipFilterPlugins = map[string]struct{}{}
+			}
+			state.SkipFilterPlugins[p.Name()] = struct{}{}
+			continue
+		}
+		if !s.IsSuccess() {
+			s.WithPlugin(p.Name())
+			if s.Code() == framework.Error {
+				return nil, framework.AsStatus(fmt.Errorf("running PreFilter plugin %q: %w", p.Name(), s.AsError())).WithPlugin(p.Name())
+			}
+			return nil, s
+		}
+		if r != nil && r.NodeNames != nil {
+			if res == nil {
+				res = r
+			} else {
+				res = &framework.PreFilterResult{NodeNames: intersect(res.NodeNames, r.NodeNames)}
+			}
+			if len(res.NodeNames) == 0 {
+				return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, "node(s) didn't satisfy plugin(s) ["+p.Name()+"] simultaneously").WithPlugin(p.Name())
+			}
+		}
+	}
+	return res, nil
+}
+
+func intersect(a, b map[string]struct{}) map[string]struct{} {
+	out := map[string]struct{}{}
+	for k := range a {
+		if _, ok := b[k]; ok {
+			out[k] = struct{}{}
+		}
+	}
+	return out
+}
+
+// RunPreFilterExtensionAddPod implements framework.PreemptionHandle.
+func (f *Framework) RunPreFilterExtensionAddPod(ctx context.Context, state *framework.CycleState, pod *v1.Pod, add *framework.PodInfo, node *framework.NodeInfo) *framework.Status {
+	for _, p := range f.preFilter {
+		if _, skip := state.SkipFilterPlugins[p.Name()]; skip {
+			continue
+		}
+		if ext, ok := p.(framework.PreFilterExtender); ok && ext.PreFilterExtensions() != nil {
+			if s := ext.PreFilterExtensions().AddPod(ctx, state, pod, add, node); !s.IsSuccess() {
+				return framework.AsStatus(fmt.Errorf("running AddPod on PreFilter plugin %q: %w", p.Name(), s.AsError()))
+			}
+		}
+	}
+	return nil
+}
+
+// RunPreFilterExtensionRemovePod implements framework.PreemptionHandle.
+func (f *Framework) RunPreFilterExtensionRemovePod(ctx context.Context, state *framework.CycleState, pod *v1.Pod, rm *framework.PodInfo, node *framework.NodeInfo) *framework.Status {
+	for _, p := range f.preFilter {
+		if _, skip := state.SkipFilterPlugins[p.Name()]; skip {
+			continue
+		}
+		if ext, ok := p.(framework.PreFilterExtender); ok && ext.PreFilterExtensions() != nil {
+			if s := ext.PreFilterExtensions().RemovePod(ctx, state, pod, rm, node); !s.IsSuccess() {
+				return framework.AsStatus(fmt.Errorf("running RemovePod on PreFilter plugin %q: %w", p.Name(), s.AsError()))
+			}
+		}
+	}
+	return nil
+}
+
+// RunFilterPlugins runs every Filter plugin on one node and returns the first
+// rejection (with the plugin's name), or nil.
+func (f *Framework) RunFilterPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) *framework.Status {
+	for i := range f.filter {
+		p := f.filter[i].p
+		if _, skip := state.SkipFilterPlugins[p.Name()]; skip {
+			continue
+		}
+		if s := p.Filter(ctx, state, pod, node); !s.IsSuccess() {
+			if !s.IsRejected() {
+				s = framework.AsStatus(fmt.Errorf("running Filter plugin %q on node %q: %w", p.Name(), nodeName(node), s.AsError()))
+			}
+			return s.WithPlugin(p.Name())
+		}
+	}
+	return nil
+}
+
+func nodeName(n *framework.NodeInfo) string {
+	if n.Node() == nil {
+		return ""
+	}
+	return n.Node().Name
+}
+
+// RunFilterPluginsWithNominatedPods implements framework.PreemptionHandle as upstream:
+// when pods of equal or higher priority are nominated to the node, the filters must pass
+// both with them (they will take their room) and without them (affinity to them must
+// not be counted before they are there).
+func (f *Framework) RunFilterPluginsWithNominatedPods(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) *framework.Status {
+	withNominated, stateWith, added, err := f.addNominatedPods(ctx, state, pod, node)
+	if err != nil {
+		return framework.AsStatus(err)
+	}
+	if s := f.RunFilterPlugins(ctx, stateWith, pod, withNominated); !s.IsSuccess() || !added {
+		return s
+	}
+	return f.RunFilterPlugins(ctx, state, pod, node)
+}
+
+func (f *Framework) addNominatedPods(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) (*framework.NodeInfo, *framework.CycleState, bool, error) {
+	if f.opts.Nominator == nil || node.Node() == nil {
+		return node, state, false, nil
+	}
+	nominated := f.opts.Nominator.NominatedPodsForNode(node.Node().Name)
+	if len(nominated) == 0 {
+		return node, state, false, nil
+	}
+	var clone *framework.NodeInfo
+	var st *framework.CycleState
+	prio := PodPriority(pod)
+	for _, np := range nominated {
+		if PodPriority(np.Pod) >= prio && np.Pod.UID != pod.UID {
+			if clone == nil {
+				clone = node.Clone()
+				st = state.Clone()
+			}
+			clone.AddPodInfo(np)
+			if s := f.RunPreFilterExtensionAddPod(ctx, st, pod, np, clone); !s.IsSuccess() {
+				return nil, nil, false, s.AsError()
+			}
+		}
+	}
+	if clone == nil {
+		return node, state, false, nil
+	}
+	return clone, st, true, nil
+}
+
+// PodPriority is spec.priority, 0 when unset.
+func PodPriority(p *v1.Pod) int32 {
+	if p.Spec.Priority != nil {
+		return *p.Spec.Priority
+	}
+	return 0
+}
+
+// NumFeasibleNodesToFind is upstream's adaptive sample size: every node up to 100; then
+// percentage (or, when 0, 50% minus 1% per 125 nodes, floored at 5%) of the nodes, but
+// never fewer than 100.
+func NumFeasibleNodesToFind(percentage int32, numAllNodes int) int {
+	const minFeasible = 100
+	if numAllNodes < minFeasible || percentage >= 100 {
+		return numAllNodes
+	}
+	adaptive := percentage
+	if adaptive <= 0 {
+		adaptive = int32(50 - numAllNodes/125)
+		if adaptive < 5 {
+			adaptive = 5
+		}
+	}
+	n := numAllNodes * int(adaptive) / 100
+	if n < minFeasible {
+		return minFeasible
+	}
+	return n
+}
+
+// ErrNoNodes is returned when the cluster has no nodes at all.
+var ErrNoNodes = errors.New("no nodes available to schedule pods")
+
+// ScheduleResult is the outcome of a scheduling cycle's decision part.
+type ScheduleResult struct {
+	SuggestedHost  string
+	EvaluatedNodes int
+	FeasibleNodes  int
+	Explanation    *Explanation
+}
+
+// SchedulePod runs PreFilter, Filter, PreScore and Score and picks a node. An
+// unschedulable pod gives a *FitError (with the per-node verdicts PostFilter needs);
+// other failures give plain errors.
+func (f *Framework) SchedulePod(ctx context.Context, state *framework.CycleState, pod *v1.Pod) (ScheduleResult, error) {
+	f.cycles.Add(1)
+	all, err := f.opts.Lister.List()
+	if err != nil {
+		return ScheduleResult{}, err
+	}
+	if len(all) == 0 {
+		return ScheduleResult{}, ErrNoNodes
+	}
+	diag := Diagnosis{NodeToStatus: framework.NodeToStatusMap{}, UnschedulablePlugins: map[string]struct{}{}}
+	pre, st := f.RunPreFilterPlugins(ctx, state, pod)
+	if !st.IsSuccess() {
+		if !st.IsRejected() {
+			return ScheduleResult{}, st.AsError()
+		}
+		for _, n := range all {
+			diag.NodeToStatus[n.Node().Name] = st
+		}
+		diag.PreFilterMsg = st.Message()
+		diag.UnschedulablePlugins[st.Plugin()] = struct{}{}
+		return ScheduleResult{}, &FitError{Pod: pod, NumAllNodes: len(all), Diagnosis: diag}
+	}
+
+	// A pod nominated by preemption tries its nominated node first.
+	if nn := pod.Status.NominatedNodeName; nn != "" {
+		if ni, err := f.opts.Lister.Get(nn); err == nil && ni.Node() != nil {
+			if s := f.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni); s.IsSuccess() {
+				res := ScheduleResult{SuggestedHost: nn, EvaluatedNodes: 1, FeasibleNodes: 1}
+				res.Explanation = f.explain(pod, len(all), 1, []*framework.NodeInfo{ni}, nil, nil, diag)
+				return res, nil
+			} else if s.Code() == framework.Error {
+				return ScheduleResult{}, s.AsError()
+			}
+		}
+	}
+
+	nodes := all
+	if pre != nil && pre.NodeNames != nil {
+		nodes = make([]*framework.NodeInfo, 0, len(pre.NodeNames))
+		for name := range pre.NodeNames {
+			if ni, err := f.opts.Lister.Get(name); err == nil {
+				nodes = append(nodes, ni)
+			}
+		}
+		for _, n := range all {
+			if _, ok := pre.NodeNames[n.Node().Name]; !ok {
+				diag.NodeToStatus[n.Node().Name] = framework.NewStatus(framework.UnschedulableAndUnresolvable, "node is filtered out by the prefilter result")
+			}
+		}
+	}
+	feasible, evaluated, err := f.findFeasible(ctx, state, pod, nodes, &diag)
+	if err != nil {
+		return ScheduleResult{}, err
+	}
+	if len(feasible) == 0 {
+		return ScheduleResult{EvaluatedNodes: evaluated}, &FitError{Pod: pod, NumAllNodes: len(all), Diagnosis: diag}
+	}
+	res := ScheduleResult{EvaluatedNodes: evaluated, FeasibleNodes: len(feasible)}
+	if len(feasible) == 1 && f.opts.ExplainTopNodes == 0 {
+		res.SuggestedHost = feasible[0].Node().Name
+		return res, nil
+	}
+	if s := f.runPreScore(ctx, state, pod, feasible); !s.IsSuccess() {
+		return ScheduleResult{}, s.AsError()
+	}
+	scores, totals, s := f.runScore(ctx, state, pod, feasible)
+	if !s.IsSuccess() {
+		return ScheduleResult{}, s.AsError()
+	}
+	best := selectHost(totals)
+	res.SuggestedHost = feasible[best].Node().Name
+	res.Explanation = f.explain(pod, len(all), evaluated, feasible, scores, totals, diag)
+	return res, nil
+}
+
+// findFeasible filters nodes in parallel chunks, starting where the previous cycle
+// stopped (so every node gets its turn), until enough feasible nodes are found.
+func (f *Framework) findFeasible(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo, diag *Diagnosis) ([]*framework.NodeInfo, int, error) {
+	start := time.Now()
+	n := len(nodes)
+	want := NumFeasibleNodesToFind(f.opts.PercentageOfNodesToScore, n)
+	if len(f.filter) == 0 {
+		out := make([]*framework.NodeInfo, want)
+		for i := range want {
+			out[i] = nodes[(f.nextStartNodeIndex+i)%n]
+		}
+		f.nextStartNodeIndex = (f.nextStartNodeIndex + want) % n
+		return out, want, nil
+	}
+	feasible := make([]*framework.NodeInfo, want)
+	var found, processed atomic.Int64
+	var mu sync.Mutex
+	var firstErr *framework.Status
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	startIdx := f.nextStartNodeIndex
+	sampled := f.sampled()
+	var pluginTime []atomic.Int64
+	if sampled {
+		pluginTime = make([]atomic.Int64, len(f.filter))
+	}
+	reject := func(ni *framework.NodeInfo, s *framework.Status) {
+		mu.Lock()
+		if s.Code() == framework.Error {
+			if firstErr == nil {
+				firstErr = s
+			}
+			mu.Unlock()
+			cancel()
+			return
+		}
+		diag.NodeToStatus[ni.Node().Name] = s
+		diag.UnschedulablePlugins[s.Plugin()] = struct{}{}
+		mu.Unlock()
+	}
+	accept := func(ni *framework.NodeInfo) {
+		i := found.Add(1)
+		if i > int64(want) {
+			cancel()
+			return
+		}
+		feasible[i-1] = ni
+	}
+	chunk := min(chunkSize(n, f.workers), max(8, want/(f.workers*2)))
+	parallelize(cctx, f.workers, n, chunk, func(lo, hi int) {
+		if found.Load() >= int64(want) {
+			return
+		}
+		processed.Add(int64(hi - lo))
+		alive := make([]*framework.NodeInfo, 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			ni := nodes[(startIdx+i)%n]
+			if f.opts.Nominator != nil && len(f.opts.Nominator.NominatedPodsForNode(ni.Node().Name)) > 0 {
+				if s := f.RunFilterPluginsWithNominatedPods(cctx, state, pod, ni); s.IsSuccess() {
+					accept(ni)
+				} else {
+					reject(ni, s)
+				}
+				continue
+			}
+			alive = append(alive, ni)
+		}
+		var statuses []*framework.Status
+		for pi := range f.filter {
+			if len(alive) == 0 {
+				break
+			}
+			fp := &f.filter[pi]
+			name := fp.p.Name()
+			if _, skip := state.SkipFilterPlugins[name]; skip {
+				continue
+			}
+			var t time.Time
+			if sampled {
+				t = time.Now()
+			}
+			if fp.batch != nil {
+				if cap(statuses) < len(alive) {
+					statuses = make([]*framework.Status, len(alive))
+				}
+				statuses = statuses[:len(alive)]
+				clear(statuses)
+				fp.batch.FilterBatch(cctx, state, pod, alive, statuses)
+			} else {
+				statuses = statuses[:0]
+				for _, ni := range alive {
+					statuses = append(statuses, fp.p.Filter(cctx, state, pod, ni))
+				}
+			}
+			if sampled {
+				pluginTime[pi].Add(int64(time.Since(t)))
+			}
+			kept := alive[:0]
+			for i, ni := range alive {
+				s := statuses[i]
+				if s.IsSuccess() {
+					kept = append(kept, ni)
+					continue
+				}
+				if !s.IsRejected() {
+					s = framework.AsStatus(fmt.Errorf("running Filter plugin %q on node %q: %w", name, ni.Node().Name, s.AsError()))
+				}
+				reject(ni, s.WithPlugin(name))
+			}
+			alive = kept
+		}
+		for _, ni := range alive {
+			accept(ni)
+		}
+	})
+	if sampled {
+		for pi := range f.filter {
+			f.opts.Metrics.ObservePlugin(config.Filter, f.filter[pi].p.Name(), framework.Success, time.Duration(pluginTime[pi].Load()))
+		}
+	}
+	if firstErr != nil {
+		f.observePoint(config.Filter, firstErr, start)
+		return nil, 0, firstErr.AsError()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	evaluated := int(processed.Load())
+	f.nextStartNodeIndex = (startIdx + evaluated) % n
+	k := min(int(found.Load()), want)
+	f.observePoint(config.Filter, nil, start)
+	return feasible[:k], evaluated, nil
+}
+
+func (f *Framework) runPreScore(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) (st *framework.Status) {
+	start := time.Now()
+	defer func() { f.observePoint(config.PreScore, st, start) }()
+	sampled := f.sampled()
+	for _, p := range f.preScore {
+		t := time.Now()
+		s := p.PreScore(ctx, state, pod, nodes)
+		if sampled {
+			f.opts.Metrics.ObservePlugin(config.PreScore, p.Name(), s.Code(), time.Since(t))
+		}
+		if s.IsSkip() {
+			if state.SkipScorePlugins == nil {
+				state.SkipScorePlugins = map[string]struct{}{}
+			}
+			state.SkipScorePlugins[p.Name()] = struct{}{}
+			continue
+		}
+		if !s.IsSuccess() {
+			return framework.AsStatus(fmt.Errorf("running PreScore plugin %q: %w", p.Name(), s.AsError())).WithPlugin(p.Name())
+		}
+	}
+	return nil
+}
+
+// runScore scores nodes with every Score plugin (chunks in parallel), normalizes each
+// plugin's scores, applies weights, and returns per-plugin weighted scores and totals.
+// Plugins skipped in PreScore score 0.
+func (f *Framework) runScore(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) ([]framework.NodeScoreList, []int64, *framework.Status) {
+	start := time.Now()
+	n := len(nodes)
+	if len(f.scoreBuf) != len(f.score) {
+		f.scoreBuf = make([]framework.NodeScoreList, len(f.score))
+	}
+	for i := range f.score {
+		if cap(f.scoreBuf[i]) < n {
+			f.scoreBuf[i] = make(framework.NodeScoreList, n)
+		}
+		f.scoreBuf[i] = f.scoreBuf[i][:n]
+		for j, ni := range nodes {
+			f.scoreBuf[i][j] = framework.NodeScore{Name: ni.Node().Name}
+		}
+	}
+	if cap(f.totalBuf) < n {
+		f.totalBuf = make([]int64, n)
+	}
+	totals := f.totalBuf[:n]
+	clear(totals)
+	active := make([]bool, len(f.score))
+	for i := range f.score {
+		_, skip := state.SkipScorePlugins[f.score[i].p.Name()]
+		active[i] = !skip
+	}
+	var mu sync.Mutex
+	var firstErr *framework.Status
+	sampled := f.sampled()
+	var pluginTime []atomic.Int64
+	if sampled {
+		pluginTime = make([]atomic.Int64, len(f.score))
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	parallelize(cctx, f.workers, n, chunkSize(n, f.workers), func(lo, hi int) {
+		var raw []int64
+		for pi := range f.score {
+			if !active[pi] {
+				continue
+			}
+			sp := &f.score[pi]
+			var t time.Time
+			if sampled {
+				t = time.Now()
+			}
+			list := f.scoreBuf[pi]
+			var s *framework.Status
+			if sp.batch != nil {
+				if cap(raw) < hi-lo {
+					raw = make([]int64, hi-lo)
+				}
+				raw = raw[:hi-lo]
+				s = sp.batch.ScoreBatch(cctx, state, pod, nodes[lo:hi], raw)
+				for i := lo; i < hi; i++ {
+					list[i].Score = raw[i-lo]
+				}
+			} else {
+				for i := lo; i < hi && s.IsSuccess(); i++ {
+					list[i].Score, s = sp.p.Score(cctx, state, pod, nodes[i])
+				}
+			}
+			if sampled {
+				pluginTime[pi].Add(int64(time.Since(t)))
+			}
+			if !s.IsSuccess() {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = framework.AsStatus(fmt.Errorf("running Score plugin %q: %w", sp.p.Name(), s.AsError())).WithPlugin(sp.p.Name())
+				}
+				mu.Unlock()
+				cancel()
+				return
+			}
+		}
+	})
+	if firstErr != nil {
+		f.observePoint(config.Score, firstErr, start)
+		return nil, nil, firstErr
+	}
+	for pi := range f.score {
+		sp := &f.score[pi]
+		list := f.scoreBuf[pi]
+		if !active[pi] {
+			continue
+		}
+		if ext := sp.p.ScoreExtensions(); ext != nil {
+			if s := ext.NormalizeScore(ctx, state, pod, list); !s.IsSuccess() {
+				st := framework.AsStatus(fmt.Errorf("running NormalizeScore of plugin %q: %w", sp.p.Name(), s.AsError())).WithPlugin(sp.p.Name())
+				f.observePoint(config.Score, st, start)
+				return nil, nil, st
+			}
+		}
+		for i := range list {
+			sc := list[i].Score
+			if sc > framework.MaxNodeScore || sc < framework.MinNodeScore {
+				st := framework.AsStatus(fmt.Errorf("plugin %q returned an invalid score %d for node %q: scores must be in [%d, %d]", sp.p.Name(), sc, list[i].Name, framework.MinNodeScore, framework.MaxNodeScore)).WithPlugin(sp.p.Name())
+				f.observePoint(config.Score, st, start)
+				return nil, nil, st
+			}
+			list[i].Score = sc * sp.weight
+			totals[i] += list[i].Score
+		}
+		if sampled {
+			f.opts.Metrics.ObservePlugin(config.Score, sp.p.Name(), framework.Success, time.Duration(pluginTime[pi].Load()))
+		}
+	}
+	f.observePoint(config.Score, nil, start)
+	return f.scoreBuf, totals, nil
+}
+
+// selectHost returns the index of the highest total, breaking ties uniformly at random
+// (reservoir sampling, as upstream), so equal nodes share the load.
+func selectHost(totals []int64) int {
+	best, ties := 0, 1
+	for i := 1; i < len(totals); i++ {
+		switch {
+		case totals[i] > totals[best]:
+			best, ties = i, 1
+		case totals[i] == totals[best]:
+			ties++
+			if rand.IntN(ties) == 0 {
+				best = i
+			}
+		}
+	}
+	return best
+}
+
+// RunPostFilterPlugins runs PostFilter plugins until one returns Success (or an Error).
+func (f *Framework) RunPostFilterPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, m framework.NodeToStatusMap) (res *framework.PostFilterResult, st *framework.Status) {
+	start := time.Now()
+	defer func() { f.observePoint(config.PostFilter, st, start) }()
+	var msgs []string
+	for _, p := range f.postFilter {
+		r, s := p.PostFilter(ctx, state, pod, m)
+		if s.IsSuccess() {
+			return r, s
+		}
+		if s.Code() == framework.Error {
+			return nil, framework.AsStatus(fmt.Errorf("running PostFilter plugin %q: %w", p.Name(), s.AsError())).WithPlugin(p.Name())
+		}
+		if r != nil && r.NominatedNodeName != "" {
+			res = r
+		}
+		msgs = append(msgs, s.Message())
+	}
+	if len(msgs) == 0 {
+		return res, framework.NewStatus(framework.Unschedulable)
+	}
+	return res, framework.NewStatus(framework.Unschedulable, msgs...)
+}
+
+// RunReservePluginsReserve runs Reserve; on failure the caller runs Unreserve.
+func (f *Framework) RunReservePluginsReserve(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node string) (st *framework.Status) {
+	start := time.Now()
+	defer func() { f.observePoint(config.Reserve, st, start) }()
+	for _, p := range f.reserve {
+		if s := p.Reserve(ctx, state, pod, node); !s.IsSuccess() {
+			if s.IsRejected() {
+				return s.WithPlugin(p.Name())
+			}
+			return framework.AsStatus(fmt.Errorf("running Reserve plugin %q: %w", p.Name(), s.AsError())).WithPlugin(p.Name())
+		}
+	}
+	return nil
+}
+
+// RunReservePluginsUnreserve runs Unreserve in reverse order.
+func (f *Framework) RunReservePluginsUnreserve(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node string) {
+	for i := len(f.reserve) - 1; i >= 0; i-- {
+		f.reserve[i].Unreserve(ctx, state, pod, node)
+	}
+}
+
+// RunPermitPlugins runs Permit. When plugins answer Wait, it waits (up to the longest
+// timeout they returned) — permits in wasmkube are decided by the plugins themselves, so
+// a Wait is a delay the plugin asked for, after which the pod is allowed.
+func (f *Framework) RunPermitPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node string) (st *framework.Status) {
+	start := time.Now()
+	defer func() { f.observePoint(config.Permit, st, start) }()
+	var wait time.Duration
+	for _, p := range f.permit {
+		s, d := p.Permit(ctx, state, pod, node)
+		switch {
+		case s.IsSuccess():
+		case s.IsWait():
+			wait = max(wait, d)
+		case s.IsRejected():
+			return s.WithPlugin(p.Name())
+		default:
+			return framework.AsStatus(fmt.Errorf("running Permit plugin %q: %w", p.Name(), s.AsError())).WithPlugin(p.Name())
+		}
+	}
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return framework.AsStatus(ctx.Err())
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// RunPreBindPlugins runs PreBind.
+func (f *Framework) RunPreBindPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node string) (st *framework.Status) {
+	start := time.Now()
+	defer func() { f.observePoint(config.PreBind, st, start) }()
+	for _, p := range f.preBind {
+		if s := p.PreBind(ctx, state, pod, node); !s.IsSuccess() {
+			return framework.AsStatus(fmt.Errorf("running PreBind plugin %q: %w", p.Name(), s.AsError())).WithPlugin(p.Name())
+		}
+	}
+	return nil
+}
+
+// RunBindPlugins runs Bind plugins until one does not Skip.
+func (f *Framework) RunBindPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node string) (st *framework.Status) {
+	start := time.Now()
+	defer func() { f.observePoint(config.Bind, st, start) }()
+	for _, p := range f.bind {
+		s := p.Bind(ctx, state, pod, node)
+		if s.IsSkip() {
+			continue
+		}
+		if !s.IsSuccess() {
+			return framework.AsStatus(fmt.Errorf("running Bind plugin %q: %w", p.Name(), s.AsError())).WithPlugin(p.Name())
+		}
+		return nil
+	}
+	return framework.NewStatus(framework.Error, "every Bind plugin skipped the pod")
+}
+
+// RunPostBindPlugins runs PostBind.
+func (f *Framework) RunPostBindPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node string) {
+	for _, p := range f.postBind {
+		p.PostBind(ctx, state, pod, node)
+	}
+}
