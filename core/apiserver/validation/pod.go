@@ -22,18 +22,18 @@ const (
 )
 
 var (
-	supportedRestartPolicies   = []string{string(corev1.RestartPolicyAlways), string(corev1.RestartPolicyOnFailure), string(corev1.RestartPolicyNever)}
-	supportedDNSPolicies       = []string{string(corev1.DNSClusterFirstWithHostNet), string(corev1.DNSClusterFirst), string(corev1.DNSDefault), string(corev1.DNSNone)}
-	supportedPortProtocols     = []string{string(corev1.ProtocolSCTP), string(corev1.ProtocolTCP), string(corev1.ProtocolUDP)}
-	supportedPullPolicies      = []string{string(corev1.PullAlways), string(corev1.PullIfNotPresent), string(corev1.PullNever)}
-	supportedTermMsgPolicies   = []string{string(corev1.TerminationMessageFallbackToLogsOnError), string(corev1.TerminationMessageReadFile)}
-	supportedHTTPSchemes       = []string{string(corev1.URISchemeHTTP), string(corev1.URISchemeHTTPS)}
-	supportedTaintEffects      = []string{string(corev1.TaintEffectNoExecute), string(corev1.TaintEffectNoSchedule), string(corev1.TaintEffectPreferNoSchedule)}
-	supportedTolerationOps     = []string{string(corev1.TolerationOpEqual), string(corev1.TolerationOpExists)}
-	supportedUnsatisfiable     = []string{string(corev1.DoNotSchedule), string(corev1.ScheduleAnyway)}
-	supportedNodeSelectorOps   = []string{string(corev1.NodeSelectorOpDoesNotExist), string(corev1.NodeSelectorOpExists), string(corev1.NodeSelectorOpGt), string(corev1.NodeSelectorOpIn), string(corev1.NodeSelectorOpLt), string(corev1.NodeSelectorOpNotIn)}
+	supportedRestartPolicies    = []string{string(corev1.RestartPolicyAlways), string(corev1.RestartPolicyOnFailure), string(corev1.RestartPolicyNever)}
+	supportedDNSPolicies        = []string{string(corev1.DNSClusterFirstWithHostNet), string(corev1.DNSClusterFirst), string(corev1.DNSDefault), string(corev1.DNSNone)}
+	supportedPortProtocols      = []string{string(corev1.ProtocolSCTP), string(corev1.ProtocolTCP), string(corev1.ProtocolUDP)}
+	supportedPullPolicies       = []string{string(corev1.PullAlways), string(corev1.PullIfNotPresent), string(corev1.PullNever)}
+	supportedTermMsgPolicies    = []string{string(corev1.TerminationMessageFallbackToLogsOnError), string(corev1.TerminationMessageReadFile)}
+	supportedHTTPSchemes        = []string{string(corev1.URISchemeHTTP), string(corev1.URISchemeHTTPS)}
+	supportedTaintEffects       = []string{string(corev1.TaintEffectNoExecute), string(corev1.TaintEffectNoSchedule), string(corev1.TaintEffectPreferNoSchedule)}
+	supportedTolerationOps      = []string{string(corev1.TolerationOpEqual), string(corev1.TolerationOpExists)}
+	supportedUnsatisfiable      = []string{string(corev1.DoNotSchedule), string(corev1.ScheduleAnyway)}
+	supportedNodeSelectorOps    = []string{string(corev1.NodeSelectorOpDoesNotExist), string(corev1.NodeSelectorOpExists), string(corev1.NodeSelectorOpGt), string(corev1.NodeSelectorOpIn), string(corev1.NodeSelectorOpLt), string(corev1.NodeSelectorOpNotIn)}
 	supportedPreemptionPolicies = []string{string(corev1.PreemptLowerPriority), string(corev1.PreemptNever)}
-	supportedContainerRestart  = []string{string(corev1.ContainerRestartPolicyAlways)}
+	supportedContainerRestart   = []string{string(corev1.ContainerRestartPolicyAlways)}
 )
 
 func validatePod(pod *corev1.Pod) field.ErrorList {
