@@ -1,0 +1,75 @@
+// Package testwasm builds wasm modules for tests: Go guests with the wasip1 toolchain and
+// WAT files with wat2wasm (Debian's wabt, installed by scripts/deps.sh).
+package testwasm
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+)
+
+var (
+	mu    sync.Mutex
+	built = map[string]string{}
+	dir   string
+)
+
+// Root is the repository root.
+func Root() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+func outDir(t testing.TB) string {
+	if dir == "" {
+		d, err := os.MkdirTemp("", "wasmkube-testwasm-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = d
+	}
+	return dir
+}
+
+// Go builds the Go guest in pkgDir (relative to the repository root) with
+// GOOS=wasip1 GOARCH=wasm -buildmode=c-shared and returns the module's bytes' path. Builds
+// are cached per test binary; Go's build cache makes rebuilds cheap.
+func Go(t testing.TB, pkgDir string) string {
+	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	if p, ok := built[pkgDir]; ok {
+		return p
+	}
+	out := filepath.Join(outDir(t), strings.ReplaceAll(pkgDir, "/", "_")+".wasm")
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	cmd := exec.Command(goBin, "build", "-buildmode=c-shared", "-o", out, "./"+pkgDir)
+	cmd.Dir = Root()
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build %s for wasip1: %v\n%s", pkgDir, err, b)
+	}
+	built[pkgDir] = out
+	return out
+}
+
+// WAT compiles a WAT file (relative to the repository root) with wat2wasm.
+func WAT(t testing.TB, file string) string {
+	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	if p, ok := built[file]; ok {
+		return p
+	}
+	out := filepath.Join(outDir(t), strings.ReplaceAll(file, "/", "_")+".wasm")
+	cmd := exec.Command("wat2wasm", "-o", out, filepath.Join(Root(), file))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("wat2wasm %s (install wabt: scripts/deps.sh): %v\n%s", file, err, b)
+	}
+	built[file] = out
+	return out
+}

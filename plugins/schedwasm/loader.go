@@ -1,0 +1,158 @@
+// Package schedwasm makes wasm modules scheduler plugins: a module becomes a
+// framework.Plugin implementing exactly the extension points it exports (PreFilter,
+// Filter with FilterBatch, PostFilter, PreScore, Score with ScoreBatch, NormalizeScore
+// through ScoreExtensions), with the plugin's failurePolicy applied to every failure.
+//
+// Wiring: the scheduler takes Loader.Load as its Options.WasmLoader.
+package schedwasm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wasmkube/wasmkube/core/scheduler/config"
+	"github.com/wasmkube/wasmkube/core/scheduler/framework"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost"
+)
+
+// DefaultPoolSize is the pool size when neither the spec nor the framework handle gives
+// a parallelism.
+const DefaultPoolSize = config.DefaultParallelism
+
+// Loader loads wasm scheduler plugins on a Host.
+type Loader struct {
+	host *wasmhost.Host
+}
+
+// NewLoader returns a Loader running plugins on h.
+func NewLoader(h *wasmhost.Host) *Loader { return &Loader{host: h} }
+
+// Load reads, compiles and checks the module of spec (Path relative to baseDir), and
+// returns the factory that builds the plugin with its args. The factory makes an instance
+// pool sized to spec.Pool or the handle's parallelism, runs the guest's init with the
+// args, and smoke-calls every exported entry point with a synthetic pod and node; any
+// failure there fails the factory, so a broken module never replaces a working one.
+func (l *Loader) Load(ctx context.Context, spec config.WasmPlugin, baseDir string) (framework.PluginFactory, error) {
+	lerr := func(err error) error { return &wasmhost.LoadError{Plugin: spec.Name, Path: spec.Path, Err: err} }
+	policy := FailurePolicy(spec.FailurePolicy)
+	switch policy {
+	case "":
+		policy = Fail
+	case Fail, Ignore:
+	default:
+		return nil, lerr(fmt.Errorf("failurePolicy %q: must be Fail or Ignore", spec.FailurePolicy))
+	}
+	if spec.Path == "" {
+		return nil, lerr(fmt.Errorf("path: required"))
+	}
+	path := spec.Path
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(baseDir, path)
+	}
+	bin, err := os.ReadFile(path)
+	if err != nil {
+		return nil, lerr(err)
+	}
+	if spec.Timeout.Duration < 0 {
+		return nil, lerr(fmt.Errorf("timeout %s: must be positive", spec.Timeout.Duration))
+	}
+	mem := spec.MemoryLimit.Value()
+	if mem < 0 {
+		return nil, lerr(fmt.Errorf("memoryLimit %s: must be positive", spec.MemoryLimit.String()))
+	}
+	mod, err := l.host.Load(ctx, wasmhost.LoadOptions{
+		Name: spec.Name, Path: spec.Path, Wasm: bin,
+		Timeout: spec.Timeout.Duration, MemoryLimit: uint64(mem),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if mod.Kinds()&wasmhost.SchedulerKinds == 0 {
+		_ = mod.Close(ctx)
+		return nil, lerr(errNoSchedulerKind)
+	}
+	return func(ctx context.Context, args json.RawMessage, h framework.Handle) (framework.Plugin, error) {
+		size := spec.Pool
+		if size <= 0 && h != nil {
+			size = h.Parallelism()
+		}
+		if size <= 0 {
+			size = DefaultPoolSize
+		}
+		return New(ctx, mod, args, size, policy)
+	}, nil
+}
+
+// New builds the plugin of a loaded module: a pool of size instances with args, smoke-
+// called once per exported entry point.
+func New(ctx context.Context, mod *wasmhost.Module, args json.RawMessage, size int, policy FailurePolicy) (framework.Plugin, error) {
+	if len(args) == 0 || string(args) == "null" {
+		args = nil
+	}
+	pool, err := mod.NewPool(ctx, args, size)
+	if err != nil {
+		return nil, err
+	}
+	c := &core{name: mod.Name(), pool: pool, policy: policy}
+	if err := Smoke(ctx, pool); err != nil {
+		pool.Close()
+		return nil, &wasmhost.LoadError{Plugin: mod.Name(), Path: mod.Path(), Err: err}
+	}
+	return compose(c, mod.Kinds()).(framework.Plugin), nil
+}
+
+// SmokePod and SmokeNode are the synthetic objects of smoke calls.
+func SmokePod() *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "wasmkube-smoke", Namespace: "default", UID: "wasmkube-smoke"},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "busybox", Resources: v1.ResourceRequirements{
+			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("128Mi")},
+		}}}},
+	}
+}
+
+// SmokeNode is a 4-cpu, 8Gi node with no pods.
+func SmokeNode() *framework.NodeInfo {
+	ni := framework.NewNodeInfo()
+	ni.SetNode(&v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "wasmkube-smoke-node", UID: "wasmkube-smoke-node", Labels: map[string]string{"kubernetes.io/hostname": "wasmkube-smoke-node"}},
+		Status: v1.NodeStatus{Allocatable: v1.ResourceList{
+			v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi"), v1.ResourcePods: resource.MustParse("110"),
+		}},
+	})
+	return ni
+}
+
+// Smoke calls every scheduler entry point the pool's module exports once with SmokePod
+// and SmokeNode. A trap, timeout, memory or pointer fault, or garbage result is an
+// error; a plugin that returns a verdict (even Error, with a reason) passes.
+func Smoke(ctx context.Context, pool *wasmhost.Pool) error {
+	pod, node := SmokePod(), SmokeNode()
+	for _, k := range (pool.Module().Kinds() & wasmhost.SchedulerKinds).List() {
+		call := &wasmhost.Call{Kind: k, Pod: pod, State: framework.NewCycleState()}
+		switch k {
+		case wasmhost.Filter, wasmhost.PreScore:
+			call.Nodes = []*framework.NodeInfo{node}
+		case wasmhost.Score:
+			call.Nodes, call.Scores = []*framework.NodeInfo{node}, make([]int64, 1)
+		case wasmhost.NormalizeScore:
+			call.NodeNames, call.Scores = []string{node.Node().Name}, []int64{50}
+		case wasmhost.PostFilter:
+			call.NodeNames, call.FilterCodes = []string{node.Node().Name}, []int32{wasmhost.CodeUnschedulable}
+		}
+		if err := pool.Do(ctx, call); err != nil {
+			if ce, ok := err.(*wasmhost.CallError); ok && ce.Reason == wasmhost.ReasonError {
+				continue
+			}
+			return fmt.Errorf("smoke call of %s: %w", k.Export(), err)
+		}
+	}
+	return nil
+}

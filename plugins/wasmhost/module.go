@@ -1,0 +1,239 @@
+package wasmhost
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+)
+
+// ABIVersion is the ABI version this host implements.
+const ABIVersion = 1
+
+const (
+	versionExport = "wasmkube_abi_version"
+	initExport    = "wasmkube_init"
+	wasiModule    = wasi_snapshot_preview1.ModuleName
+	pageSize      = 65536
+)
+
+// LoadOptions describe one plugin module.
+type LoadOptions struct {
+	// Name is the plugin's name, used in logs, metrics, errors and cycle-state keys.
+	Name string
+	// Path is the module file; it is read unless Wasm is set (then it only names it).
+	Path string
+	Wasm []byte
+	// Timeout is the time limit of one entry-point call (a batch is one call); 0: 100ms.
+	Timeout time.Duration
+	// MemoryLimit caps each instance's linear memory, in bytes; 0: 64Mi.
+	MemoryLimit uint64
+}
+
+// Module is a compiled plugin that passed the ABI checks. Pools made from it share its
+// machine code; each pool has its own instances.
+type Module struct {
+	host     *Host
+	name     string
+	path     string
+	rt       wazero.Runtime
+	compiled wazero.CompiledModule
+	kinds    Kinds
+	hasInit  bool
+	timeout  time.Duration
+	memLimit uint64
+	close    sync.Once
+}
+
+// Load compiles a module and checks it against ABI v1: imports only from wasmkube and
+// wasi_snapshot_preview1, an exported memory, the version marker returning 1, and the
+// signatures of the entry points it exports. It instantiates the module once to ask its
+// version. Every error is a *LoadError naming the plugin and path.
+func (h *Host) Load(ctx context.Context, o LoadOptions) (*Module, error) {
+	fail := func(err error) (*Module, error) { return nil, &LoadError{Plugin: o.Name, Path: o.Path, Err: err} }
+	if o.Name == "" {
+		return fail(errors.New("plugin has no name"))
+	}
+	bin := o.Wasm
+	if bin == nil {
+		b, err := os.ReadFile(o.Path)
+		if err != nil {
+			return fail(err)
+		}
+		bin = b
+	}
+	if !bytes.HasPrefix(bin, []byte("\x00asm")) {
+		return fail(errors.New("not a WebAssembly module (no \\0asm header)"))
+	}
+	m := &Module{host: h, name: o.Name, path: o.Path, timeout: o.Timeout, memLimit: o.MemoryLimit}
+	if m.timeout <= 0 {
+		m.timeout = DefaultTimeout
+	}
+	if m.memLimit == 0 {
+		m.memLimit = DefaultMemoryLimit
+	}
+	pages := m.memLimit / pageSize
+	if pages < 1 || pages > 65536 {
+		return fail(fmt.Errorf("memoryLimit %d bytes: must be between 64Ki and 4Gi", m.memLimit))
+	}
+	// One runtime per module: wazero's memory limit is per runtime, and closing the
+	// runtime frees the module's code and every instance at once. Compiled code is still
+	// shared through the host's compilation cache.
+	cfg := wazero.NewRuntimeConfig().
+		WithCompilationCache(h.cache).
+		WithCloseOnContextDone(true).
+		WithMemoryLimitPages(uint32(pages))
+	m.rt = wazero.NewRuntimeWithConfig(ctx, cfg)
+	if err := m.setup(ctx, bin); err != nil {
+		_ = m.rt.Close(ctx)
+		return fail(err)
+	}
+	// A module nobody closes (a plugin dropped by a config swap) is freed with its last user.
+	runtime.AddCleanup(m, func(rt wazero.Runtime) { _ = rt.Close(context.Background()) }, m.rt)
+	return m, nil
+}
+
+func (m *Module) setup(ctx context.Context, bin []byte) error {
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, m.rt); err != nil {
+		return fmt.Errorf("wasi: %w", err)
+	}
+	if err := instantiateHostModule(ctx, m.rt); err != nil {
+		return fmt.Errorf("host module: %w", err)
+	}
+	compiled, err := m.rt.CompileModule(ctx, bin)
+	if err != nil {
+		return fmt.Errorf("compile: %w", err)
+	}
+	m.compiled = compiled
+	if err := checkImports(compiled); err != nil {
+		return err
+	}
+	kinds, hasInit, err := checkExports(compiled)
+	if err != nil {
+		return err
+	}
+	m.kinds, m.hasInit = kinds, hasInit
+	if mins := compiled.ExportedMemories()["memory"].Min(); uint64(mins)*pageSize > m.memLimit {
+		return fmt.Errorf("declares %d pages (%d bytes) of initial memory, above its memoryLimit of %d bytes", mins, uint64(mins)*pageSize, m.memLimit)
+	}
+	// Instantiate once to run its start code and ask its ABI version.
+	p := &Pool{m: m}
+	inst, err := p.newInstance(ctx)
+	if err != nil {
+		return err
+	}
+	_ = inst.mod.Close(ctx)
+	return nil
+}
+
+// checkImports allows functions from wasmkube (by name) and wasi_snapshot_preview1, and
+// nothing else: a plugin defines its own memory and table.
+func checkImports(c wazero.CompiledModule) error {
+	for _, f := range c.ImportedFunctions() {
+		mod, name, _ := f.Import()
+		switch mod {
+		case HostModule:
+			if !hostFuncNames[name] {
+				return fmt.Errorf("imports %s.%s, which ABI v%d does not define", mod, name, ABIVersion)
+			}
+		case wasiModule:
+		default:
+			return fmt.Errorf("imports %s.%s: plugins may import only from %q and %q", mod, name, HostModule, wasiModule)
+		}
+	}
+	for _, mem := range c.ImportedMemories() {
+		mod, name, _ := mem.Import()
+		return fmt.Errorf("imports memory %s.%s: a plugin must define and export its own memory", mod, name)
+	}
+	return nil
+}
+
+// checkExports finds the version marker, the entry points and their signatures.
+func checkExports(c wazero.CompiledModule) (Kinds, bool, error) {
+	if _, ok := c.ExportedMemories()["memory"]; !ok {
+		return 0, false, errors.New(`does not export its memory as "memory"`)
+	}
+	fns := c.ExportedFunctions()
+	v, ok := fns[versionExport]
+	if !ok {
+		return 0, false, fmt.Errorf("does not export %s: not a wasmkube plugin", versionExport)
+	}
+	if err := checkSig(v, nil, []api.ValueType{i32}); err != nil {
+		return 0, false, err
+	}
+	var hasInit bool
+	if f, ok := fns[initExport]; ok {
+		if err := checkSig(f, nil, []api.ValueType{i32}); err != nil {
+			return 0, false, err
+		}
+		hasInit = true
+	}
+	var kinds Kinds
+	for k := Kind(0); k < numKinds; k++ {
+		f, ok := fns[k.Export()]
+		if !ok {
+			continue
+		}
+		if err := checkSig(f, k.params(), []api.ValueType{i32}); err != nil {
+			return 0, false, err
+		}
+		kinds |= 1 << k
+	}
+	if kinds == 0 {
+		return 0, false, errors.New("exports no entry point (wasmkube_filter, wasmkube_score, ... see docs/abi.md)")
+	}
+	if kinds.Has(NormalizeScore) && !kinds.Has(Score) {
+		return 0, false, errors.New("exports wasmkube_normalizescore without wasmkube_score")
+	}
+	return kinds, hasInit, nil
+}
+
+func checkSig(f api.FunctionDefinition, params, results []api.ValueType) error {
+	if !slices.Equal(f.ParamTypes(), params) || !slices.Equal(f.ResultTypes(), results) {
+		return fmt.Errorf("export %s has signature %s, ABI v%d requires %s", f.ExportNames()[0],
+			sig(f.ParamTypes(), f.ResultTypes()), ABIVersion, sig(params, results))
+	}
+	return nil
+}
+
+func sig(params, results []api.ValueType) string {
+	name := func(ts []api.ValueType) string {
+		s := "("
+		for i, t := range ts {
+			if i > 0 {
+				s += ", "
+			}
+			s += api.ValueTypeName(t)
+		}
+		return s + ")"
+	}
+	return name(params) + " -> " + name(results)
+}
+
+// Name is the plugin's name.
+func (m *Module) Name() string { return m.name }
+
+// Path is the module file.
+func (m *Module) Path() string { return m.path }
+
+// Kinds are the entry points the module exports.
+func (m *Module) Kinds() Kinds { return m.kinds }
+
+// Timeout is the per-call time limit.
+func (m *Module) Timeout() time.Duration { return m.timeout }
+
+// Close frees the module's code and every instance of every pool made from it.
+func (m *Module) Close(ctx context.Context) error {
+	var err error
+	m.close.Do(func() { err = m.rt.Close(ctx) })
+	return err
+}

@@ -1,0 +1,302 @@
+package wasmhost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// initKind marks the calls the host makes outside an entry point (start, version, init).
+const initKind Kind = numKinds
+
+// Pool is the instances of one plugin configuration. Calls run in parallel, one per
+// instance, up to the pool's size; there is no lock around a call. An instance that
+// traps, times out, exceeds its memory or passes a bad pointer is discarded and a fresh
+// one is created on the next demand.
+type Pool struct {
+	m    *Module
+	args []byte
+	// slots holds idle instances and, for instances not created yet or discarded, nil
+	// tokens: receiving a nil means "create one". Its capacity is the pool size, so the
+	// number of live instances never exceeds it and a waiter is woken by either.
+	slots  chan *instance
+	closed atomic.Bool
+}
+
+type instance struct {
+	pool  *Pool
+	mod   api.Module
+	fns   [numKinds]api.Function
+	ctx   context.Context // carries the instance to host functions
+	call  *Call
+	stack [1]uint64
+	sink  *logSink
+}
+
+// NewPool makes a pool of up to size instances for the plugin with the given args (JSON,
+// may be nil). It creates the first instance at once and runs the guest's wasmkube_init,
+// so that bad args fail here, with the plugin's reason.
+func (m *Module) NewPool(ctx context.Context, args []byte, size int) (*Pool, error) {
+	if size < 1 {
+		size = 1
+	}
+	p := &Pool{m: m, args: args, slots: make(chan *instance, size)}
+	inst, err := p.newInstance(ctx)
+	if err != nil {
+		return nil, &LoadError{Plugin: m.name, Path: m.path, Err: err}
+	}
+	p.slots <- inst
+	for i := 1; i < size; i++ {
+		p.slots <- nil
+	}
+	return p, nil
+}
+
+// Module returns the module the pool runs.
+func (p *Pool) Module() *Module { return p.m }
+
+// Size is the maximum number of instances (and of parallel calls).
+func (p *Pool) Size() int { return cap(p.slots) }
+
+// newInstance instantiates the module (running _initialize), checks the version marker
+// and runs wasmkube_init.
+func (p *Pool) newInstance(ctx context.Context) (*instance, error) {
+	m := p.m
+	sink := &logSink{log: m.host.log, plugin: m.name}
+	inst := &instance{pool: p, call: &Call{Kind: initKind}, sink: sink}
+	inst.ctx = context.WithValue(context.Background(), instKey{}, inst)
+	cfg := wazero.NewModuleConfig().
+		WithName("").
+		WithStartFunctions("_initialize").
+		WithStdout(&lineWriter{sink: sink, level: slog.LevelInfo}).
+		WithStderr(&lineWriter{sink: sink, level: slog.LevelWarn})
+	// Start code (a language runtime's initialization) gets a generous multiple of the
+	// call limit: it runs once per instance.
+	sctx, cancel := context.WithTimeout(inst.withCaller(ctx), 10*m.timeout+time.Second)
+	defer cancel()
+	mod, err := m.rt.InstantiateModule(sctx, m.compiled, cfg)
+	sink.endCall()
+	if err != nil {
+		return nil, fmt.Errorf("instantiate: %w", err)
+	}
+	inst.mod = mod
+	fail := func(err error) (*instance, error) { _ = mod.Close(ctx); return nil, err }
+	res, err := mod.ExportedFunction(versionExport).Call(sctx)
+	if err != nil {
+		return fail(fmt.Errorf("%s: %w", versionExport, err))
+	}
+	if v := int32(res[0]); v != ABIVersion {
+		return fail(fmt.Errorf("exports %s %d, this host supports %d: %w", versionExport, v, ABIVersion, ErrABIVersion))
+	}
+	for k := Kind(0); k < numKinds; k++ {
+		if m.kinds.Has(k) {
+			inst.fns[k] = mod.ExportedFunction(k.Export())
+		}
+	}
+	if m.hasInit && p.slots != nil { // not for the probe instance of Load: args come with a pool
+		inst.call = &Call{Kind: initKind}
+		res, err := mod.ExportedFunction(initExport).Call(sctx)
+		sink.endCall()
+		if err != nil {
+			return fail(fmt.Errorf("%s: %w", initExport, err))
+		}
+		if code := int32(res[0]); code != 0 {
+			reason := inst.call.Reason
+			if reason == "" {
+				reason = "no reason given"
+			}
+			return fail(fmt.Errorf("%s rejected the plugin (code %d): %s", initExport, code, reason))
+		}
+	}
+	return inst, nil
+}
+
+// withCaller returns a context that carries the instance and is cancelled with parent.
+func (inst *instance) withCaller(parent context.Context) context.Context {
+	return context.WithValue(parent, instKey{}, inst)
+}
+
+// Do runs one entry-point call: c.Kind on an idle instance, with c's data, under the
+// plugin's time limit. On return c holds the outputs. A non-nil error is a *CallError;
+// failures (not cancellations) have been logged and counted in Failures.
+func (p *Pool) Do(ctx context.Context, c *Call) error {
+	c.reset()
+	if !p.m.kinds.Has(c.Kind) {
+		return &CallError{Plugin: p.m.name, Kind: c.Kind, Reason: ReasonGarbage, Err: fmt.Errorf("module does not export %s", c.Kind.Export())}
+	}
+	inst, err := p.acquire(ctx)
+	if err != nil {
+		return p.failed(&CallError{Plugin: p.m.name, Kind: c.Kind, Reason: reasonOf(err, ctx), Err: err})
+	}
+	cerr, discard := inst.invoke(ctx, c)
+	if discard || p.closed.Load() {
+		_ = inst.mod.Close(context.Background())
+		p.slots <- nil
+	} else {
+		p.slots <- inst
+	}
+	if cerr != nil {
+		return p.failed(cerr)
+	}
+	return nil
+}
+
+func (p *Pool) failed(e *CallError) error {
+	if e.Reason != ReasonCanceled {
+		Failures.WithLabelValues(p.m.name, e.Kind.String()).Inc()
+		p.m.host.log.Warn("wasm plugin call failed", "plugin", p.m.name, "kind", e.Kind.String(), "reason", string(e.Reason), "err", e.Err)
+	}
+	return e
+}
+
+var errPoolClosed = errors.New("plugin was closed (replaced by a config change)")
+
+// Close closes the pool's idle instances; instances in use are closed when their call
+// returns, and later calls fail. The module stays usable for other pools.
+func (p *Pool) Close() {
+	p.closed.Store(true)
+	for range cap(p.slots) {
+		select {
+		case inst := <-p.slots:
+			if inst != nil {
+				_ = inst.mod.Close(context.Background())
+			}
+			defer func() { p.slots <- nil }()
+		default:
+		}
+	}
+}
+
+// acquire returns an idle instance, creating one for a free slot.
+func (p *Pool) acquire(ctx context.Context) (*instance, error) {
+	var inst *instance
+	select {
+	case inst = <-p.slots:
+	default:
+		select {
+		case inst = <-p.slots:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if p.closed.Load() {
+		if inst != nil {
+			_ = inst.mod.Close(context.Background())
+		}
+		p.slots <- nil
+		return nil, errPoolClosed
+	}
+	if inst != nil {
+		return inst, nil
+	}
+	inst, err := p.newInstance(ctx)
+	if err != nil {
+		p.slots <- nil
+		return nil, err
+	}
+	return inst, nil
+}
+
+// invoke calls the entry point; discard reports whether the instance must be replaced.
+func (inst *instance) invoke(ctx context.Context, c *Call) (_ *CallError, discard bool) {
+	p := inst.pool
+	inst.call = c
+	defer func() { inst.call = &Call{Kind: initKind} }()
+	cctx, cancel := context.WithTimeout(inst.withCaller(ctx), p.m.timeout)
+	defer cancel()
+	stack := inst.stack[:]
+	if kindInfo[c.Kind].batched {
+		stack[0] = uint64(uint32(c.count()))
+	} else {
+		stack[0] = 0
+	}
+	err := inst.fns[c.Kind].CallWithStack(cctx, stack)
+	inst.sink.endCall()
+	if err != nil {
+		reason := inst.classify(err, ctx)
+		return &CallError{Plugin: p.m.name, Kind: c.Kind, Reason: reason, Err: trimTrace(err, reason, p.m)}, true
+	}
+	c.Code = int32(stack[0])
+	if err := c.checkResults(p.m.kinds.Has(NormalizeScore)); err != nil {
+		return &CallError{Plugin: p.m.name, Kind: c.Kind, Reason: ReasonGarbage, Err: err}, false
+	}
+	if c.Code == CodeError {
+		reason := c.Reason
+		if reason == "" {
+			reason = "plugin returned Error without a reason"
+		}
+		return &CallError{Plugin: p.m.name, Kind: c.Kind, Reason: ReasonError, Err: errors.New(reason)}, false
+	}
+	return nil, false
+}
+
+// classify maps a failed call to a FailureReason (docs/abi.md section 7).
+func (inst *instance) classify(err error, caller context.Context) FailureReason {
+	var bp *badPointerError
+	var ge *garbageError
+	var exit *sys.ExitError
+	switch {
+	case errors.As(err, &bp):
+		return ReasonBadPointer
+	case errors.As(err, &ge):
+		return ReasonGarbage
+	case errors.As(err, &exit) && (exit.ExitCode() == sys.ExitCodeDeadlineExceeded || exit.ExitCode() == sys.ExitCodeContextCanceled):
+		if caller.Err() != nil {
+			return ReasonCanceled
+		}
+		return ReasonTimeout
+	}
+	// A language runtime that cannot grow its heap aborts (trap or proc_exit); what tells
+	// the cause is a memory at its limit.
+	if mem := inst.mod.Memory(); mem != nil && uint64(mem.Size())+pageSize > inst.pool.m.memLimit {
+		return ReasonMemory
+	}
+	if errors.As(err, &exit) {
+		return ReasonExit
+	}
+	return ReasonTrap
+}
+
+// trimTrace keeps the first line of wazero's error (the wasm stack trace is for
+// debugging, not for "0/5 nodes are available" messages) and adds the limit that was hit.
+func trimTrace(err error, reason FailureReason, m *Module) error {
+	switch reason {
+	case ReasonTimeout:
+		return fmt.Errorf("call exceeded its time limit of %s", m.timeout)
+	case ReasonMemory:
+		return fmt.Errorf("instance reached its memory limit of %d bytes: %w", m.memLimit, firstLine(err))
+	}
+	return firstLine(err)
+}
+
+type lineErr struct {
+	msg string
+	err error
+}
+
+func (e *lineErr) Error() string { return e.msg }
+func (e *lineErr) Unwrap() error { return e.err }
+
+func firstLine(err error) error {
+	s := err.Error()
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			return &lineErr{msg: s[:i], err: err}
+		}
+	}
+	return err
+}
+
+func reasonOf(_ error, ctx context.Context) FailureReason {
+	if ctx.Err() != nil {
+		return ReasonCanceled
+	}
+	return ReasonTrap
+}

@@ -1,0 +1,114 @@
+package sdk
+
+import (
+	"strings"
+	"unsafe"
+
+	"github.com/wasmkube/wasmkube/sdk/go/internal/abi"
+)
+
+// Pod is the pod of the current call. Its accessors pull data from the host on first use
+// and cache it until the call ends.
+type Pod struct{}
+
+// PodRequests is the pod's effective request (docs/abi.md section 3).
+type PodRequests struct {
+	Resources
+	// NonZeroMilliCPU and NonZeroMemory count containers without requests as 100m cpu and
+	// 200Mi memory, as scoring does.
+	NonZeroMilliCPU int64
+	NonZeroMemory   int64
+}
+
+var podCache struct {
+	call     uint64
+	requests PodRequests
+	haveReq  bool
+}
+
+var podReqBuf [abi.PodRequestsWords]int64
+
+func (Pod) fresh() {
+	if podCache.call != abi.Call {
+		podCache.call = abi.Call
+		podCache.haveReq = false
+	}
+}
+
+// Requests returns the pod's effective resource requests.
+func (p Pod) Requests() PodRequests {
+	p.fresh()
+	if !podCache.haveReq {
+		if abi.PodRequests(unsafe.Pointer(&podReqBuf)) >= 0 {
+			podCache.requests = decodePodRequests(podReqBuf)
+		}
+		podCache.haveReq = true
+	}
+	return podCache.requests
+}
+
+func decodePodRequests(w [abi.PodRequestsWords]int64) PodRequests {
+	return PodRequests{
+		Resources:       Resources{MilliCPU: w[0], Memory: w[1], EphemeralStorage: w[2], Pods: 1},
+		NonZeroMilliCPU: w[3],
+		NonZeroMemory:   w[4],
+	}
+}
+
+// Name is metadata.name.
+func (Pod) Name() string {
+	s, _ := readString(func(b unsafe.Pointer, c int32) int32 { return abi.PodName(b, c) })
+	return s
+}
+
+// Namespace is metadata.namespace.
+func (Pod) Namespace() string {
+	s, _ := readString(func(b unsafe.Pointer, c int32) int32 { return abi.PodNamespace(b, c) })
+	return s
+}
+
+// Label returns the value of a label ("" when absent).
+func (p Pod) Label(key string) string { v, _ := p.LookupLabel(key); return v }
+
+// LookupLabel returns the value of a label and whether it is set.
+func (Pod) LookupLabel(key string) (string, bool) {
+	kp, kl := strPtr(key)
+	return readString(func(b unsafe.Pointer, c int32) int32 { return abi.PodLabel(kp, kl, b, c) })
+}
+
+// Annotation returns the value of an annotation and whether it is set.
+func (Pod) Annotation(key string) (string, bool) {
+	kp, kl := strPtr(key)
+	return readString(func(b unsafe.Pointer, c int32) int32 { return abi.PodAnnotation(kp, kl, b, c) })
+}
+
+// JSON returns the whole pod as Kubernetes JSON.
+func (Pod) JSON() []byte {
+	b, _ := readBytes(func(b unsafe.Pointer, c int32) int32 { return abi.PodJSON(b, c) })
+	return b
+}
+
+// ScalarNames lists the extended resources the pod requests.
+func (Pod) ScalarNames() []string {
+	b, code := readVar(func(b unsafe.Pointer, c int32) int32 { return abi.PodScalarNames(b, c) })
+	if code <= 0 {
+		return nil
+	}
+	return splitLines(string(b))
+}
+
+// ScalarRequest is the pod's request of an extended resource.
+func (Pod) ScalarRequest(name string) int64 {
+	np, nl := strPtr(name)
+	return abi.PodScalarRequest(np, nl)
+}
+
+func splitLines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
