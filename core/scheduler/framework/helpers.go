@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	v1 "k8s.io/api/core/v1"
 )
 
 // DecodeArgs decodes a plugin's args strictly: an unknown key is an error naming it.
@@ -44,4 +45,12 @@ func DefaultNormalizeScore(maxPriority int64, reverse bool, scores NodeScoreList
 		scores[i].Score = s
 	}
 	return nil
+}
+
+// PodPriority is spec.priority, 0 when unset.
+func PodPriority(p *v1.Pod) int32 {
+	if p.Spec.Priority != nil {
+		return *p.Spec.Priority
+	}
+	return 0
 }

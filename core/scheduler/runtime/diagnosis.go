@@ -81,11 +81,11 @@ type Explanation struct {
 	FilterPlugins []string `json:"filterPlugins,omitempty"`
 	SkippedFilter []string `json:"skippedFilter,omitempty"`
 	// ScorePlugins gives the order of NodeExplanation.Scores, with weights.
-	ScorePlugins []config.Plugin      `json:"scorePlugins,omitempty"`
-	SkippedScore []string             `json:"skippedScore,omitempty"`
-	Top          []NodeExplanation    `json:"top,omitempty"`
-	Rejected     []Rejection          `json:"rejected,omitempty"`
-	RejectCounts []RejectCount        `json:"rejectCounts,omitempty"`
+	ScorePlugins []config.Plugin   `json:"scorePlugins,omitempty"`
+	SkippedScore []string          `json:"skippedScore,omitempty"`
+	Top          []NodeExplanation `json:"top,omitempty"`
+	Rejected     []Rejection       `json:"rejected,omitempty"`
+	RejectCounts []RejectCount     `json:"rejectCounts,omitempty"`
 }
 
 // NodeExplanation is one of the best nodes: each Score plugin's normalized score times

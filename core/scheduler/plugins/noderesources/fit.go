@@ -37,7 +37,7 @@ type ScoringStrategy struct {
 // Args are the plugin's args.
 type Args struct {
 	// IgnoredResources are extended resources Filter does not check.
-	IgnoredResources []string        `json:"ignoredResources,omitempty"`
+	IgnoredResources []string         `json:"ignoredResources,omitempty"`
 	ScoringStrategy  *ScoringStrategy `json:"scoringStrategy,omitempty"`
 }
 
