@@ -6,12 +6,14 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"time"
 
 	client "github.com/containerd/containerd/v2/client"
@@ -221,4 +223,39 @@ func ImportFile(ctx context.Context, c *client.Client, path, snapshotter string)
 		return names, fmt.Errorf("%s: %w", path, err)
 	}
 	return names, nil
+}
+
+// ArchiveRefs lists the image names an OCI archive declares in its index.json.
+func ArchiveRefs(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil, fmt.Errorf("%s: no index.json: not an OCI archive", path)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if strings.TrimPrefix(h.Name, "./") != "index.json" {
+			continue
+		}
+		var idx ocispec.Index
+		if err := json.NewDecoder(tr).Decode(&idx); err != nil {
+			return nil, fmt.Errorf("%s: index.json: %w", path, err)
+		}
+		var refs []string
+		for _, m := range idx.Manifests {
+			if n := m.Annotations[images.AnnotationImageName]; n != "" {
+				refs = append(refs, n)
+			} else if n := m.Annotations[ocispec.AnnotationRefName]; n != "" {
+				refs = append(refs, n)
+			}
+		}
+		return refs, nil
+	}
 }

@@ -197,7 +197,9 @@ func NormalizeImage(ref string) (string, error) {
 	return named.String(), nil
 }
 
-func (r *Containerd) sandboxDir(id string) string { return filepath.Join(r.opts.RootDir, "sandboxes", id) }
+func (r *Containerd) sandboxDir(id string) string {
+	return filepath.Join(r.opts.RootDir, "sandboxes", id)
+}
 
 // HostsFile renders /etc/hosts for a pod.
 func HostsFile(ip, hostname string) []byte {

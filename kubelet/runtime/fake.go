@@ -47,7 +47,9 @@ func (f *Fake) Calls() []string {
 	return append([]string(nil), f.calls...)
 }
 
-func (f *Fake) record(format string, args ...any) { f.calls = append(f.calls, fmt.Sprintf(format, args...)) }
+func (f *Fake) record(format string, args ...any) {
+	f.calls = append(f.calls, fmt.Sprintf(format, args...))
+}
 
 func (f *Fake) id(prefix string) string {
 	f.next++

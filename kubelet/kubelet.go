@@ -1,0 +1,482 @@
+// Package kubelet is wasmkube's node agent: it registers its Node, watches the pods bound to
+// it, runs them through a CRI-shaped runtime (containerd in production, a fake in tests),
+// probes them, reports their status, serves their logs, and tears them down on deletion.
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	client "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/wasmkube/wasmkube/kubelet/cni"
+	"github.com/wasmkube/wasmkube/kubelet/hook"
+	"github.com/wasmkube/wasmkube/kubelet/images"
+	"github.com/wasmkube/wasmkube/kubelet/probe"
+	"github.com/wasmkube/wasmkube/kubelet/runtime"
+)
+
+// Version is the kubeletVersion the node reports.
+const Version = "v1.32.0-wasmkube"
+
+// Options configure a Kubelet.
+type Options struct {
+	RESTConfig *rest.Config // the node's credential
+	NodeName   string
+	NodeIP     string // InternalIP; default 127.0.0.1 (the local node)
+	RootDir    string // pods, logs, sandboxes, CNI state, serving certificate
+
+	ContainerdAddress   string
+	ContainerdNamespace string // default: the node name (one namespace per node)
+	Snapshotter         string // default overlayfs
+	PodCIDR             string // default cni.DefaultPodCIDR
+	Bridge              string // default cni.DefaultBridge
+	CNIBinDir           string // default /usr/lib/cni
+	PauseImage          string // default images.PauseRef
+	ImagesDir           string // OCI archives imported at start when their images are missing
+
+	ServerAddr string // HTTPS listen address; default :10250, 127.0.0.1:0 in tests
+
+	// CleanupOnExit stops and removes every pod of the node when Run returns (wasmkube up
+	// does this on Ctrl-C). Off, pods keep running and a restarted kubelet adopts them.
+	CleanupOnExit bool
+
+	// Runtime replaces containerd (tests, simulated nodes). Network is then unused.
+	Runtime runtime.Runtime
+	// Prober, PreStop and PostStart replace the built-in runners (the wasm plugin seam).
+	Prober    probe.Prober
+	PreStop   hook.PreStopRunner
+	PostStart hook.PostStartRunner
+
+	Logger *slog.Logger
+}
+
+// Kubelet is a running node agent.
+type Kubelet struct {
+	opts      Options
+	log       *slog.Logger
+	client    kubernetes.Interface
+	rt        runtime.Runtime
+	ctrd      *runtime.Containerd
+	prober    probe.Prober
+	preStop   hook.PreStopRunner
+	postStart hook.PostStartRunner
+	rec       *recorder
+	podStore  cache.Indexer
+	listener  net.Listener
+
+	mu       sync.Mutex
+	workers  map[types.UID]*podWorker
+	warned   map[string]bool
+	wg       sync.WaitGroup
+	runtimeV string
+}
+
+// New validates opts, connects to the API server and to the runtime, and opens the HTTPS
+// listener (so Port is known before Run).
+func New(ctx context.Context, opts Options) (*Kubelet, error) {
+	if opts.RESTConfig == nil || opts.NodeName == "" || opts.RootDir == "" {
+		return nil, errors.New("kubelet: RESTConfig, NodeName and RootDir are required")
+	}
+	if opts.NodeIP == "" {
+		opts.NodeIP = "127.0.0.1"
+	}
+	if opts.ContainerdNamespace == "" {
+		opts.ContainerdNamespace = opts.NodeName
+	}
+	if opts.PauseImage == "" {
+		opts.PauseImage = images.PauseRef
+	}
+	if opts.PodCIDR == "" {
+		opts.PodCIDR = cni.DefaultPodCIDR
+	}
+	if opts.ServerAddr == "" {
+		opts.ServerAddr = ":10250"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	root, err := filepath.Abs(opts.RootDir)
+	if err != nil {
+		return nil, err
+	}
+	opts.RootDir = root
+	if err := os.MkdirAll(filepath.Join(root, "pods"), 0o755); err != nil {
+		return nil, fmt.Errorf("kubelet root dir: %w", err)
+	}
+	k := &Kubelet{opts: opts, log: opts.Logger.With("component", "kubelet", "node", opts.NodeName),
+		workers: map[types.UID]*podWorker{}, warned: map[string]bool{}}
+	cfg := rest.CopyConfig(opts.RESTConfig)
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 100, 200
+	}
+	cfg.UserAgent = "wasmkube-kubelet/" + opts.NodeName
+	if k.client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("kubelet: API client: %w", err)
+	}
+	k.rt = opts.Runtime
+	if k.rt == nil {
+		net, err := cni.New(cni.Config{Bridge: opts.Bridge, PodCIDR: opts.PodCIDR, BinDir: opts.CNIBinDir, Dir: filepath.Join(root, "cni")})
+		if err != nil {
+			return nil, err
+		}
+		c, err := runtime.NewContainerd(ctx, runtime.ContainerdOptions{Address: opts.ContainerdAddress, Namespace: opts.ContainerdNamespace,
+			Snapshotter: opts.Snapshotter, RootDir: filepath.Join(root, "runtime"), Network: net, Logger: k.log})
+		if err != nil {
+			return nil, err
+		}
+		if k.runtimeV, err = c.Version(ctx); err != nil {
+			c.Close()
+			return nil, err
+		}
+		if err := k.importImages(ctx, c.Client()); err != nil {
+			c.Close()
+			return nil, err
+		}
+		k.rt, k.ctrd = c, c
+	} else if k.runtimeV, err = k.rt.Version(ctx); err != nil {
+		return nil, err
+	}
+	k.prober, k.preStop, k.postStart = opts.Prober, opts.PreStop, opts.PostStart
+	if k.prober == nil {
+		k.prober = probe.NewRunner(k.rt)
+	}
+	hr := hook.NewRunner(k.rt)
+	if k.preStop == nil {
+		k.preStop = hr
+	}
+	if k.postStart == nil {
+		k.postStart = hr
+	}
+	k.rec = newRecorder(k.client, opts.NodeName, k.log)
+	if k.listener, err = k.listen(); err != nil {
+		k.Close()
+		return nil, err
+	}
+	return k, nil
+}
+
+// Runtime is the runtime the kubelet drives.
+func (k *Kubelet) Runtime() runtime.Runtime { return k.rt }
+
+// Port is the HTTPS server's port (daemonEndpoints.kubeletEndpoint.Port).
+func (k *Kubelet) Port() int { return k.listener.Addr().(*net.TCPAddr).Port }
+
+// Close releases what New opened when Run is never called.
+func (k *Kubelet) Close() {
+	if k.listener != nil {
+		k.listener.Close()
+	}
+	if k.ctrd != nil {
+		k.ctrd.Close()
+	}
+}
+
+// importImages imports every archive in ImagesDir whose images are not all present.
+func (k *Kubelet) importImages(ctx context.Context, c *client.Client) error {
+	if k.opts.ImagesDir == "" {
+		return nil
+	}
+	archives, _ := filepath.Glob(filepath.Join(k.opts.ImagesDir, "*.tar"))
+	ctx = namespaces.WithNamespace(ctx, k.opts.ContainerdNamespace)
+	for _, a := range archives {
+		refs, err := images.ArchiveRefs(a)
+		if err != nil {
+			return err
+		}
+		missing := len(refs) == 0
+		for _, r := range refs {
+			if img, err := (imageChecker{c: c, snapshotter: k.snapshotter()}).ImageStatus(ctx, r); err != nil || img == nil {
+				missing = true
+			}
+		}
+		if !missing {
+			continue
+		}
+		names, err := images.ImportFile(ctx, c, a, k.snapshotter())
+		if err != nil {
+			return err
+		}
+		k.log.Info("imported images", "archive", a, "images", names)
+	}
+	if _, err := os.Stat(filepath.Join(k.opts.ImagesDir, "pause.tar")); err != nil {
+		k.log.Warn("no pause image archive; run `make images`", "dir", k.opts.ImagesDir)
+	}
+	return nil
+}
+
+// imageChecker checks images before the runtime exists.
+type imageChecker struct {
+	c           *client.Client
+	snapshotter string
+}
+
+func (i imageChecker) ImageStatus(ctx context.Context, ref string) (*runtime.Image, error) {
+	img, err := i.c.GetImage(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if ok, err := img.IsUnpacked(ctx, i.snapshotter); err != nil || !ok {
+		return nil, err
+	}
+	return &runtime.Image{Ref: ref}, nil
+}
+
+func (k *Kubelet) snapshotter() string {
+	if k.opts.Snapshotter == "" {
+		return "overlayfs"
+	}
+	return k.opts.Snapshotter
+}
+
+// Run registers the node, serves HTTPS, and runs pods until ctx ends.
+func (k *Kubelet) Run(ctx context.Context) error {
+	defer k.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go k.rec.run(ctx)
+	srvDone := k.serve(ctx)
+
+	if err := k.registerNode(ctx); err != nil {
+		return err
+	}
+	k.wg.Add(1)
+	go func() { defer k.wg.Done(); k.heartbeat(ctx) }()
+
+	factory := informers.NewSharedInformerFactoryWithOptions(k.client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", k.opts.NodeName).String()
+	}))
+	inf := factory.Core().V1().Pods().Informer()
+	k.podStore = inf.GetIndexer()
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { k.dispatch(ctx, o) },
+		UpdateFunc: func(_, o any) { k.dispatch(ctx, o) },
+		DeleteFunc: func(o any) {
+			if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = t.Obj
+			}
+			if p, ok := o.(*v1.Pod); ok {
+				k.mu.Lock()
+				w := k.workers[p.UID]
+				k.mu.Unlock()
+				if w != nil {
+					w.update(nil)
+				}
+			}
+		},
+	})
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return ctx.Err()
+	}
+	k.log.Info("kubelet running", "port", k.Port(), "runtime", k.runtimeV)
+	k.cleanupOrphans(ctx)
+	k.wg.Add(1)
+	go func() { defer k.wg.Done(); k.relist(ctx) }()
+
+	<-ctx.Done()
+	factory.Shutdown()
+	k.wg.Wait()
+	<-srvDone
+	if k.opts.CleanupOnExit {
+		k.cleanupAll()
+	}
+	return nil
+}
+
+func (k *Kubelet) dispatch(ctx context.Context, o any) {
+	p, ok := o.(*v1.Pod)
+	if !ok || p.Spec.NodeName != k.opts.NodeName {
+		return
+	}
+	k.mu.Lock()
+	w := k.workers[p.UID]
+	if w == nil {
+		if ctx.Err() != nil {
+			k.mu.Unlock()
+			return
+		}
+		w = newPodWorker(k, p)
+		k.workers[p.UID] = w
+		k.wg.Add(1)
+		go func() {
+			defer k.wg.Done()
+			w.run(ctx)
+			k.mu.Lock()
+			if k.workers[p.UID] == w {
+				delete(k.workers, p.UID)
+			}
+			k.mu.Unlock()
+		}()
+		k.mu.Unlock()
+		return
+	}
+	k.mu.Unlock()
+	w.update(p)
+}
+
+func (k *Kubelet) warnOnce(pod *v1.Pod, reason, msg string) {
+	key := string(pod.UID) + reason + msg
+	k.mu.Lock()
+	seen := k.warned[key]
+	k.warned[key] = true
+	k.mu.Unlock()
+	if !seen {
+		k.rec.event(pod, v1.EventTypeWarning, reason, "", "%s", msg)
+	}
+}
+
+// cleanupOrphans removes sandboxes and containers whose pods are gone from the API and have
+// no worker: after a crash, this is where their network is released (CNI DEL).
+func (k *Kubelet) cleanupOrphans(ctx context.Context) {
+	known := func(uid string) bool {
+		k.mu.Lock()
+		_, ok := k.workers[types.UID(uid)]
+		k.mu.Unlock()
+		if ok {
+			return true
+		}
+		for _, o := range k.podStore.List() {
+			if string(o.(*v1.Pod).UID) == uid {
+				return true
+			}
+		}
+		return false
+	}
+	sbs, err := k.rt.ListSandboxes(ctx, "")
+	if err != nil {
+		k.log.Warn("list sandboxes for cleanup", "err", err)
+		return
+	}
+	for _, sb := range sbs {
+		if !known(sb.Pod.UID) {
+			k.log.Info("removing sandbox of a pod that is gone", "pod", sb.Pod.Namespace+"/"+sb.Pod.Name, "sandbox", sb.ID)
+			if err := k.rt.RemovePodSandbox(ctx, sb.ID); err != nil {
+				k.log.Warn("remove orphaned sandbox", "sandbox", sb.ID, "err", err)
+			}
+			_ = os.RemoveAll(PodDir(k.opts.RootDir, sb.Pod.UID))
+		}
+	}
+	cs, err := k.rt.ListContainers(ctx, "")
+	if err != nil {
+		return
+	}
+	for _, c := range cs {
+		if !known(c.Pod.UID) {
+			_ = k.rt.StopContainer(ctx, c.ID, 0)
+			_ = k.rt.RemoveContainer(ctx, c.ID)
+		}
+	}
+}
+
+// cleanupAll stops and removes every pod of the node (CleanupOnExit).
+func (k *Kubelet) cleanupAll() {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sbs, _ := k.rt.ListSandboxes(ctx, "")
+	var wg sync.WaitGroup
+	for _, sb := range sbs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cs, _ := k.rt.ListContainers(ctx, sb.Pod.UID)
+			for _, c := range cs {
+				_ = k.rt.StopContainer(ctx, c.ID, 2*time.Second)
+			}
+			if err := k.rt.RemovePodSandbox(ctx, sb.ID); err != nil {
+				k.log.Warn("remove sandbox on exit", "sandbox", sb.ID, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+	cs, _ := k.rt.ListContainers(ctx, "")
+	for _, c := range cs {
+		_ = k.rt.StopContainer(ctx, c.ID, 0)
+		_ = k.rt.RemoveContainer(ctx, c.ID)
+	}
+}
+
+// relist notices container state changes (exits, restarts by others) and wakes the pods'
+// workers: at once on containerd's exit events, and every second as a safety net.
+func (k *Kubelet) relist(ctx context.Context) {
+	var changed <-chan string
+	if k.ctrd != nil {
+		changed = k.ctrd.Changed()
+	}
+	states := map[string]runtime.ContainerState{}
+	owner := map[string]string{}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	orphanTick := time.NewTicker(30 * time.Second)
+	defer orphanTick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case id := <-changed:
+			if uid, ok := owner[id]; ok {
+				k.wake(uid)
+				continue
+			}
+		case <-orphanTick.C:
+			k.cleanupOrphans(ctx)
+			continue
+		case <-tick.C:
+		}
+		cs, err := k.rt.ListContainers(ctx, "")
+		if err != nil {
+			continue
+		}
+		next := map[string]runtime.ContainerState{}
+		for _, c := range cs {
+			next[c.ID] = c.State
+			owner[c.ID] = c.Pod.UID
+			if states[c.ID] != c.State {
+				k.wake(c.Pod.UID)
+			}
+		}
+		for id := range owner {
+			if _, ok := next[id]; !ok {
+				delete(owner, id)
+			}
+		}
+		states = next
+	}
+}
+
+func (k *Kubelet) wake(uid string) {
+	k.mu.Lock()
+	w := k.workers[types.UID(uid)]
+	k.mu.Unlock()
+	if w != nil {
+		w.wake()
+	}
+}
+
+// podByName finds a pod of this node in the informer cache.
+func (k *Kubelet) podByName(ns, name string) *v1.Pod {
+	if k.podStore == nil {
+		return nil
+	}
+	o, ok, err := k.podStore.GetByKey(ns + "/" + name)
+	if err != nil || !ok {
+		return nil
+	}
+	return o.(*v1.Pod)
+}

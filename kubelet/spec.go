@@ -1,0 +1,227 @@
+package kubelet
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/wasmkube/wasmkube/kubelet/runtime"
+)
+
+// Restart back-off: 10 s doubling to 5 min, as in Kubernetes.
+const (
+	backoffBase = 10 * time.Second
+	backoffMax  = 5 * time.Minute
+)
+
+// RestartDelay is how long after a container's exit its next attempt may start. attempt is
+// the restart count of the container that exited: the first restart is immediate, then
+// 10 s, 20 s, 40 s ... up to 5 min (CrashLoopBackOff in between).
+func RestartDelay(attempt int) time.Duration {
+	if attempt <= 0 {
+		return 0
+	}
+	d := backoffBase
+	for i := 1; i < attempt; i++ {
+		d *= 2
+		if d >= backoffMax {
+			return backoffMax
+		}
+	}
+	return d
+}
+
+// ShouldRestart applies the pod's restartPolicy to a container that exited with code.
+func ShouldRestart(policy v1.RestartPolicy, code int32) bool {
+	switch policy {
+	case v1.RestartPolicyNever:
+		return false
+	case v1.RestartPolicyOnFailure:
+		return code != 0
+	}
+	return true
+}
+
+// LogPath is where attempt of a container writes its output.
+func LogPath(rootDir, podUID, container string, attempt int) string {
+	return filepath.Join(rootDir, "pods", podUID, container, strconv.Itoa(attempt)+".log")
+}
+
+// PodDir is the pod's directory under the kubelet root: volumes and logs.
+func PodDir(rootDir, podUID string) string { return filepath.Join(rootDir, "pods", podUID) }
+
+// ConfigError is an error in a pod's spec that the kubelet cannot run
+// (CreateContainerConfigError).
+type ConfigError struct {
+	Pod, Field, Msg string
+}
+
+func (e *ConfigError) Error() string { return fmt.Sprintf("pod %s: %s: %s", e.Pod, e.Field, e.Msg) }
+
+// VolumePaths resolves the host path of each of the pod's volumes. emptyDir lives under the
+// pod's directory; hostPath is used as is (created for the *OrCreate types). Volume types the
+// kubelet cannot fill (configMap, secret, projected, downwardAPI) get an empty directory, and
+// their names are returned in unsupported so the caller can warn.
+func VolumePaths(pod *v1.Pod, rootDir string) (paths map[string]string, unsupported []string, err error) {
+	paths = map[string]string{}
+	podName := pod.Namespace + "/" + pod.Name
+	for i, v := range pod.Spec.Volumes {
+		field := fmt.Sprintf("spec.volumes[%d]", i)
+		switch {
+		case v.HostPath != nil:
+			p := v.HostPath.Path
+			if !filepath.IsAbs(p) {
+				return nil, nil, &ConfigError{podName, field + ".hostPath.path", fmt.Sprintf("%q is not absolute", p)}
+			}
+			t := v1.HostPathUnset
+			if v.HostPath.Type != nil {
+				t = *v.HostPath.Type
+			}
+			switch t {
+			case v1.HostPathDirectoryOrCreate:
+				if err := os.MkdirAll(p, 0o755); err != nil {
+					return nil, nil, &ConfigError{podName, field + ".hostPath", err.Error()}
+				}
+			case v1.HostPathFileOrCreate:
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					return nil, nil, &ConfigError{podName, field + ".hostPath", err.Error()}
+				}
+				f, err := os.OpenFile(p, os.O_CREATE|os.O_RDONLY, 0o644)
+				if err != nil {
+					return nil, nil, &ConfigError{podName, field + ".hostPath", err.Error()}
+				}
+				f.Close()
+			case v1.HostPathDirectory, v1.HostPathFile:
+				fi, err := os.Stat(p)
+				if err != nil || fi.IsDir() != (t == v1.HostPathDirectory) {
+					return nil, nil, &ConfigError{podName, field + ".hostPath", fmt.Sprintf("%s is not an existing %s", p, strings.ToLower(string(t)))}
+				}
+			}
+			paths[v.Name] = p
+		default:
+			dir := filepath.Join(PodDir(rootDir, string(pod.UID)), "volumes", v.Name)
+			if v.EmptyDir == nil {
+				unsupported = append(unsupported, v.Name)
+			}
+			if err := os.MkdirAll(dir, 0o777); err != nil {
+				return nil, nil, &ConfigError{podName, field, err.Error()}
+			}
+			_ = os.Chmod(dir, 0o777) // emptyDir is world-writable, as in Kubernetes
+			paths[v.Name] = dir
+		}
+	}
+	return paths, unsupported, nil
+}
+
+// ContainerMounts turns a container's volumeMounts into bind mounts.
+func ContainerMounts(pod *v1.Pod, c *v1.Container, field string, volumes map[string]string) ([]runtime.Mount, error) {
+	var ms []runtime.Mount
+	for i, vm := range c.VolumeMounts {
+		host, ok := volumes[vm.Name]
+		if !ok {
+			return nil, &ConfigError{pod.Namespace + "/" + pod.Name, fmt.Sprintf("%s.volumeMounts[%d].name", field, i), fmt.Sprintf("no volume named %q", vm.Name)}
+		}
+		if vm.SubPath != "" {
+			if filepath.IsAbs(vm.SubPath) || strings.Contains(vm.SubPath, "..") {
+				return nil, &ConfigError{pod.Namespace + "/" + pod.Name, fmt.Sprintf("%s.volumeMounts[%d].subPath", field, i), "must be a relative path without '..'"}
+			}
+			host = filepath.Join(host, vm.SubPath)
+			if err := os.MkdirAll(host, 0o777); err != nil {
+				return nil, err
+			}
+		}
+		ms = append(ms, runtime.Mount{HostPath: host, ContainerPath: vm.MountPath, ReadOnly: vm.ReadOnly})
+	}
+	return ms, nil
+}
+
+// ContainerEnv resolves a container's environment: literal values and the downward API
+// field references kubelets answer (pod name, namespace, uid, IPs, node name, labels and
+// annotations, service account).
+func ContainerEnv(pod *v1.Pod, c *v1.Container, field, podIP, hostIP string) ([]string, error) {
+	var env []string
+	for i, e := range c.Env {
+		if e.ValueFrom == nil {
+			env = append(env, e.Name+"="+e.Value)
+			continue
+		}
+		f := fmt.Sprintf("%s.env[%d].valueFrom", field, i)
+		if e.ValueFrom.FieldRef == nil {
+			return nil, &ConfigError{pod.Namespace + "/" + pod.Name, f, "only fieldRef is supported by wasmkube's kubelet"}
+		}
+		v, err := fieldValue(pod, e.ValueFrom.FieldRef.FieldPath, podIP, hostIP)
+		if err != nil {
+			return nil, &ConfigError{pod.Namespace + "/" + pod.Name, f + ".fieldRef.fieldPath", err.Error()}
+		}
+		env = append(env, e.Name+"="+v)
+	}
+	return env, nil
+}
+
+func fieldValue(pod *v1.Pod, path, podIP, hostIP string) (string, error) {
+	switch path {
+	case "metadata.name":
+		return pod.Name, nil
+	case "metadata.namespace":
+		return pod.Namespace, nil
+	case "metadata.uid":
+		return string(pod.UID), nil
+	case "spec.nodeName":
+		return pod.Spec.NodeName, nil
+	case "spec.serviceAccountName":
+		return pod.Spec.ServiceAccountName, nil
+	case "status.podIP", "status.podIPs":
+		return podIP, nil
+	case "status.hostIP", "status.hostIPs":
+		return hostIP, nil
+	}
+	for prefix, m := range map[string]map[string]string{"metadata.labels": pod.Labels, "metadata.annotations": pod.Annotations} {
+		if strings.HasPrefix(path, prefix+"['") && strings.HasSuffix(path, "']") {
+			return m[strings.TrimSuffix(strings.TrimPrefix(path, prefix+"['"), "']")], nil
+		}
+	}
+	return "", fmt.Errorf("unsupported field %q", path)
+}
+
+// ContainerResources maps requests and limits to cgroup settings: memory limit, CFS quota
+// over a 100 ms period from the cpu limit, and cpu shares from the cpu request (1024 per
+// core, at least 2), as the Kubernetes kubelet does.
+func ContainerResources(c *v1.Container) runtime.Resources {
+	var r runtime.Resources
+	if m, ok := c.Resources.Limits[v1.ResourceMemory]; ok {
+		r.MemoryLimitBytes = m.Value()
+	}
+	if cpu, ok := c.Resources.Limits[v1.ResourceCPU]; ok && cpu.MilliValue() > 0 {
+		r.CPUPeriod = 100000
+		r.CPUQuota = cpu.MilliValue() * 100000 / 1000
+		if r.CPUQuota < 1000 {
+			r.CPUQuota = 1000
+		}
+	}
+	req, ok := c.Resources.Requests[v1.ResourceCPU]
+	if !ok {
+		req, ok = c.Resources.Limits[v1.ResourceCPU]
+	}
+	if ok {
+		r.CPUShares = uint64(req.MilliValue() * 1024 / 1000)
+		if r.CPUShares < 2 {
+			r.CPUShares = 2
+		}
+	}
+	return r
+}
+
+// ContainerHash fingerprints a container's spec.
+func ContainerHash(c *v1.Container) string {
+	b, _ := json.Marshal(c)
+	h := fnv.New64a()
+	h.Write(b)
+	return strconv.FormatUint(h.Sum64(), 16)
+}

@@ -1,0 +1,775 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/wasmkube/wasmkube/kubelet/probe"
+	"github.com/wasmkube/wasmkube/kubelet/runtime"
+)
+
+const resyncPeriod = 10 * time.Second
+
+// podWorker reconciles one pod: desired state from the API, actual state from the runtime.
+// One goroutine per pod; everything it does for that pod is serial.
+type podWorker struct {
+	k   *Kubelet
+	uid types.UID
+
+	mu      sync.Mutex
+	pod     *v1.Pod // latest from the API; nil once it is gone from the API
+	lastPod *v1.Pod // last non-nil pod, for grace period and events after removal
+	poke    chan struct{}
+
+	// Owned by the worker goroutine, shared with probe goroutines under mu.
+	probes  map[string]*containerProbes // runtime container id -> probes
+	waiting map[string]Waiting
+	backoff map[string]string // container name -> "<id>" whose back-off was announced
+}
+
+type containerProbes struct {
+	cancel         context.CancelFunc
+	hasReadiness   bool
+	ready          bool
+	hasStartup     bool
+	started        bool
+	livenessFailed bool
+	startupFailed  bool
+}
+
+func newPodWorker(k *Kubelet, pod *v1.Pod) *podWorker {
+	return &podWorker{k: k, uid: pod.UID, pod: pod, lastPod: pod, poke: make(chan struct{}, 1),
+		probes: map[string]*containerProbes{}, waiting: map[string]Waiting{}, backoff: map[string]string{}}
+}
+
+func (w *podWorker) update(pod *v1.Pod) {
+	w.mu.Lock()
+	w.pod = pod
+	if pod != nil {
+		w.lastPod = pod
+	}
+	w.mu.Unlock()
+	w.wake()
+}
+
+func (w *podWorker) wake() {
+	select {
+	case w.poke <- struct{}{}:
+	default:
+	}
+}
+
+func (w *podWorker) current() (pod, last *v1.Pod) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pod, w.lastPod
+}
+
+func (w *podWorker) run(ctx context.Context) {
+	defer w.stopAllProbes()
+	for {
+		requeue, done := w.sync(ctx)
+		if done || ctx.Err() != nil {
+			return
+		}
+		if requeue <= 0 || requeue > resyncPeriod {
+			requeue = resyncPeriod
+		}
+		t := time.NewTimer(requeue)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-w.poke:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+type observed struct {
+	sandboxes  []runtime.Sandbox
+	containers []runtime.ContainerStatus
+}
+
+func (o *observed) readySandbox() *runtime.Sandbox {
+	var best *runtime.Sandbox
+	for i := range o.sandboxes {
+		sb := &o.sandboxes[i]
+		if sb.State == runtime.SandboxReady && (best == nil || sb.CreatedAt.After(best.CreatedAt)) {
+			best = sb
+		}
+	}
+	return best
+}
+
+func (w *podWorker) observe(ctx context.Context) (*observed, error) {
+	sbs, err := w.k.rt.ListSandboxes(ctx, string(w.uid))
+	if err != nil {
+		return nil, err
+	}
+	cs, err := w.k.rt.ListContainers(ctx, string(w.uid))
+	if err != nil {
+		return nil, err
+	}
+	return &observed{sandboxes: sbs, containers: cs}, nil
+}
+
+func isTerminal(p *v1.Pod) bool {
+	return p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed
+}
+
+// sync does one reconcile pass; it returns when to run again and whether the worker is done.
+func (w *podWorker) sync(ctx context.Context) (time.Duration, bool) {
+	pod, last := w.current()
+	if pod == nil || pod.DeletionTimestamp != nil {
+		if err := w.terminate(ctx, pod, last); err != nil {
+			if ctx.Err() == nil {
+				w.k.log.Error("terminate pod", "pod", podKey(last), "err", err)
+			}
+			return 2 * time.Second, false
+		}
+		return 0, true
+	}
+	obs, err := w.observe(ctx)
+	if err != nil {
+		w.k.log.Error("observe pod", "pod", podKey(pod), "err", err)
+		return 2 * time.Second, false
+	}
+	if isTerminal(pod) {
+		w.stopAllProbes()
+		for _, sb := range obs.sandboxes {
+			if sb.State == runtime.SandboxReady {
+				if err := w.k.rt.StopPodSandbox(ctx, sb.ID); err != nil {
+					w.k.log.Error("stop sandbox of finished pod", "pod", podKey(pod), "err", err)
+					return 2 * time.Second, false
+				}
+			}
+		}
+		return 0, false
+	}
+
+	requeue := w.reconcile(ctx, pod, obs)
+
+	obs, err = w.observe(ctx)
+	if err != nil {
+		w.k.log.Error("observe pod", "pod", podKey(pod), "err", err)
+		return 2 * time.Second, false
+	}
+	w.syncProbes(ctx, pod, obs)
+	if err := w.writeStatus(ctx, pod, obs); err != nil && ctx.Err() == nil {
+		w.k.log.Warn("write pod status", "pod", podKey(pod), "err", err)
+		if requeue == 0 || requeue > time.Second {
+			requeue = time.Second
+		}
+	}
+	return requeue, false
+}
+
+// reconcile creates or replaces the sandbox and starts, restarts or kills containers.
+func (w *podWorker) reconcile(ctx context.Context, pod *v1.Pod, obs *observed) time.Duration {
+	sb := obs.readySandbox()
+	if sb == nil {
+		if pod.Status.Phase == "" {
+			// Tell the user right away that the pod is being set up.
+			_ = w.writeStatus(ctx, pod, obs)
+		}
+		for _, old := range obs.sandboxes { // a dead sandbox: release its network first
+			if err := w.k.rt.StopPodSandbox(ctx, old.ID); err != nil {
+				w.k.log.Warn("stop dead sandbox", "pod", podKey(pod), "err", err)
+			}
+		}
+		var err error
+		sb, err = w.k.rt.RunPodSandbox(ctx, runtime.SandboxConfig{
+			Pod: podRef(pod), Hostname: podHostname(pod), Image: w.k.opts.PauseImage,
+		})
+		if err != nil {
+			w.k.rec.event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "", "Failed to create pod sandbox: %v", err)
+			return 5 * time.Second
+		}
+		obs.sandboxes = append(obs.sandboxes, *sb)
+	}
+	latest, _ := LatestByName(obs.containers)
+	volumes, unsupported, err := VolumePaths(pod, w.k.opts.RootDir)
+	if err != nil {
+		w.setWaitingAll(pod, Waiting{Reason: "CreateContainerConfigError", Message: err.Error()})
+		w.k.rec.event(pod, v1.EventTypeWarning, "FailedMount", "", "%v", err)
+		return 10 * time.Second
+	}
+	for _, name := range unsupported {
+		w.k.warnOnce(pod, "UnsupportedVolume", fmt.Sprintf("volume %q: only emptyDir and hostPath are filled by wasmkube's kubelet; it is mounted empty", name))
+	}
+
+	var requeue time.Duration
+	later := func(d time.Duration) {
+		if d > 0 && (requeue == 0 || d < requeue) {
+			requeue = d
+		}
+	}
+
+	// Init containers, one at a time, in order.
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		l := latest[c.Name]
+		switch {
+		case l == nil:
+			w.startContainer(ctx, pod, sb, c, fmt.Sprintf("spec.initContainers[%d]", i), 0, volumes)
+			return requeue
+		case l.State == runtime.ContainerRunning:
+			return requeue
+		case l.State == runtime.ContainerCreated:
+			_ = w.k.rt.RemoveContainer(ctx, l.ID)
+			w.startContainer(ctx, pod, sb, c, fmt.Sprintf("spec.initContainers[%d]", i), l.Attempt, volumes)
+			return requeue
+		case l.ExitCode == 0:
+			continue
+		default:
+			if !ShouldRestart(pod.Spec.RestartPolicy, l.ExitCode) {
+				return requeue // the pod has failed; ComputeStatus says so
+			}
+			if d := w.backoffLeft(pod, c.Name, l); d > 0 {
+				return d
+			}
+			w.startContainer(ctx, pod, sb, c, fmt.Sprintf("spec.initContainers[%d]", i), l.Attempt+1, volumes)
+			return requeue
+		}
+	}
+
+	// App containers, in parallel.
+	var wg sync.WaitGroup
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		field := fmt.Sprintf("spec.containers[%d]", i)
+		l := latest[c.Name]
+		attempt := -1
+		switch {
+		case l == nil:
+			attempt = 0
+		case l.State == runtime.ContainerCreated:
+			_ = w.k.rt.RemoveContainer(ctx, l.ID)
+			attempt = l.Attempt
+		case l.State == runtime.ContainerRunning:
+			if why := w.probeKill(l.ID); why != "" {
+				w.k.rec.event(pod, v1.EventTypeNormal, "Killing", c.Name, "Container %s %s, will be restarted", c.Name, why)
+				w.killContainer(ctx, pod, c, l, w.gracePeriod(pod))
+				later(100 * time.Millisecond)
+			}
+		default: // exited
+			if !ShouldRestart(pod.Spec.RestartPolicy, l.ExitCode) {
+				continue
+			}
+			if d := w.backoffLeft(pod, c.Name, l); d > 0 {
+				later(d)
+				continue
+			}
+			attempt = l.Attempt + 1
+		}
+		if attempt >= 0 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				w.startContainer(ctx, pod, sb, c, field, attempt, volumes)
+			}()
+		}
+	}
+	wg.Wait()
+	return requeue
+}
+
+// backoffLeft reports how long container l must still wait before its restart, recording
+// the CrashLoopBackOff waiting state and a BackOff event while it does.
+func (w *podWorker) backoffLeft(pod *v1.Pod, name string, l *runtime.ContainerStatus) time.Duration {
+	delay := RestartDelay(l.Attempt)
+	left := time.Until(l.FinishedAt.Add(delay))
+	if l.FinishedAt.IsZero() || left <= 0 {
+		return 0
+	}
+	w.mu.Lock()
+	w.waiting[name] = Waiting{Reason: "CrashLoopBackOff", Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", delay, name, pod.Name, pod.Namespace, pod.UID)}
+	announced := w.backoff[name] == l.ID
+	w.backoff[name] = l.ID
+	w.mu.Unlock()
+	if !announced {
+		w.k.rec.event(pod, v1.EventTypeWarning, "BackOff", name, "Back-off restarting failed container %s in pod %s_%s(%s)", name, pod.Name, pod.Namespace, pod.UID)
+	}
+	return left
+}
+
+func (w *podWorker) setWaiting(name string, wt *Waiting) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if wt == nil {
+		delete(w.waiting, name)
+	} else {
+		w.waiting[name] = *wt
+	}
+}
+
+func (w *podWorker) setWaitingAll(pod *v1.Pod, wt Waiting) {
+	for _, c := range pod.Spec.InitContainers {
+		w.setWaiting(c.Name, &wt)
+	}
+	for _, c := range pod.Spec.Containers {
+		w.setWaiting(c.Name, &wt)
+	}
+}
+
+// ensureImage applies the pull policy. Images named wasmkube.local/... exist only by import
+// (make images, `wasmkube image import`) and are never pulled.
+func (w *podWorker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container) error {
+	ref, err := runtime.NormalizeImage(c.Image)
+	if err != nil {
+		return err
+	}
+	present, err := w.k.rt.ImageStatus(ctx, ref)
+	if err != nil {
+		return err
+	}
+	policy := c.ImagePullPolicy
+	if policy == "" {
+		policy = v1.PullIfNotPresent
+	}
+	if isLocalOnly(ref) {
+		policy = v1.PullNever
+	}
+	switch {
+	case policy == v1.PullNever && present == nil:
+		return fmt.Errorf("container image %q is not present with pull policy of Never", c.Image)
+	case policy == v1.PullAlways || present == nil:
+		w.k.rec.event(pod, v1.EventTypeNormal, "Pulling", c.Name, "Pulling image %q", c.Image)
+		start := time.Now()
+		if _, err := w.k.rt.PullImage(ctx, ref, nil); err != nil {
+			return fmt.Errorf("pull %s: %w", c.Image, err)
+		}
+		w.k.rec.event(pod, v1.EventTypeNormal, "Pulled", c.Name, "Successfully pulled image %q in %s", c.Image, time.Since(start).Round(time.Millisecond))
+	default:
+		w.k.rec.event(pod, v1.EventTypeNormal, "Pulled", c.Name, "Container image %q already present on machine", c.Image)
+	}
+	return nil
+}
+
+func isLocalOnly(ref string) bool {
+	return len(ref) > len("wasmkube.local/") && ref[:len("wasmkube.local/")] == "wasmkube.local/"
+}
+
+func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, sb *runtime.Sandbox, c *v1.Container, field string, attempt int, volumes map[string]string) {
+	if err := w.ensureImage(ctx, pod, c); err != nil {
+		w.setWaiting(c.Name, &Waiting{Reason: "ErrImagePull", Message: err.Error()})
+		w.k.rec.event(pod, v1.EventTypeWarning, "Failed", c.Name, "Failed to pull image %q: %v", c.Image, err)
+		return
+	}
+	cfg, err := w.containerConfig(pod, sb, c, field, attempt, volumes)
+	if err != nil {
+		w.setWaiting(c.Name, &Waiting{Reason: "CreateContainerConfigError", Message: err.Error()})
+		w.k.rec.event(pod, v1.EventTypeWarning, "Failed", c.Name, "Error: %v", err)
+		return
+	}
+	id, err := w.k.rt.CreateContainer(ctx, sb.ID, *cfg)
+	if err != nil {
+		w.setWaiting(c.Name, &Waiting{Reason: "CreateContainerError", Message: err.Error()})
+		w.k.rec.event(pod, v1.EventTypeWarning, "Failed", c.Name, "Error: %v", err)
+		return
+	}
+	w.k.rec.event(pod, v1.EventTypeNormal, "Created", c.Name, "Created container %s", c.Name)
+	if err := w.k.rt.StartContainer(ctx, id); err != nil {
+		w.setWaiting(c.Name, &Waiting{Reason: "RunContainerError", Message: err.Error()})
+		w.k.rec.event(pod, v1.EventTypeWarning, "Failed", c.Name, "Error: %v", err)
+		_ = w.k.rt.RemoveContainer(ctx, id)
+		return
+	}
+	w.setWaiting(c.Name, nil)
+	w.k.rec.event(pod, v1.EventTypeNormal, "Started", c.Name, "Started container %s", c.Name)
+	w.pruneOldAttempts(ctx, c.Name, attempt)
+	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
+		t := probe.Target{Pod: pod, Container: c, ContainerID: id, PodIP: sb.IP}
+		if err := w.k.postStart.PostStart(ctx, t, c.Lifecycle.PostStart); err != nil {
+			w.k.rec.event(pod, v1.EventTypeWarning, "FailedPostStartHook", c.Name, "PostStartHook failed: %v", err)
+			_ = w.k.rt.StopContainer(ctx, id, w.gracePeriod(pod))
+		}
+	}
+}
+
+// pruneOldAttempts keeps the newest attempt and the one before it (for logs --previous).
+func (w *podWorker) pruneOldAttempts(ctx context.Context, name string, attempt int) {
+	cs, err := w.k.rt.ListContainers(ctx, string(w.uid))
+	if err != nil {
+		return
+	}
+	for _, c := range cs {
+		if c.Name == name && c.Attempt < attempt-1 {
+			_ = w.k.rt.RemoveContainer(ctx, c.ID)
+			_ = os.Remove(c.LogPath)
+		}
+	}
+}
+
+func (w *podWorker) containerConfig(pod *v1.Pod, sb *runtime.Sandbox, c *v1.Container, field string, attempt int, volumes map[string]string) (*runtime.ContainerConfig, error) {
+	mounts, err := ContainerMounts(pod, c, field, volumes)
+	if err != nil {
+		return nil, err
+	}
+	env, err := ContainerEnv(pod, c, field, sb.IP, w.k.opts.NodeIP)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := runtime.NormalizeImage(c.Image)
+	if err != nil {
+		return nil, err
+	}
+	return &runtime.ContainerConfig{
+		Name: c.Name, Attempt: attempt, Image: ref, Command: c.Command, Args: c.Args, Env: env,
+		WorkingDir: c.WorkingDir, Mounts: mounts, Resources: ContainerResources(c),
+		LogPath: LogPath(w.k.opts.RootDir, string(pod.UID), c.Name, attempt), Hash: ContainerHash(c),
+	}, nil
+}
+
+func (w *podWorker) gracePeriod(pod *v1.Pod) time.Duration {
+	if pod == nil {
+		return 2 * time.Second
+	}
+	g := int64(30)
+	if pod.DeletionGracePeriodSeconds != nil {
+		g = *pod.DeletionGracePeriodSeconds
+	} else if pod.Spec.TerminationGracePeriodSeconds != nil {
+		g = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	// Like Kubernetes, give every container at least 2 s to react to SIGTERM.
+	if g < 2 {
+		g = 2
+	}
+	return time.Duration(g) * time.Second
+}
+
+// killContainer runs the preStop hook, then SIGTERM, then SIGKILL when grace runs out.
+func (w *podWorker) killContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, st *runtime.ContainerStatus, grace time.Duration) {
+	deadline := time.Now().Add(grace)
+	w.stopProbes(st.ID)
+	if c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil && st.State == runtime.ContainerRunning {
+		hctx, cancel := context.WithDeadline(ctx, deadline)
+		ip := pod.Status.PodIP
+		t := probe.Target{Pod: pod, Container: c, ContainerID: st.ID, PodIP: ip}
+		if err := w.k.preStop.PreStop(hctx, t, c.Lifecycle.PreStop); err != nil {
+			w.k.rec.event(pod, v1.EventTypeWarning, "FailedPreStopHook", c.Name, "PreStopHook failed: %v", err)
+		}
+		cancel()
+	}
+	left := time.Until(deadline)
+	if left < 0 {
+		left = 0
+	}
+	if err := w.k.rt.StopContainer(ctx, st.ID, left); err != nil {
+		w.k.log.Warn("stop container", "pod", podKey(pod), "container", st.Name, "err", err)
+	}
+}
+
+func findContainer(pod *v1.Pod, name string) *v1.Container {
+	if pod == nil {
+		return nil
+	}
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i]
+		}
+	}
+	return nil
+}
+
+// terminate stops the pod (preStop, SIGTERM, SIGKILL at the grace period), tears down its
+// sandboxes and network, removes its files, and completes the deletion in the API.
+func (w *podWorker) terminate(ctx context.Context, pod, last *v1.Pod) error {
+	w.stopAllProbes()
+	obs, err := w.observe(ctx)
+	if err != nil {
+		return err
+	}
+	src := pod
+	if src == nil {
+		src = last
+	}
+	grace := w.gracePeriod(src)
+	var wg sync.WaitGroup
+	for i := range obs.containers {
+		st := &obs.containers[i]
+		if st.State != runtime.ContainerRunning {
+			continue
+		}
+		c := findContainer(src, st.Name)
+		w.k.rec.event(src, v1.EventTypeNormal, "Killing", st.Name, "Stopping container %s", st.Name)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.killContainer(ctx, src, c, st, grace)
+		}()
+	}
+	wg.Wait()
+	for _, sb := range obs.sandboxes {
+		if err := w.k.rt.RemovePodSandbox(ctx, sb.ID); err != nil {
+			return err
+		}
+	}
+	// Containers of sandboxes that vanished earlier.
+	for _, c := range obs.containers {
+		if err := w.k.rt.RemoveContainer(ctx, c.ID); err != nil {
+			return err
+		}
+	}
+	if err := os.RemoveAll(PodDir(w.k.opts.RootDir, string(w.uid))); err != nil {
+		return fmt.Errorf("remove pod dir: %w", err)
+	}
+	if pod == nil {
+		return nil
+	}
+	zero := int64(0)
+	uid := pod.UID
+	err = w.k.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("final delete: %w", err)
+	}
+	return nil
+}
+
+func (w *podWorker) writeStatus(ctx context.Context, pod *v1.Pod, obs *observed) error {
+	w.mu.Lock()
+	in := StatusInput{Pod: pod, Sandbox: obs.readySandbox(), Containers: obs.containers, HostIP: w.k.opts.NodeIP, Now: time.Now(),
+		Ready: map[string]bool{}, Started: map[string]bool{}, Waiting: map[string]Waiting{}}
+	for id, p := range w.probes {
+		if p.hasReadiness {
+			in.Ready[id] = p.ready
+		}
+		if p.hasStartup {
+			in.Started[id] = p.started
+		}
+	}
+	for n, wt := range w.waiting {
+		in.Waiting[n] = wt
+	}
+	w.mu.Unlock()
+	// A container that runs again is no longer held back.
+	latest, _ := LatestByName(obs.containers)
+	for n := range in.Waiting {
+		if l := latest[n]; l != nil && l.State == runtime.ContainerRunning {
+			delete(in.Waiting, n)
+			w.setWaiting(n, nil)
+		}
+	}
+	status := ComputeStatus(in)
+	if apiequality.Semantic.DeepEqual(status, pod.Status) {
+		return nil
+	}
+	np := pod.DeepCopy()
+	np.Status = status
+	updated, err := w.k.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, np, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) {
+		fresh, gerr := w.k.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if gerr != nil {
+			return gerr
+		}
+		if fresh.UID != pod.UID {
+			return nil
+		}
+		in.Pod = fresh
+		fresh = fresh.DeepCopy()
+		fresh.Status = ComputeStatus(in)
+		updated, err = w.k.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, fresh, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	w.mu.Lock()
+	if w.pod != nil && w.pod.DeletionTimestamp == nil && newerRV(updated.ResourceVersion, w.pod.ResourceVersion) {
+		w.pod, w.lastPod = updated, updated
+	}
+	w.mu.Unlock()
+	return nil
+}
+
+// newerRV compares resourceVersions as the numbers our API server issues (etcd revisions).
+func newerRV(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) > len(b)
+	}
+	return a > b
+}
+
+// syncProbes starts probe loops for running containers and stops those of exited ones.
+func (w *podWorker) syncProbes(ctx context.Context, pod *v1.Pod, obs *observed) {
+	running := map[string]*runtime.ContainerStatus{}
+	for i := range obs.containers {
+		if c := &obs.containers[i]; c.State == runtime.ContainerRunning {
+			running[c.ID] = c
+		}
+	}
+	w.mu.Lock()
+	var stale []string
+	for id := range w.probes {
+		if running[id] == nil {
+			stale = append(stale, id)
+		}
+	}
+	w.mu.Unlock()
+	for _, id := range stale {
+		w.stopProbes(id)
+	}
+	sb := obs.readySandbox()
+	if sb == nil {
+		return
+	}
+	ids := make([]string, 0, len(running))
+	for id := range running {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		st := running[id]
+		var spec *v1.Container
+		for i := range pod.Spec.Containers {
+			if pod.Spec.Containers[i].Name == st.Name {
+				spec = &pod.Spec.Containers[i]
+			}
+		}
+		if spec == nil {
+			continue // init containers are not probed
+		}
+		w.mu.Lock()
+		_, exists := w.probes[id]
+		w.mu.Unlock()
+		if exists {
+			continue
+		}
+		w.startProbes(ctx, pod, spec, st, sb.IP)
+	}
+}
+
+func (w *podWorker) startProbes(ctx context.Context, pod *v1.Pod, c *v1.Container, st *runtime.ContainerStatus, podIP string) {
+	pctx, cancel := context.WithCancel(ctx)
+	cp := &containerProbes{cancel: cancel, hasReadiness: c.ReadinessProbe != nil, hasStartup: c.StartupProbe != nil}
+	w.mu.Lock()
+	w.probes[st.ID] = cp
+	w.mu.Unlock()
+	t := probe.Target{Pod: pod, Container: c, ContainerID: st.ID, PodIP: podIP}
+	startedAt := st.StartedAt
+	if startedAt.IsZero() {
+		startedAt = time.Now()
+	}
+	unhealthy := func(kind probe.Kind) func(probe.Result, string) {
+		return func(r probe.Result, msg string) {
+			if r == probe.Failure {
+				w.k.rec.event(pod, v1.EventTypeWarning, "Unhealthy", c.Name, "%s probe failed: %s", kind, msg)
+			}
+		}
+	}
+	set := func(f func()) {
+		w.mu.Lock()
+		f()
+		w.mu.Unlock()
+		w.wake()
+	}
+	runMain := func() {
+		if c.LivenessProbe != nil {
+			tr := probe.NewTracker(c.LivenessProbe, probe.Success)
+			go probe.Loop(pctx, w.k.prober, t, c.LivenessProbe, startedAt, tr, unhealthy(probe.Liveness), func(r probe.Result) {
+				if r == probe.Failure {
+					set(func() { cp.livenessFailed = true })
+				}
+			})
+		}
+		if c.ReadinessProbe != nil {
+			tr := probe.NewTracker(c.ReadinessProbe, probe.Failure)
+			go probe.Loop(pctx, w.k.prober, t, c.ReadinessProbe, startedAt, tr, unhealthy(probe.Readiness), func(r probe.Result) {
+				set(func() { cp.ready = r == probe.Success })
+			})
+		}
+	}
+	if c.StartupProbe == nil {
+		runMain()
+		return
+	}
+	sctx, scancel := context.WithCancel(pctx)
+	tr := probe.NewTracker(c.StartupProbe, probe.Failure)
+	go probe.Loop(sctx, w.k.prober, t, c.StartupProbe, startedAt, tr, unhealthy(probe.Startup), func(r probe.Result) {
+		scancel()
+		if r == probe.Success {
+			set(func() { cp.started = true })
+			runMain()
+		} else {
+			set(func() { cp.startupFailed = true })
+		}
+	})
+}
+
+// probeKill reports why a running container must be killed, or "".
+func (w *podWorker) probeKill(id string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := w.probes[id]
+	switch {
+	case p == nil:
+		return ""
+	case p.livenessFailed:
+		return "failed liveness probe"
+	case p.startupFailed:
+		return "failed startup probe"
+	}
+	return ""
+}
+
+func (w *podWorker) stopProbes(id string) {
+	w.mu.Lock()
+	p := w.probes[id]
+	delete(w.probes, id)
+	w.mu.Unlock()
+	if p != nil {
+		p.cancel()
+	}
+}
+
+func (w *podWorker) stopAllProbes() {
+	w.mu.Lock()
+	ps := w.probes
+	w.probes = map[string]*containerProbes{}
+	w.mu.Unlock()
+	for _, p := range ps {
+		p.cancel()
+	}
+}
+
+func podRef(p *v1.Pod) runtime.PodRef {
+	return runtime.PodRef{UID: string(p.UID), Namespace: p.Namespace, Name: p.Name}
+}
+
+func podKey(p *v1.Pod) string {
+	if p == nil {
+		return "?"
+	}
+	return p.Namespace + "/" + p.Name
+}
+
+func podHostname(p *v1.Pod) string {
+	h := p.Name
+	if p.Spec.Hostname != "" {
+		h = p.Spec.Hostname
+	}
+	if len(h) > 63 {
+		h = h[:63]
+	}
+	return h
+}
