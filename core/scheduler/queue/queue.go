@@ -282,13 +282,16 @@ func (q *Queue) Requeue(qp *QueuedPodInfo) {
 	heap.Push(q.backoff, qp)
 }
 
-// MoveAllToActiveOrBackoff moves every unschedulable pod out of the pool: to backoffQ
-// while its back-off lasts, else to activeQ. Called on cluster events that may make
-// pods schedulable.
-func (q *Queue) MoveAllToActiveOrBackoff() {
+// MoveAllToActiveOrBackoff moves unschedulable pods (those pred selects; nil: all) out
+// of the pool: to backoffQ while their back-off lasts, else to activeQ. Called on
+// cluster events that may make pods schedulable.
+func (q *Queue) MoveAllToActiveOrBackoff(pred func(*QueuedPodInfo) bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for uid, qp := range q.unsched {
+		if pred != nil && !pred(qp) {
+			continue
+		}
 		delete(q.unsched, uid)
 		q.moveLocked(qp)
 	}
@@ -379,7 +382,7 @@ func (q *Queue) Where(uid types.UID) string {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	switch {
-	case q.active.index[uid] >= 0 && has(q.active.index, uid):
+	case has(q.active.index, uid):
 		return "active"
 	case has(q.backoff.index, uid):
 		return "backoff"

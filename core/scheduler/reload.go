@@ -1,0 +1,193 @@
+package scheduler
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/wasmkube/wasmkube/core/scheduler/config"
+	"github.com/wasmkube/wasmkube/core/scheduler/framework"
+	"github.com/wasmkube/wasmkube/core/scheduler/plugins"
+	"github.com/wasmkube/wasmkube/core/scheduler/runtime"
+)
+
+// profileSet is everything one version of the config produced. It is swapped as a
+// whole (atomic pointer) between scheduling cycles.
+type profileSet struct {
+	raw        []byte
+	cfg        *config.Config
+	frameworks map[string]*runtime.Framework
+	wasm       map[string]wasmEntry
+}
+
+// wasmEntry remembers a loaded module so that a reload that leaves it unchanged (same
+// declaration, same file bytes) reuses it instead of compiling it again.
+type wasmEntry struct {
+	key     string
+	factory framework.PluginFactory
+}
+
+func wasmKey(spec config.WasmPlugin, file []byte) string {
+	h := sha256.New()
+	b, _ := json.Marshal(spec)
+	h.Write(b)
+	h.Write(file)
+	return fmt.Sprintf("%x", h.Sum(nil))
+}
+
+// build turns config bytes into a profile set, reusing unchanged wasm modules of old.
+func (s *Scheduler) build(ctx context.Context, data []byte, old *profileSet) (*profileSet, error) {
+	cfg, err := config.Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	registry := plugins.NewInTreeRegistry()
+	ps := &profileSet{raw: data, cfg: cfg, frameworks: map[string]*runtime.Framework{}, wasm: map[string]wasmEntry{}}
+	for i, w := range cfg.WasmPlugins {
+		field := fmt.Sprintf("scheduler.wasmPlugins[%d]", i)
+		if _, builtin := registry[w.Name]; builtin {
+			return nil, &config.Error{Field: field + ".name", Msg: fmt.Sprintf("%q is the name of a built-in plugin", w.Name)}
+		}
+		if s.opts.WasmLoader == nil {
+			return nil, &config.Error{Field: field, Msg: fmt.Sprintf("wasm plugin %q declared, but this scheduler has no wasm loader", w.Name)}
+		}
+		path := w.Path
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(s.baseDir, path)
+		}
+		file, err := os.ReadFile(path)
+		if err != nil {
+			return nil, &config.Error{Field: field + ".path", Msg: fmt.Sprintf("wasm plugin %q: %v", w.Name, err)}
+		}
+		key := wasmKey(w, file)
+		if old != nil {
+			if e, ok := old.wasm[w.Name]; ok && e.key == key {
+				ps.wasm[w.Name] = e
+				registry[w.Name] = e.factory
+				continue
+			}
+		}
+		f, err := s.opts.WasmLoader(ctx, w, s.baseDir)
+		if err != nil {
+			return nil, &config.Error{Field: field, Msg: fmt.Sprintf("wasm plugin %q (%s): %v", w.Name, path, err)}
+		}
+		ps.wasm[w.Name] = wasmEntry{key: key, factory: f}
+		registry[w.Name] = f
+	}
+	top := config.DefaultExplainTopNodes
+	if cfg.ExplainTopNodes != nil {
+		top = max(0, int(*cfg.ExplainTopNodes))
+	}
+	for i := range cfg.Profiles {
+		p := &cfg.Profiles[i]
+		pct := int32(0)
+		if cfg.PercentageOfNodesToScore != nil {
+			pct = *cfg.PercentageOfNodesToScore
+		}
+		if p.PercentageOfNodesToScore != nil {
+			pct = *p.PercentageOfNodesToScore
+		}
+		fwk, err := runtime.New(ctx, registry, p, runtime.Options{
+			Client:                   s.client,
+			Lister:                   s.snapshot,
+			Nominator:                s.queue,
+			Parallelism:              int(cfg.Parallelism),
+			PercentageOfNodesToScore: pct,
+			ExplainTopNodes:          top,
+			Metrics:                  s.metrics,
+		})
+		if err != nil {
+			return nil, err
+		}
+		ps.frameworks[p.SchedulerName] = fwk
+	}
+	return ps, nil
+}
+
+// Reload builds profiles from a whole config file's bytes and, if that works, puts
+// them in force from the next scheduling cycle on. On failure the profiles in force
+// stay, and the failure is logged, counted (wasmkube_scheduler_config_reloads_total
+// {result="failure"}) and reported as a Warning event FailedConfigReload on the Lease
+// kube-system/wasmkube-scheduler.
+func (s *Scheduler) Reload(data []byte) error {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	ctx := s.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ps, err := s.build(ctx, data, s.profiles.Load())
+	if err != nil {
+		s.metrics.reloads.WithLabelValues("failure").Inc()
+		s.log.Error("config reload failed; the previous profiles stay in force", "err", err)
+		s.recorder.Eventf(s.leaseRef(), v1.EventTypeWarning, "FailedConfigReload",
+			"scheduler config not applied, previous profiles stay in force: %v", err)
+		return err
+	}
+	s.profiles.Store(ps)
+	s.metrics.reloads.WithLabelValues("success").Inc()
+	s.log.Info("config reloaded", "profiles", s.Profiles())
+	s.queue.MoveAllToActiveOrBackoff(nil)
+	return nil
+}
+
+func (s *Scheduler) leaseRef() *v1.ObjectReference {
+	return &v1.ObjectReference{Kind: "Lease", APIVersion: "coordination.k8s.io/v1",
+		Namespace: s.opts.LeaseNamespace, Name: s.opts.LeaseName}
+}
+
+// watchConfig watches the config file's folder (editors and ConfigMap mounts replace
+// files by rename, which a watch on the file itself would lose) and reloads, debounced,
+// when the file's content changed.
+func (s *Scheduler) watchConfig(ctx context.Context) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		s.log.Error("config watch", "err", err)
+		return
+	}
+	defer w.Close()
+	dir := filepath.Dir(s.opts.ConfigFile)
+	if err := w.Add(dir); err != nil {
+		s.log.Error("config watch", "dir", dir, "err", err)
+		return
+	}
+	const debounce = 250 * time.Millisecond
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.Events:
+			if !ok {
+				return
+			}
+			if filepath.Clean(ev.Name) == s.opts.ConfigFile || filepath.Base(ev.Name) == "..data" {
+				timer.Reset(debounce)
+			}
+		case err, ok := <-w.Errors:
+			if !ok {
+				return
+			}
+			s.log.Warn("config watch", "err", err)
+		case <-timer.C:
+			data, err := os.ReadFile(s.opts.ConfigFile)
+			if err != nil {
+				s.log.Warn("config file unreadable; keeping the profiles in force", "err", err)
+				continue
+			}
+			if bytes.Equal(data, s.profiles.Load().raw) {
+				continue
+			}
+			_ = s.Reload(data)
+		}
+	}
+}

@@ -1,0 +1,204 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/wasmkube/wasmkube/core/scheduler/framework"
+	"github.com/wasmkube/wasmkube/core/scheduler/plugins/defaultbinder"
+	"github.com/wasmkube/wasmkube/core/scheduler/queue"
+	"github.com/wasmkube/wasmkube/core/scheduler/runtime"
+)
+
+// Results of a scheduling attempt, as upstream's metric labels.
+const (
+	resultScheduled     = "scheduled"
+	resultUnschedulable = "unschedulable"
+	resultError         = "error"
+)
+
+// scheduleOne runs one scheduling cycle for a popped pod and, on success, starts its
+// binding cycle in a goroutine. The profile set is read once at the start, so a config
+// reload takes effect between cycles, never inside one.
+func (s *Scheduler) scheduleOne(ctx context.Context, qp *queue.QueuedPodInfo) {
+	pod := qp.Pod
+	ps := s.profiles.Load()
+	name := pod.Spec.SchedulerName
+	if name == "" {
+		name = "default-scheduler"
+	}
+	fwk, ok := ps.frameworks[name]
+	if !ok || pod.DeletionTimestamp != nil || s.cache.IsAssumedPod(pod) {
+		s.queue.Done(pod.UID)
+		return
+	}
+	start := time.Now()
+	s.cache.UpdateSnapshot(s.snapshot)
+	state := framework.NewCycleState()
+	res, err := fwk.SchedulePod(ctx, state, pod)
+	if err != nil {
+		s.handleFailure(ctx, fwk, state, qp, err, res.EvaluatedNodes, start)
+		return
+	}
+	host := res.SuggestedHost
+	assumed := pod.DeepCopy()
+	assumed.Spec.NodeName = host
+	if err := s.cache.AssumePod(assumed); err != nil {
+		s.handleFailure(ctx, fwk, state, qp, err, 0, start)
+		return
+	}
+	if st := fwk.RunReservePluginsReserve(ctx, state, assumed, host); !st.IsSuccess() {
+		fwk.RunReservePluginsUnreserve(ctx, state, assumed, host)
+		_ = s.cache.ForgetPod(assumed)
+		s.handleFailure(ctx, fwk, state, qp, statusError(st), 0, start)
+		return
+	}
+	if e := res.Explanation; e != nil {
+		fwk.Annotate(e, state)
+		e.Node = host
+		if b, err := json.Marshal(e); err == nil {
+			state.Write(defaultbinder.AnnotationsKey, defaultbinder.Annotations{ExplainAnnotation: string(b)})
+		}
+	}
+	s.bindWG.Add(1)
+	go func() {
+		defer s.bindWG.Done()
+		s.bind(ctx, fwk, state, qp, assumed, host, start)
+	}()
+}
+
+// statusError keeps a rejection's reasons readable as an error.
+func statusError(st *framework.Status) error {
+	if st.IsRejected() {
+		return &rejectedError{st}
+	}
+	return st.AsError()
+}
+
+type rejectedError struct{ st *framework.Status }
+
+func (e *rejectedError) Error() string { return e.st.Message() }
+
+// bind is the binding cycle: Permit, PreBind, Bind, PostBind. A failure undoes the
+// assumption and sends the pod back to the queue with back-off.
+func (s *Scheduler) bind(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, qp *queue.QueuedPodInfo, assumed *v1.Pod, host string, start time.Time) {
+	fail := func(st *framework.Status) {
+		fwk.RunReservePluginsUnreserve(ctx, state, assumed, host)
+		if err := s.cache.ForgetPod(assumed); err != nil {
+			s.log.Error("cache: forget pod", "pod", qp.Key(), "err", err)
+		}
+		// The room the pod held is free again.
+		s.queue.MoveAllToActiveOrBackoff(nil)
+		s.handleFailure(ctx, fwk, state, qp, fmt.Errorf("binding rejected: %w", statusError(st)), 0, start)
+	}
+	if st := fwk.RunPermitPlugins(ctx, state, assumed, host); !st.IsSuccess() {
+		fail(st)
+		return
+	}
+	if st := fwk.RunPreBindPlugins(ctx, state, assumed, host); !st.IsSuccess() {
+		fail(st)
+		return
+	}
+	if st := fwk.RunBindPlugins(ctx, state, assumed, host); !st.IsSuccess() {
+		fail(st)
+		return
+	}
+	s.cache.FinishBinding(assumed)
+	s.queue.Done(assumed.UID)
+	s.metrics.attempts.WithLabelValues(resultScheduled, fwk.ProfileName()).Inc()
+	s.metrics.attemptDuration.WithLabelValues(resultScheduled, fwk.ProfileName()).Observe(time.Since(start).Seconds())
+	s.recorder.Eventf(qp.Pod, v1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", assumed.Namespace, assumed.Name, host)
+	fwk.RunPostBindPlugins(ctx, state, assumed, host)
+}
+
+// handleFailure requeues a pod that could not be scheduled (unschedulable pods wait in
+// the pool for a helpful event, errors back off), runs PostFilter (preemption) for
+// unschedulable pods, and records the FailedScheduling event, the PodScheduled
+// condition and the explanation.
+func (s *Scheduler) handleFailure(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, qp *queue.QueuedPodInfo, err error, evaluated int, start time.Time) {
+	pod := qp.Pod
+	result, reason := resultError, v1.PodReasonSchedulerError
+	unschedulable := false
+	nominated := ""
+	var explanation *runtime.Explanation
+	var fe *runtime.FitError
+	var rej *rejectedError
+	switch {
+	case errors.As(err, &fe):
+		result, reason, unschedulable = resultUnschedulable, v1.PodReasonUnschedulable, true
+		qp.UnschedulablePlugins = fe.Diagnosis.UnschedulablePlugins
+		if fwk.HasPostFilter() {
+			s.metrics.preemptions.Inc()
+			r, st := fwk.RunPostFilterPlugins(ctx, state, pod, fe.Diagnosis.NodeToStatus)
+			if st.Code() == framework.Error {
+				s.log.Error("PostFilter failed", "pod", qp.Key(), "err", st.AsError())
+			} else if st.IsSuccess() || st.IsRejected() {
+				fe.Diagnosis.PostFilterMsg = st.Message()
+			}
+			if r != nil && r.NominatedNodeName != "" {
+				nominated = r.NominatedNodeName
+			}
+		}
+		explanation = fwk.ExplainFailure(state, fe, evaluated)
+	case errors.Is(err, runtime.ErrNoNodes):
+		result, reason, unschedulable = resultUnschedulable, v1.PodReasonUnschedulable, true
+		err = fmt.Errorf("0/0 nodes are available: %w", err)
+	case errors.As(err, &rej):
+		result, reason, unschedulable = resultUnschedulable, v1.PodReasonUnschedulable, true
+	}
+	msg := err.Error()
+	if unschedulable {
+		s.log.Debug("unschedulable", "pod", qp.Key(), "reason", msg)
+	} else {
+		s.log.Error("scheduling failed", "pod", qp.Key(), "err", err)
+	}
+	s.metrics.attempts.WithLabelValues(result, fwk.ProfileName()).Inc()
+	s.metrics.attemptDuration.WithLabelValues(result, fwk.ProfileName()).Observe(time.Since(start).Seconds())
+	if nominated != "" {
+		s.queue.AddNominated(pod, nominated)
+	}
+	s.queue.AddUnschedulable(qp, unschedulable)
+	s.recorder.Event(pod, v1.EventTypeWarning, "FailedScheduling", msg)
+	s.updateStatus(ctx, pod, reason, msg, nominated, explanation)
+}
+
+// updateStatus sets PodScheduled=False (and nominatedNodeName) unless the pod already
+// says exactly that, and stores the explanation. Failures are logged: the pod is
+// retried anyway.
+func (s *Scheduler) updateStatus(ctx context.Context, pod *v1.Pod, reason, msg, nominated string, e *runtime.Explanation) {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Reason == reason && c.Message == msg &&
+			(nominated == "" || pod.Status.NominatedNodeName == nominated) {
+			return
+		}
+	}
+	cond := map[string]any{"type": v1.PodScheduled, "status": v1.ConditionFalse, "reason": reason, "message": msg,
+		"lastProbeTime": nil, "lastTransitionTime": metav1.Now()}
+	status := map[string]any{"conditions": []any{cond}}
+	if nominated != "" {
+		status["nominatedNodeName"] = nominated
+	}
+	patch, _ := json.Marshal(map[string]any{"status": status})
+	pods := s.client.CoreV1().Pods(pod.Namespace)
+	if _, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		s.log.Warn("update pod status", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+	}
+	if e == nil {
+		return
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return
+	}
+	ann, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{ExplainAnnotation: string(b)}}})
+	if _, err := pods.Patch(ctx, pod.Name, types.MergePatchType, ann, metav1.PatchOptions{}); err != nil {
+		s.log.Warn("annotate pod with explanation", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+	}
+}
