@@ -1,0 +1,127 @@
+package openapi
+
+import (
+	"reflect"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// resource is one REST resource the API server serves, as far as the OpenAPI document needs.
+type resource struct {
+	gv           schema.GroupVersion
+	plural       string
+	kind         string
+	namespaced   bool
+	obj, list    any
+	subresources []subresource
+}
+
+type subresource struct {
+	name  string
+	kind  schema.GroupVersionKind // the kind of the subresource's body
+	obj   any
+	verbs []string // get, put, patch, post
+}
+
+var (
+	scaleGVK   = autoscalingv1.SchemeGroupVersion.WithKind("Scale")
+	bindingGVK = corev1.SchemeGroupVersion.WithKind("Binding")
+)
+
+func statusOf(gvk schema.GroupVersionKind, obj any) subresource {
+	return subresource{name: "status", kind: gvk, obj: obj, verbs: []string{"get", "put", "patch"}}
+}
+
+func scaleSub() subresource {
+	return subresource{name: "scale", kind: scaleGVK, obj: &autoscalingv1.Scale{}, verbs: []string{"get", "put", "patch"}}
+}
+
+// resources lists what wasmkube serves. Documents, hashes and paths all derive from it.
+var resources = []resource{
+	{gv: corev1.SchemeGroupVersion, plural: "namespaces", kind: "Namespace", obj: &corev1.Namespace{}, list: &corev1.NamespaceList{},
+		subresources: []subresource{statusOf(corev1.SchemeGroupVersion.WithKind("Namespace"), &corev1.Namespace{})}},
+	{gv: corev1.SchemeGroupVersion, plural: "nodes", kind: "Node", obj: &corev1.Node{}, list: &corev1.NodeList{},
+		subresources: []subresource{statusOf(corev1.SchemeGroupVersion.WithKind("Node"), &corev1.Node{})}},
+	{gv: corev1.SchemeGroupVersion, plural: "pods", kind: "Pod", namespaced: true, obj: &corev1.Pod{}, list: &corev1.PodList{},
+		subresources: []subresource{
+			statusOf(corev1.SchemeGroupVersion.WithKind("Pod"), &corev1.Pod{}),
+			{name: "binding", kind: bindingGVK, obj: &corev1.Binding{}, verbs: []string{"post"}},
+		}},
+	{gv: corev1.SchemeGroupVersion, plural: "events", kind: "Event", namespaced: true, obj: &corev1.Event{}, list: &corev1.EventList{}},
+	{gv: corev1.SchemeGroupVersion, plural: "services", kind: "Service", namespaced: true, obj: &corev1.Service{}, list: &corev1.ServiceList{},
+		subresources: []subresource{statusOf(corev1.SchemeGroupVersion.WithKind("Service"), &corev1.Service{})}},
+	{gv: corev1.SchemeGroupVersion, plural: "endpoints", kind: "Endpoints", namespaced: true, obj: &corev1.Endpoints{}, list: &corev1.EndpointsList{}},
+	{gv: corev1.SchemeGroupVersion, plural: "configmaps", kind: "ConfigMap", namespaced: true, obj: &corev1.ConfigMap{}, list: &corev1.ConfigMapList{}},
+	{gv: coordinationv1.SchemeGroupVersion, plural: "leases", kind: "Lease", namespaced: true, obj: &coordinationv1.Lease{}, list: &coordinationv1.LeaseList{}},
+	{gv: appsv1.SchemeGroupVersion, plural: "deployments", kind: "Deployment", namespaced: true, obj: &appsv1.Deployment{}, list: &appsv1.DeploymentList{},
+		subresources: []subresource{statusOf(appsv1.SchemeGroupVersion.WithKind("Deployment"), &appsv1.Deployment{}), scaleSub()}},
+	{gv: appsv1.SchemeGroupVersion, plural: "replicasets", kind: "ReplicaSet", namespaced: true, obj: &appsv1.ReplicaSet{}, list: &appsv1.ReplicaSetList{},
+		subresources: []subresource{statusOf(appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), &appsv1.ReplicaSet{}), scaleSub()}},
+}
+
+// groupVersions are the documents served under /openapi/v3, in a stable order. autoscaling/v1
+// has no resources of its own here but owns the Scale kind of the scale subresources.
+var groupVersions = []schema.GroupVersion{
+	corev1.SchemeGroupVersion, appsv1.SchemeGroupVersion, autoscalingv1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion,
+}
+
+// gvPath is the document key of a group version: api/v1, apis/apps/v1.
+func gvPath(gv schema.GroupVersion) string {
+	if gv.Group == "" {
+		return "api/" + gv.Version
+	}
+	return "apis/" + gv.Group + "/" + gv.Version
+}
+
+func elem(v any) reflect.Type {
+	return reflect.TypeOf(v).Elem()
+}
+
+// kindTypes maps each Go type that is a top-level kind to its group-version-kinds, the
+// x-kubernetes-group-version-kind extension kubectl matches on.
+func kindTypes() map[reflect.Type][]schema.GroupVersionKind {
+	m := map[reflect.Type][]schema.GroupVersionKind{}
+	add := func(v any, gvk schema.GroupVersionKind) {
+		t := elem(v)
+		for _, have := range m[t] {
+			if have == gvk {
+				return
+			}
+		}
+		m[t] = append(m[t], gvk)
+	}
+	for _, r := range resources {
+		add(r.obj, r.gv.WithKind(r.kind))
+		add(r.list, r.gv.WithKind(r.kind+"List"))
+		for _, s := range r.subresources {
+			add(s.obj, s.kind)
+		}
+	}
+	for _, gv := range groupVersions {
+		add(&metav1.Status{}, gv.WithKind("Status"))
+		add(&metav1.DeleteOptions{}, gv.WithKind("DeleteOptions"))
+		add(&metav1.WatchEvent{}, gv.WithKind("WatchEvent"))
+	}
+	return m
+}
+
+// opGroup is the group part of upstream's operation ids and tags: CoreV1, AppsV1, ...
+func opGroup(gv schema.GroupVersion) (id, tag string) {
+	g := gv.Group
+	if g == "" {
+		g = "core"
+	}
+	g = strings.TrimSuffix(g, ".k8s.io")
+	var b strings.Builder
+	for _, part := range strings.Split(g, ".") {
+		b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+	}
+	v := gv.Version
+	return b.String() + strings.ToUpper(v[:1]) + v[1:], strings.ReplaceAll(g, ".", "_") + "_" + v
+}
