@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/wasmkube/wasmkube/core/controller"
+)
+
+func init() {
+	var (
+		kubeconfig  string
+		configFile  string
+		leaderElect bool
+		metricsAddr string
+		grace       time.Duration
+		tolSeconds  int64
+		workers     int
+		verbose     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "controller-manager",
+		Short: "Run the controllers: ReplicaSet, Deployment, node lifecycle, garbage collector, pod GC, namespace, endpoints",
+		Long: `Run wasmkube's controllers against an API server.
+
+Config file keys (flags override them):
+  controller.nodeMonitorGracePeriod    heartbeat grace before a node is Unknown (default 40s)
+  controller.defaultTolerationSeconds  eviction delay for pods without a not-ready/unreachable
+                                       toleration (default 300)`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v := viper.New()
+			v.SetDefault("controller.nodeMonitorGracePeriod", "40s")
+			v.SetDefault("controller.defaultTolerationSeconds", 300)
+			v.SetEnvPrefix("WASMKUBE")
+			v.AutomaticEnv()
+			if configFile != "" {
+				v.SetConfigFile(configFile)
+				if err := v.ReadInConfig(); err != nil {
+					return fmt.Errorf("read config %s: %w", configFile, err)
+				}
+			}
+			if cmd.Flags().Changed("node-monitor-grace-period") {
+				v.Set("controller.nodeMonitorGracePeriod", grace.String())
+			}
+			if cmd.Flags().Changed("default-toleration-seconds") {
+				v.Set("controller.defaultTolerationSeconds", tolSeconds)
+			}
+			g, err := time.ParseDuration(v.GetString("controller.nodeMonitorGracePeriod"))
+			if err != nil || g <= 0 {
+				return fmt.Errorf("config controller.nodeMonitorGracePeriod: %q is not a positive duration (for example 40s)", v.GetString("controller.nodeMonitorGracePeriod"))
+			}
+			tol := v.GetInt64("controller.defaultTolerationSeconds")
+			if kubeconfig == "" {
+				return errors.New("--kubeconfig is required (the admin kubeconfig is in the API server's data dir)")
+			}
+			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
+			}
+			level := slog.LevelInfo
+			if verbose {
+				level = slog.LevelDebug
+			}
+			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			ctx, stop := signalContext()
+			defer stop()
+
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			if metricsAddr != "" {
+				if err := serveControllerMetrics(ctx, metricsAddr, reg, log); err != nil {
+					return err
+				}
+			}
+			return controller.Run(ctx, controller.Options{
+				RESTConfig: cfg, LeaderElect: leaderElect, NodeMonitorGracePeriod: g,
+				DefaultTolerationSeconds: &tol, Workers: workers, Logger: log, Registerer: reg,
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server")
+	f.StringVar(&configFile, "config", "", "wasmkube YAML config file")
+	f.BoolVar(&leaderElect, "leader-elect", false, "wait for the "+controller.LeaseName+" Lease in kube-system before acting")
+	f.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:10257", "serve /metrics and /healthz here (empty: off)")
+	f.DurationVar(&grace, "node-monitor-grace-period", 40*time.Second, "overrides controller.nodeMonitorGracePeriod")
+	f.Int64Var(&tolSeconds, "default-toleration-seconds", 300, "overrides controller.defaultTolerationSeconds")
+	f.IntVar(&workers, "workers", 5, "workers per controller")
+	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
+	rootCmd.AddCommand(cmd)
+}
+
+// serveControllerMetrics serves reg on addr until ctx is done.
+func serveControllerMetrics(ctx context.Context, addr string, reg *prometheus.Registry, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("metrics listener %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("metrics server stopped", "err", err)
+		}
+	}()
+	return nil
+}
