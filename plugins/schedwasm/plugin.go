@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -94,7 +95,9 @@ func status(code int32, reason, plugin string) *framework.Status {
 	if code == wasmhost.CodeSuccess {
 		return nil
 	}
-	return framework.NewStatus(framework.Code(code), reason).WithPlugin(plugin)
+	// Several reasons travel as one string separated by newlines (docs/abi.md 4.4), so
+	// that "0/5 nodes are available" messages count each reason separately.
+	return framework.NewStatus(framework.Code(code), strings.Split(reason, "\n")...).WithPlugin(plugin)
 }
 
 // preFilterPart implements framework.PreFilterPlugin.

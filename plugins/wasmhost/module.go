@@ -122,9 +122,6 @@ func (m *Module) setup(ctx context.Context, bin []byte) error {
 		return err
 	}
 	m.kinds, m.hasInit = kinds, hasInit
-	if mins := compiled.ExportedMemories()["memory"].Min(); uint64(mins)*pageSize > m.memLimit {
-		return fmt.Errorf("declares %d pages (%d bytes) of initial memory, above its memoryLimit of %d bytes", mins, uint64(mins)*pageSize, m.memLimit)
-	}
 	// Instantiate once to run its start code and ask its ABI version.
 	p := &Pool{m: m}
 	inst, err := p.newInstance(ctx)

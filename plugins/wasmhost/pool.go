@@ -28,7 +28,13 @@ type Pool struct {
 	// number of live instances never exceeds it and a waiter is woken by either.
 	slots  chan *instance
 	closed atomic.Bool
+	// created and discarded count instances over the pool's life.
+	created, discarded atomic.Int64
 }
+
+// Stats returns how many instances the pool has created and discarded (after a trap,
+// timeout, memory or pointer fault).
+func (p *Pool) Stats() (created, discarded int64) { return p.created.Load(), p.discarded.Load() }
 
 type instance struct {
 	pool  *Pool
@@ -87,6 +93,7 @@ func (p *Pool) newInstance(ctx context.Context) (*instance, error) {
 		return nil, fmt.Errorf("instantiate: %w", err)
 	}
 	inst.mod = mod
+	p.created.Add(1)
 	fail := func(err error) (*instance, error) { _ = mod.Close(ctx); return nil, err }
 	res, err := mod.ExportedFunction(versionExport).Call(sctx)
 	if err != nil {
@@ -137,6 +144,9 @@ func (p *Pool) Do(ctx context.Context, c *Call) error {
 	}
 	cerr, discard := inst.invoke(ctx, c)
 	if discard || p.closed.Load() {
+		if discard {
+			p.discarded.Add(1)
+		}
 		_ = inst.mod.Close(context.Background())
 		p.slots <- nil
 	} else {
@@ -254,8 +264,9 @@ func (inst *instance) classify(err error, caller context.Context) FailureReason 
 		return ReasonTimeout
 	}
 	// A language runtime that cannot grow its heap aborts (trap or proc_exit); what tells
-	// the cause is a memory at its limit.
-	if mem := inst.mod.Memory(); mem != nil && uint64(mem.Size())+pageSize > inst.pool.m.memLimit {
+	// the cause is a memory close to its limit (within an eighth: runtimes grow in chunks,
+	// so the last failed request may have been far smaller than what was left).
+	if mem := inst.mod.Memory(); mem != nil && uint64(mem.Size())+max(pageSize, inst.pool.m.memLimit/8) > inst.pool.m.memLimit {
 		return ReasonMemory
 	}
 	if errors.As(err, &exit) {

@@ -21,9 +21,11 @@ type PodRequests struct {
 }
 
 var podCache struct {
-	call     uint64
-	requests PodRequests
-	haveReq  bool
+	call        uint64
+	requests    PodRequests
+	haveReq     bool
+	scalars     []string
+	haveScalars bool
 }
 
 var podReqBuf [abi.PodRequestsWords]int64
@@ -32,6 +34,7 @@ func (Pod) fresh() {
 	if podCache.call != abi.Call {
 		podCache.call = abi.Call
 		podCache.haveReq = false
+		podCache.haveScalars = false
 	}
 }
 
@@ -88,13 +91,18 @@ func (Pod) JSON() []byte {
 	return b
 }
 
-// ScalarNames lists the extended resources the pod requests.
-func (Pod) ScalarNames() []string {
-	b, code := readVar(func(b unsafe.Pointer, c int32) int32 { return abi.PodScalarNames(b, c) })
-	if code <= 0 {
-		return nil
+// ScalarNames lists the extended resources the pod requests (read once per call).
+func (p Pod) ScalarNames() []string {
+	p.fresh()
+	if !podCache.haveScalars {
+		podCache.scalars = nil
+		b, code := readVar(func(b unsafe.Pointer, c int32) int32 { return abi.PodScalarNames(b, c) })
+		if code > 0 {
+			podCache.scalars = splitLines(string(b))
+		}
+		podCache.haveScalars = true
 	}
-	return splitLines(string(b))
+	return podCache.scalars
 }
 
 // ScalarRequest is the pod's request of an extended resource.

@@ -1,5 +1,6 @@
 // Command pack-score is a wasmkube Score plugin that packs pods onto few nodes: it prefers
-// the node whose requested/allocatable cpu and memory would be highest after placing the pod.
+// the node whose requested/allocatable cpu and memory would be highest after placing the
+// pod (upstream's MostAllocated strategy, cpu and memory weighted equally).
 package main
 
 import (
@@ -16,21 +17,22 @@ func Score(pod sdk.Pod, node sdk.Node) (int64, sdk.Status) {
 		return 0, sdk.Errorf("node %d: resources unavailable", node.Index())
 	}
 	req := pod.Requests()
-	return utilisation(req.NonZeroMilliCPU, req.NonZeroMemory, res), sdk.OK()
+	return Packing(req.NonZeroMilliCPU, req.NonZeroMemory, res), sdk.OK()
 }
 
-// utilisation is the mean of the cpu and memory fractions in use after adding the pod,
-// scaled to [0, 100]; a resource with no allocatable counts as full.
-func utilisation(podCPU, podMem int64, res sdk.NodeResources) int64 {
-	return (fraction(res.NonZeroRequested.MilliCPU+podCPU, res.Allocatable.MilliCPU) +
-		fraction(res.NonZeroRequested.Memory+podMem, res.Allocatable.Memory)) / 2
+// Packing is the mean of the cpu and memory fractions in use after adding the pod's
+// (non-zero) request, scaled to [0, 100].
+func Packing(podCPU, podMem int64, res sdk.NodeResources) int64 {
+	return (mostAllocated(res.NonZeroRequested.MilliCPU+podCPU, res.Allocatable.MilliCPU) +
+		mostAllocated(res.NonZeroRequested.Memory+podMem, res.Allocatable.Memory)) / 2
 }
 
-func fraction(used, capacity int64) int64 {
-	if capacity <= 0 || used >= capacity {
-		return 100
+// mostAllocated is 0 for an empty node and 100 for a full one.
+func mostAllocated(requested, capacity int64) int64 {
+	if capacity <= 0 {
+		return 0
 	}
-	return used * 100 / capacity
+	return min(requested, capacity) * 100 / capacity
 }
 
 func main() {}

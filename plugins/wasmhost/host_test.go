@@ -1,0 +1,320 @@
+package wasmhost
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wasmkube/wasmkube/core/scheduler/framework"
+	"github.com/wasmkube/wasmkube/plugins/internal/testwasm"
+)
+
+// syncBuffer is a log destination safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newHost(t *testing.T) (*Host, *syncBuffer) {
+	t.Helper()
+	logs := &syncBuffer{}
+	h, err := New(Options{CacheDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	return h, logs
+}
+
+func load(t *testing.T, h *Host, name, wat string, o LoadOptions) *Module {
+	t.Helper()
+	o.Name, o.Path = name, testwasm.WAT(t, "plugins/testdata/"+wat)
+	m, err := h.Load(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	return m
+}
+
+func testPod(name string, labels map[string]string) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
+			v1.ResourceCPU: resource.MustParse("500m"), v1.ResourceMemory: resource.MustParse("1Gi"),
+		}}}}},
+	}
+}
+
+func testNodes(names ...string) []*framework.NodeInfo {
+	var out []*framework.NodeInfo
+	for _, n := range names {
+		ni := framework.NewNodeInfo()
+		ni.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}, Status: v1.NodeStatus{Allocatable: v1.ResourceList{
+			v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi"), v1.ResourcePods: resource.MustParse("110"),
+		}}})
+		out = append(out, ni)
+	}
+	return out
+}
+
+func newCall(kind Kind, pod *v1.Pod, nodes []*framework.NodeInfo) *Call {
+	return &Call{Kind: kind, Pod: pod, Nodes: nodes, Scores: make([]int64, len(nodes)), State: framework.NewCycleState()}
+}
+
+// Each misbehaving plugin misbehaves only for a pod labelled "bad". The bad call must fail
+// with the documented reason, be counted, and leave the pool able to serve the next call.
+func TestMisbehavingPluginsAreContained(t *testing.T) {
+	bad := testPod("p", map[string]string{"bad": ""})
+	good := testPod("p", nil)
+	tests := []struct {
+		wat         string
+		kind        Kind
+		opts        LoadOptions
+		want        FailureReason
+		wantMessage string
+		discarded   bool
+	}{
+		{"loop.wat", Filter, LoadOptions{Timeout: 50 * time.Millisecond}, ReasonTimeout, "time limit of 50ms", true},
+		{"trap.wat", Filter, LoadOptions{}, ReasonTrap, "unreachable", true},
+		{"grow.wat", Filter, LoadOptions{MemoryLimit: 2 << 20}, ReasonMemory, "memory limit of 2097152 bytes", true},
+		{"garbage.wat", Filter, LoadOptions{}, ReasonGarbage, "returned status code 42", false},
+		{"garbage.wat", Score, LoadOptions{}, ReasonGarbage, "score 1000 for node n0 is outside [0, 100]", false},
+		{"badindex.wat", Filter, LoadOptions{}, ReasonGarbage, "node index 99 is outside the batch of 2", false},
+		{"badptr.wat", Filter, LoadOptions{}, ReasonBadPointer, "node_label: range [0xfffffff0, +100) is outside guest memory", true},
+		{"exit.wat", Filter, LoadOptions{}, ReasonExit, "exit_code(3)", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.wat+"/"+tt.kind.String(), func(t *testing.T) {
+			h, _ := newHost(t)
+			name := "misbehave-" + strings.TrimSuffix(tt.wat, ".wat") + "-" + tt.kind.String()
+			m := load(t, h, name, tt.wat, tt.opts)
+			p, err := m.NewPool(context.Background(), nil, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := failures(name, tt.kind.String())
+			err = p.Do(context.Background(), newCall(tt.kind, bad, testNodes("n0", "n1")))
+			var ce *CallError
+			if !errors.As(err, &ce) {
+				t.Fatalf("bad call: got %v, want a *CallError", err)
+			}
+			if ce.Reason != tt.want || ce.Plugin != name || ce.Kind != tt.kind {
+				t.Fatalf("bad call: got %s/%s/%s, want %s/%s/%s (%v)", ce.Plugin, ce.Kind, ce.Reason, name, tt.kind, tt.want, err)
+			}
+			if !strings.Contains(err.Error(), tt.wantMessage) {
+				t.Errorf("error %q does not contain %q", err, tt.wantMessage)
+			}
+			if got := failures(name, tt.kind.String()); got != before+1 {
+				t.Errorf("failures metric: got %v, want %v", got, before+1)
+			}
+			// The pool has one slot: the next call is served by the same instance or, after
+			// a discard, by a fresh one.
+			c := newCall(tt.kind, good, testNodes("n0", "n1"))
+			if err := p.Do(context.Background(), c); err != nil {
+				t.Fatalf("good call after the bad one: %v", err)
+			}
+			created, discarded := p.Stats()
+			wantCreated, wantDiscarded := int64(1), int64(0)
+			if tt.discarded {
+				wantCreated, wantDiscarded = 2, 1
+			}
+			if created != wantCreated || discarded != wantDiscarded {
+				t.Errorf("instances created/discarded: got %d/%d, want %d/%d", created, discarded, wantCreated, wantDiscarded)
+			}
+		})
+	}
+}
+
+// A pointer range that starts inside memory but ends past it is refused too, before the
+// host writes anything.
+func TestBadWriteBufferIsRefused(t *testing.T) {
+	h, _ := newHost(t)
+	p, err := load(t, h, "badptr-write", "badptr.wat", LoadOptions{}).NewPool(context.Background(), nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.Do(context.Background(), newCall(Score, testPod("p", nil), testNodes("n0")))
+	var ce *CallError
+	if !errors.As(err, &ce) || ce.Reason != ReasonBadPointer || !strings.Contains(err.Error(), "node_name: range [0xffff, +2)") {
+		t.Fatalf("got %v, want a bad pointer error from node_name", err)
+	}
+}
+
+func TestLoadRejectsModulesOutsideTheABI(t *testing.T) {
+	notWasm := filepath.Join(t.TempDir(), "plugin.wasm")
+	if err := os.WriteFile(notWasm, []byte("#!/bin/sh\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, path string
+		opts       LoadOptions
+		want       string
+	}{
+		{"v2", "plugins/testdata/v2.wat", LoadOptions{}, "exports wasmkube_abi_version 2, this host supports 1"},
+		{"noversion", "plugins/testdata/noversion.wat", LoadOptions{}, "does not export wasmkube_abi_version: not a wasmkube plugin"},
+		{"badimport", "plugins/testdata/badimport.wat", LoadOptions{}, `imports env.open_socket: plugins may import only from "wasmkube" and "wasi_snapshot_preview1"`},
+		{"badsig", "plugins/testdata/badsig.wat", LoadOptions{}, "export wasmkube_score has signature () -> (i32), ABI v1 requires (i32) -> (i32)"},
+		{"bigmem", "plugins/testdata/bigmem.wat", LoadOptions{}, "min 2048 pages (128 Mi) over limit of 1024 pages (64 Mi)"},
+		{"missing", "", LoadOptions{Path: "/nonexistent/plugin.wasm"}, "plugin missing: /nonexistent/plugin.wasm: open /nonexistent/plugin.wasm: no such file or directory"},
+		{"notwasm", "", LoadOptions{Path: notWasm}, "not a WebAssembly module"},
+	}
+	h, _ := newHost(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := tt.opts
+			o.Name = tt.name
+			if tt.path != "" {
+				o.Path = testwasm.WAT(t, tt.path)
+			}
+			_, err := h.Load(context.Background(), o)
+			var le *LoadError
+			if !errors.As(err, &le) {
+				t.Fatalf("got %v, want a *LoadError", err)
+			}
+			if !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "plugin "+tt.name+": ") {
+				t.Fatalf("error %q: want prefix %q and %q", err, "plugin "+tt.name+": ", tt.want)
+			}
+			if tt.name == "v2" && !errors.Is(err, ErrABIVersion) {
+				t.Errorf("error %v does not wrap ErrABIVersion", err)
+			}
+		})
+	}
+}
+
+func TestInitSeesArgsAndCanRejectThem(t *testing.T) {
+	h, _ := newHost(t)
+	m := load(t, h, "init", "init-reject.wat", LoadOptions{})
+	_, err := m.NewPool(context.Background(), nil, 2)
+	if err == nil || !strings.Contains(err.Error(), "wasmkube_init rejected the plugin (code 1): args: a non-empty object is required") {
+		t.Fatalf("no args: got %v, want the plugin's rejection", err)
+	}
+	if _, err := m.NewPool(context.Background(), []byte(`{"zones":["a"]}`), 2); err != nil {
+		t.Fatalf("with args: %v", err)
+	}
+}
+
+// Cycle state is host-managed: what PreFilter stored is what any instance's Filter reads.
+func TestCycleStateIsSharedByInstances(t *testing.T) {
+	h, _ := newHost(t)
+	p, err := load(t, h, "stateful", "stateful.wat", LoadOptions{}).NewPool(context.Background(), nil, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	pod := testPod("n1", nil)
+	state := framework.NewCycleState()
+	if err := p.Do(ctx, &Call{Kind: PreFilter, Pod: pod, State: state}); err != nil {
+		t.Fatal(err)
+	}
+	// Run Filter batches in parallel so that several instances serve them.
+	var wg sync.WaitGroup
+	results := make([][]Verdict, 8)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &Call{Kind: Filter, Pod: pod, State: state, Nodes: testNodes("n0", "n1", "n2")}
+			if err := p.Do(ctx, c); err != nil {
+				t.Error(err)
+				return
+			}
+			results[i] = c.Verdicts
+		}()
+	}
+	wg.Wait()
+	for i, vs := range results {
+		if len(vs) != 2 || vs[0].Index != 0 || vs[1].Index != 2 || vs[0].Reason != "state mismatch" || vs[0].Code != CodeUnschedulable {
+			t.Errorf("batch %d: verdicts %+v, want nodes 0 and 2 rejected with \"state mismatch\"", i, vs)
+		}
+	}
+	if created, _ := p.Stats(); created < 1 || created > 4 {
+		t.Errorf("created %d instances, want between 1 and the pool size 4", created)
+	}
+	// A cycle without the PreFilter state: every node is rejected.
+	c := &Call{Kind: Filter, Pod: pod, State: framework.NewCycleState(), Nodes: testNodes("n0", "n1")}
+	if err := p.Do(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Verdicts) != 2 || c.Verdicts[0].Reason != "no state" || c.Verdicts[0].Code != CodeUnschedulableAndUnresolvable {
+		t.Errorf("fresh cycle: verdicts %+v, want both nodes rejected with \"no state\"", c.Verdicts)
+	}
+}
+
+func TestCallerCancellationIsNotAPluginFailure(t *testing.T) {
+	h, _ := newHost(t)
+	p, err := load(t, h, "loop-cancel", "loop.wat", LoadOptions{Timeout: time.Hour}).NewPool(context.Background(), nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		cancel()
+	}()
+	err = p.Do(ctx, newCall(Filter, testPod("p", map[string]string{"bad": ""}), testNodes("n0")))
+	var ce *CallError
+	if !errors.As(err, &ce) || ce.Reason != ReasonCanceled {
+		t.Fatalf("got %v, want a canceled call", err)
+	}
+	if got := failures("loop-cancel", "filter"); got != 0 {
+		t.Errorf("failures metric counted a cancellation: %v", got)
+	}
+}
+
+func TestClosedPoolRefusesCalls(t *testing.T) {
+	h, _ := newHost(t)
+	p, err := load(t, h, "closed", "trap.wat", LoadOptions{}).NewPool(context.Background(), nil, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	err = p.Do(context.Background(), newCall(Filter, testPod("p", nil), testNodes("n0")))
+	if err == nil || !strings.Contains(err.Error(), "plugin was closed") {
+		t.Fatalf("got %v, want a closed-plugin error", err)
+	}
+}
+
+func TestDoRejectsKindsTheModuleDoesNotExport(t *testing.T) {
+	h, _ := newHost(t)
+	p, err := load(t, h, "trap-only-filter", "trap.wat", LoadOptions{}).NewPool(context.Background(), nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Do(context.Background(), newCall(Score, testPod("p", nil), testNodes("n0"))); err == nil || !strings.Contains(err.Error(), "module does not export wasmkube_score") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// failures reads the failure counter of one plugin and kind.
+func failures(plugin, kind string) float64 {
+	var m dto.Metric
+	if err := Failures.WithLabelValues(plugin, kind).Write(&m); err != nil {
+		panic(err)
+	}
+	return m.GetCounter().GetValue()
+}
