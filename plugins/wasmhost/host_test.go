@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wasmkube/wasmkube/core/scheduler/framework"
-	"github.com/wasmkube/wasmkube/plugins/internal/testwasm"
+	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
 )
 
 // syncBuffer is a log destination safe for concurrent writes.
@@ -52,7 +52,7 @@ func newHost(t *testing.T) (*Host, *syncBuffer) {
 
 func load(t *testing.T, h *Host, name, wat string, o LoadOptions) *Module {
 	t.Helper()
-	o.Name, o.Path = name, testwasm.WAT(t, "plugins/testdata/"+wat)
+	o.Name, o.Path = name, wasmbuild.WAT(t, "plugins/testdata/"+wat)
 	m, err := h.Load(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -189,7 +189,7 @@ func TestLoadRejectsModulesOutsideTheABI(t *testing.T) {
 			o := tt.opts
 			o.Name = tt.name
 			if tt.path != "" {
-				o.Path = testwasm.WAT(t, tt.path)
+				o.Path = wasmbuild.WAT(t, tt.path)
 			}
 			_, err := h.Load(context.Background(), o)
 			var le *LoadError

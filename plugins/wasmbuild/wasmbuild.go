@@ -1,6 +1,6 @@
-// Package testwasm builds wasm modules for tests: Go guests with the wasip1 toolchain and
+// Package wasmbuild builds wasm modules for tests: Go guests with the wasip1 toolchain and
 // WAT files with wat2wasm (Debian's wabt, installed by scripts/deps.sh).
-package testwasm
+package wasmbuild
 
 import (
 	"os"
@@ -21,12 +21,12 @@ var (
 // Root is the repository root.
 func Root() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
 func outDir(t testing.TB) string {
 	if dir == "" {
-		d, err := os.MkdirTemp("", "wasmkube-testwasm-")
+		d, err := os.MkdirTemp("", "wasmkube-wasmbuild-")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,153 @@
+//go:build !wasip1
+
+package sdk_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wasmkube/wasmkube/core/scheduler/framework"
+	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost"
+)
+
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func startGuest(t *testing.T, args string) (*wasmhost.Pool, *logBuffer) {
+	t.Helper()
+	logs := &logBuffer{}
+	h, err := wasmhost.New(wasmhost.Options{CacheDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	m, err := h.Load(ctx, wasmhost.LoadOptions{Name: "testguest", Path: wasmbuild.Go(t, "sdk/go/internal/testguest")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close(ctx) })
+	p, err := m.NewPool(ctx, []byte(args), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, logs
+}
+
+// The SDK's accessors, read through the real host, return what the scheduler holds.
+func TestSDKThroughTheHost(t *testing.T) {
+	p, logs := startGuest(t, `{"greeting":"hello"}`)
+	if got := p.Module().Kinds().List(); len(got) != 6 {
+		t.Fatalf("kinds %v, want all six scheduler kinds", got)
+	}
+	ctx := context.Background()
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "u1", ResourceVersion: "7",
+			Labels: map[string]string{"app": "store"}, Annotations: map[string]string{"big": strings.Repeat("x", 5000)}},
+		Spec: v1.PodSpec{Containers: []v1.Container{
+			{Name: "a", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
+				v1.ResourceCPU: resource.MustParse("250m"), v1.ResourceMemory: resource.MustParse("64Mi"),
+				v1.ResourceEphemeralStorage: resource.MustParse("1Gi"), "example.com/gpu": resource.MustParse("2")}}},
+			{Name: "b"},
+		}},
+	}
+	node := framework.NewNodeInfo(&v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
+		v1.ResourceCPU: resource.MustParse("1"), "example.com/gpu": resource.MustParse("1")}}}}}})
+	node.SetNode(&v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "n1", ResourceVersion: "3", Labels: map[string]string{"zone": "z1"}},
+		Spec:       v1.NodeSpec{Taints: []v1.Taint{{Key: "gpu", Value: "true", Effect: v1.TaintEffectNoSchedule}, {Key: "spot", Effect: v1.TaintEffectPreferNoSchedule}}},
+		Status: v1.NodeStatus{Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("8"), v1.ResourceMemory: resource.MustParse("16Gi"),
+			v1.ResourcePods: resource.MustParse("110"), v1.ResourceEphemeralStorage: resource.MustParse("100Gi"), "example.com/gpu": resource.MustParse("4")}},
+	})
+	state := framework.NewCycleState()
+	if err := p.Do(ctx, &wasmhost.Call{Kind: wasmhost.PreFilter, Pod: pod, State: state}); err != nil {
+		t.Fatal(err)
+	}
+	c := &wasmhost.Call{Kind: wasmhost.Filter, Pod: pod, State: state, Nodes: []*framework.NodeInfo{node}}
+	if err := p.Do(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Verdicts) != 1 {
+		t.Fatalf("verdicts %+v", c.Verdicts)
+	}
+	want := "pod=shop/web app=store big=5000 missing=false req=250/67108864/1073741824 nz=350/276824064 example.com/gpu=2 podjson=true" +
+		" | node=0:n1 zone=z1 ok=true alloc={MilliCPU:8000 Memory:17179869184 EphemeralStorage:107374182400 Pods:110}" +
+		" req={MilliCPU:1000 Memory:0 EphemeralStorage:0 Pods:1} nz=1000/209715200" +
+		" gpu=4/1 taints=[{gpu true NoSchedule} {spot  PreferNoSchedule}] nodejson=true" +
+		` | args=hello state="prefilter saw web"`
+	if got := c.Verdicts[0].Reason; got != want {
+		t.Errorf("the guest saw\n%s\nwant\n%s", got, want)
+	}
+	if !strings.Contains(logs.String(), `msg="filtered n1" plugin=testguest`) {
+		t.Errorf("guest log line missing from host log:\n%s", logs.String())
+	}
+}
+
+func TestSDKExtensionPoints(t *testing.T) {
+	p, _ := startGuest(t, "")
+	ctx := context.Background()
+	nodes := func() []*framework.NodeInfo {
+		var out []*framework.NodeInfo
+		for i, cpu := range []string{"2", "4", "8"} {
+			ni := framework.NewNodeInfo()
+			ni.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n" + string(rune('0'+i))}, Status: v1.NodeStatus{Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}}})
+			out = append(out, ni)
+		}
+		return out
+	}()
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"only-n1": ""}}}
+
+	pre := &wasmhost.Call{Kind: wasmhost.PreFilter, Pod: pod, State: framework.NewCycleState()}
+	if err := p.Do(ctx, pre); err != nil || len(pre.PreFilterNodes) != 1 || pre.PreFilterNodes[0] != "n1" {
+		t.Errorf("prefilter: nodes %v, err %v; want [n1]", pre.PreFilterNodes, err)
+	}
+
+	sc := &wasmhost.Call{Kind: wasmhost.Score, Pod: pod, Nodes: nodes, Scores: make([]int64, 3)}
+	if err := p.Do(ctx, sc); err != nil || sc.Scores[0] != 2 || sc.Scores[1] != 4 || sc.Scores[2] != 8 {
+		t.Errorf("score: %v, err %v; want [2 4 8]", sc.Scores, err)
+	}
+	norm := &wasmhost.Call{Kind: wasmhost.NormalizeScore, Pod: pod, NodeNames: []string{"n0", "n1", "n2"}, Scores: []int64{2, 4, 8}}
+	if err := p.Do(ctx, norm); err != nil || norm.Scores[0] != 0 || norm.Scores[1] != 33 || norm.Scores[2] != 100 {
+		t.Errorf("normalize: %v, err %v; want [0 33 100]", norm.Scores, err)
+	}
+
+	state := framework.NewCycleState()
+	ps := &wasmhost.Call{Kind: wasmhost.PreScore, Pod: pod, Nodes: nodes, State: state}
+	if err := p.Do(ctx, ps); err != nil || ps.Code != wasmhost.CodeSuccess {
+		t.Errorf("prescore: code %d err %v", ps.Code, err)
+	}
+	skip := &wasmhost.Call{Kind: wasmhost.PreScore, Pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"skip": ""}}}, Nodes: nodes, State: state}
+	if err := p.Do(ctx, skip); err != nil || skip.Code != wasmhost.CodeSkip {
+		t.Errorf("prescore skip: code %d err %v, want 5", skip.Code, err)
+	}
+
+	post := &wasmhost.Call{Kind: wasmhost.PostFilter, Pod: pod, NodeNames: []string{"a", "b"}, FilterCodes: []int32{3, 2}}
+	if err := p.Do(ctx, post); err != nil || post.Code != 0 || post.Nominated != "b" {
+		t.Errorf("postfilter: code %d nominated %q err %v, want b", post.Code, post.Nominated, err)
+	}
+	none := &wasmhost.Call{Kind: wasmhost.PostFilter, Pod: pod, NodeNames: []string{"a"}, FilterCodes: []int32{3}}
+	if err := p.Do(ctx, none); err != nil || none.Code != 2 || none.Reason != "nothing to preempt" {
+		t.Errorf("postfilter without candidates: code %d reason %q err %v", none.Code, none.Reason, err)
+	}
+}
