@@ -1,0 +1,245 @@
+package apiserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/client-go/kubernetes/scheme"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// maxBodyBytes is the largest request body accepted (as upstream: 3 MiB).
+const maxBodyBytes = 3 << 20
+
+// fieldValidation is the request's fieldValidation directive.
+type fieldValidation int
+
+const (
+	fvWarn fieldValidation = iota // upstream's default
+	fvStrict
+	fvIgnore
+)
+
+func parseFieldValidation(v string) (fieldValidation, error) {
+	switch v {
+	case "", "Warn":
+		return fvWarn, nil
+	case "Strict":
+		return fvStrict, nil
+	case "Ignore":
+		return fvIgnore, nil
+	}
+	return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid fieldValidation directive %q: must be one of Strict, Warn, Ignore", v))
+}
+
+// protobufType is client-go's default request encoding for built-in types.
+const protobufType = "application/vnd.kubernetes.protobuf"
+
+var protoSerializer = protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
+
+// decodeBody reads the request body (JSON, YAML or protobuf) into obj, an empty object
+// of res. Strictness (fieldValidation) applies to JSON and YAML; protobuf cannot carry
+// unknown or duplicate fields in the same way.
+func decodeBody(rq *request, res *resource, obj runtime.Object) error {
+	body, err := readBody(rq.w, rq.r)
+	if err != nil {
+		return err
+	}
+	ct := rq.r.Header.Get("Content-Type")
+	if mt, _, _ := mime.ParseMediaType(ct); mt == protobufType {
+		if len(body) == 0 {
+			return apierrors.NewBadRequest(fmt.Sprintf("the request body for %s is empty; send a %s", res.gvr.Resource, res.kind))
+		}
+		_, gvk, err := protoSerializer.Decode(body, nil, obj)
+		if err != nil {
+			return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", res.kind, res.gvr.Version, res.kind, err))
+		}
+		if gvk != nil && gvk.Kind != "" && gvk.Kind != res.kind {
+			return apierrors.NewBadRequest(fmt.Sprintf("the kind in the body (%s) does not match the expected kind %s of %s", gvk.Kind, res.kind, res.gvr.Resource))
+		}
+		obj.GetObjectKind().SetGroupVersionKind(res.gvk())
+		return nil
+	}
+	data, err := toJSON(ct, body, rq.fv)
+	if err != nil {
+		return err
+	}
+	ws, err := decodeInto(data, res, res.kind, res.gvr.GroupVersion(), obj, rq.fv)
+	if err != nil {
+		return err
+	}
+	rq.addWarnings(ws)
+	return nil
+}
+
+// readBody reads the request body up to maxBodyBytes; a larger body is 413.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes))
+	}
+	if err != nil {
+		return nil, apierrors.NewBadRequest("read request body: " + err.Error())
+	}
+	return body, nil
+}
+
+// toJSON converts a YAML body to JSON according to the Content-Type; JSON is returned
+// unchanged.
+func toJSON(contentType string, body []byte, fv fieldValidation) ([]byte, error) {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	switch mt {
+	case "", "application/json", "*/*":
+		return body, nil
+	case "application/yaml", "application/x-yaml", "text/yaml":
+		var (
+			j   []byte
+			err error
+		)
+		if fv == fvStrict {
+			j, err = yaml.YAMLToJSONStrict(body)
+		} else {
+			j, err = yaml.YAMLToJSON(body)
+		}
+		if err != nil {
+			return nil, apierrors.NewBadRequest("malformed YAML body: " + err.Error())
+		}
+		return j, nil
+	}
+	return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "", schema.GroupResource{}, "", fmt.Sprintf("the body of the request was in an unknown format %q - accepted media types include: application/json, application/yaml", mt), 0, false)
+}
+
+// decodeInto decodes JSON data into obj, an empty object of res. Unknown and duplicate
+// fields are an error under Strict and warnings under Warn. A kind or apiVersion that
+// does not match the resource is 400.
+func decodeInto(data []byte, res *resource, kind string, gv schema.GroupVersion, obj runtime.Object, fv fieldValidation) (warnings []string, err error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the request body for %s is empty; send a %s", res.gvr.Resource, kind))
+	}
+	var opts []kjson.StrictOption
+	if fv != fvIgnore {
+		opts = []kjson.StrictOption{kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields}
+	}
+	strictErrs, err := kjson.UnmarshalStrict(data, obj, opts...)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", kind, gv.Version, kind, err))
+	}
+	if len(strictErrs) > 0 {
+		msgs := make([]string, len(strictErrs))
+		for i, e := range strictErrs {
+			msgs[i] = e.Error()
+		}
+		if fv == fvStrict {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: strict decoding error: %s",
+				kind, gv.Version, kind, strings.Join(msgs, ", ")))
+		}
+		warnings = msgs
+	}
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if gvk.Kind != "" && gvk.Kind != kind {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the kind in the body (%s) does not match the expected kind %s of %s", gvk.Kind, kind, res.gvr.Resource))
+	}
+	if av := obj.GetObjectKind().GroupVersionKind().GroupVersion(); gvk.Version != "" && av != gv {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the apiVersion in the body (%s) does not match the expected apiVersion %s of %s", av.String(), gv.String(), res.gvr.Resource))
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gv.WithKind(kind))
+	return warnings, nil
+}
+
+// outputFormat is what the client asked for in Accept.
+type outputFormat int
+
+const (
+	outJSON outputFormat = iota
+	outYAML
+	outTable
+	outPartial // PartialObjectMetadata(List)
+)
+
+// negotiate picks the first media type in Accept the server can produce.
+func negotiate(accept string) (outputFormat, error) {
+	if accept == "" {
+		return outJSON, nil
+	}
+	for _, part := range strings.Split(accept, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		switch mt {
+		case "application/json", "*/*", "application/*":
+			switch params["as"] {
+			case "":
+				return outJSON, nil
+			case "Table":
+				if params["g"] == "meta.k8s.io" && (params["v"] == "v1" || params["v"] == "v1beta1") {
+					return outTable, nil
+				}
+			case "PartialObjectMetadata", "PartialObjectMetadataList":
+				if params["g"] == "meta.k8s.io" && (params["v"] == "v1" || params["v"] == "v1beta1") {
+					return outPartial, nil
+				}
+			}
+		case "application/yaml":
+			if params["as"] == "" {
+				return outYAML, nil
+			}
+		}
+	}
+	return 0, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", schema.GroupResource{}, "",
+		fmt.Sprintf("only the following media types are accepted: application/json, application/yaml, application/json;as=Table;g=meta.k8s.io;v=v1 (asked for %q)", accept), 0, false)
+}
+
+// writeJSON writes obj with code. YAML is produced when asked for.
+func writeJSON(w http.ResponseWriter, code int, obj any, format outputFormat) {
+	b, err := json.Marshal(obj)
+	ct := "application/json"
+	if err == nil && format == outYAML {
+		b, err = yaml.JSONToYAML(b)
+		ct = "application/yaml"
+	}
+	if err != nil {
+		code = http.StatusInternalServerError
+		b, _ = json.Marshal(apierrors.NewInternalError(err).Status())
+		ct = "application/json"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(code)
+	_, _ = w.Write(b)
+}
+
+// writeError writes err as a Kubernetes Status with its HTTP code.
+func writeError(w http.ResponseWriter, err error) int {
+	st := toStatus(err)
+	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+	writeJSON(w, int(st.Code), st, outJSON)
+	return int(st.Code)
+}
+
+func toStatus(err error) metav1.Status {
+	var as apierrors.APIStatus
+	if errors.As(err, &as) {
+		st := as.Status()
+		if st.Code == 0 {
+			st.Code = http.StatusInternalServerError
+		}
+		if st.Status == "" {
+			st.Status = metav1.StatusFailure
+		}
+		return st
+	}
+	return apierrors.NewInternalError(err).Status()
+}

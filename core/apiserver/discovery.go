@@ -1,0 +1,156 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"runtime"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
+)
+
+// GitVersion is what /version reports: the Kubernetes API level wasmkube serves.
+const GitVersion = "v1.32.0-wasmkube"
+
+func versionInfo() version.Info {
+	return version.Info{Major: "1", Minor: "32", GitVersion: GitVersion, GitTreeState: "clean",
+		BuildDate: "2026-01-01T00:00:00Z", GoVersion: runtime.Version(), Compiler: runtime.Compiler,
+		Platform: runtime.GOOS + "/" + runtime.GOARCH}
+}
+
+// subresourceDiscovery says how a subresource appears in discovery.
+var subresourceDiscovery = map[string]struct {
+	gvk   schema.GroupVersionKind // empty group/version: the parent's
+	verbs metav1.Verbs
+}{
+	"status":   {verbs: metav1.Verbs{"get", "patch", "update"}},
+	"finalize": {verbs: metav1.Verbs{"update"}},
+	"binding":  {gvk: schema.GroupVersionKind{Kind: "Binding"}, verbs: metav1.Verbs{"create"}},
+	"log":      {verbs: metav1.Verbs{"get"}},
+	"eviction": {gvk: schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}, verbs: metav1.Verbs{"create"}},
+	"scale":    {gvk: schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, verbs: metav1.Verbs{"get", "patch", "update"}},
+}
+
+func resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
+	l := &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv.String()}
+	for _, r := range resources {
+		if r.gvr.GroupVersion() != gv {
+			continue
+		}
+		verbs := crudVerbs
+		if r.createOnly {
+			verbs = metav1.Verbs{"create"}
+		}
+		l.APIResources = append(l.APIResources, metav1.APIResource{
+			Name: r.gvr.Resource, SingularName: r.singular, Namespaced: r.namespaced, Kind: r.kind,
+			Verbs: verbs, ShortNames: r.shortNames, Categories: r.categories,
+		})
+		for _, sub := range r.subresources {
+			d := subresourceDiscovery[sub]
+			kind := r.kind
+			if d.gvk.Kind != "" {
+				kind = d.gvk.Kind
+			}
+			l.APIResources = append(l.APIResources, metav1.APIResource{
+				Name: r.gvr.Resource + "/" + sub, Namespaced: r.namespaced, Kind: kind, Verbs: d.verbs,
+				Group: d.gvk.Group, Version: d.gvk.Version,
+			})
+		}
+	}
+	return l
+}
+
+func apiGroup(group string) *metav1.APIGroup {
+	var g *metav1.APIGroup
+	for _, gv := range groupVersions() {
+		if gv.Group != group {
+			continue
+		}
+		v := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
+		if g == nil {
+			g = &metav1.APIGroup{TypeMeta: metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}, Name: group, PreferredVersion: v}
+		}
+		g.Versions = append(g.Versions, v)
+	}
+	return g
+}
+
+// serveDiscovery answers /api, /api/v1, /apis, /apis/<g> and /apis/<g>/<v>. It reports
+// false for paths it does not own. Only the legacy (unaggregated) documents are served:
+// kubectl and client-go fall back to them when the response is plain JSON.
+func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, path string) bool {
+	if r.Method != http.MethodGet {
+		return false
+	}
+	switch {
+	case path == "/api":
+		writeJSON(w, http.StatusOK, &metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"},
+			ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: s.ln.Addr().String()}}}, outJSON)
+		return true
+	case path == "/api/v1":
+		writeJSON(w, http.StatusOK, resourceList(schema.GroupVersion{Version: "v1"}), outJSON)
+		return true
+	case path == "/apis":
+		gl := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
+		seen := map[string]bool{}
+		for _, gv := range groupVersions() {
+			if gv.Group == "" || seen[gv.Group] {
+				continue
+			}
+			seen[gv.Group] = true
+			gl.Groups = append(gl.Groups, *apiGroup(gv.Group))
+		}
+		writeJSON(w, http.StatusOK, gl, outJSON)
+		return true
+	}
+	parts := strings.Split(strings.TrimPrefix(path, "/apis/"), "/")
+	g := apiGroup(parts[0])
+	if g == nil || parts[0] == "" {
+		writeError(w, errNotFoundPath)
+		return true
+	}
+	if len(parts) == 1 {
+		writeJSON(w, http.StatusOK, g, outJSON)
+		return true
+	}
+	l := resourceList(schema.GroupVersion{Group: parts[0], Version: parts[1]})
+	if len(l.APIResources) == 0 {
+		writeError(w, errNotFoundPath)
+		return true
+	}
+	writeJSON(w, http.StatusOK, l, outJSON)
+	return true
+}
+
+// serveHealth answers /healthz, /livez and /readyz; readiness includes etcd.
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request, path string) {
+	if path == "/readyz" || path == "/healthz" {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		err := s.backend.Ready(ctx)
+		cancel()
+		if err != nil {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprintf(w, "[-]etcd failed: %v\n%s check failed\n", err, strings.TrimPrefix(path, "/"))
+			return
+		}
+		select {
+		case <-s.ready:
+		default:
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprintf(w, "[-]server starting\n%s check failed\n", strings.TrimPrefix(path, "/"))
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if r.URL.Query().Has("verbose") {
+		fmt.Fprintf(w, "[+]ping ok\n[+]etcd ok\n%s check passed\n", strings.TrimPrefix(path, "/"))
+		return
+	}
+	_, _ = w.Write([]byte("ok"))
+}

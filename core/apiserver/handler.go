@@ -1,0 +1,671 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/storage"
+)
+
+// request is one API call being served.
+type request struct {
+	w        http.ResponseWriter
+	r        *http.Request
+	info     *requestInfo
+	user     admission.UserInfo
+	query    url.Values
+	format   outputFormat
+	dryRun   bool
+	fv       fieldValidation
+	warnings []string
+}
+
+// statusWriter records the response code for metrics and logs; it keeps Flush working
+// for watch and log streams.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.code == 0 {
+		s.code = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.code == 0 {
+		s.code = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+var errNotFoundPath = apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", "the server could not find the requested resource", 0, false)
+
+// ServeHTTP is the whole API: health and version (anonymous), join (join secret), and
+// everything else behind a bearer token.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	verb, resName, sub := strings.ToUpper(r.Method), "", ""
+	defer func() {
+		code := sw.code
+		if code == 0 {
+			code = http.StatusOK
+		}
+		s.metrics.observe(verb, resName, sub, code, time.Since(start))
+		if s.log.Enabled(r.Context(), slog.LevelDebug) {
+			s.log.Debug("request", "verb", verb, "uri", r.URL.RequestURI(), "code", code, "latency", time.Since(start))
+		}
+	}()
+
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	switch path {
+	case "/healthz", "/livez", "/readyz":
+		s.serveHealth(sw, r, path)
+		return
+	case "/version":
+		writeJSON(sw, http.StatusOK, versionInfo(), outJSON)
+		return
+	case joinPath:
+		s.serveJoin(sw, r)
+		return
+	}
+	user, ok := s.auth.authenticate(bearerToken(r.Header.Get("Authorization")))
+	if !ok {
+		writeError(sw, apierrors.NewUnauthorized("Unauthorized: a valid bearer token is required (see admin.kubeconfig in the server's data dir)"))
+		return
+	}
+	switch {
+	case path == "/metrics":
+		s.metricsHandler.ServeHTTP(sw, r)
+		return
+	case path == "/openapi/v2" || path == "/openapi/v3" || strings.HasPrefix(path, "/openapi/v3/"):
+		if s.openapi == nil {
+			writeError(sw, errNotFoundPath)
+			return
+		}
+		s.openapi.ServeHTTP(sw, r)
+		return
+	case path == "/api" || path == "/apis" || strings.HasPrefix(path, "/apis/") && strings.Count(path, "/") <= 3 || path == "/api/v1":
+		if s.serveDiscovery(sw, r, path) {
+			return
+		}
+	}
+	info, err := s.parsePath(r.Method, path, r.URL.Query())
+	if err != nil {
+		writeError(sw, err)
+		return
+	}
+	verb = metricVerb(info.verb)
+	resName, sub = info.res.gvr.Resource, info.subresource
+	if ok, why := authorize(user, info); !ok {
+		writeError(sw, apierrors.NewForbidden(info.res.gvr.GroupResource(), info.name,
+			fmt.Errorf("User %q cannot %s resource %q in API group %q: %s", user.Name, info.verb, subName(resName, sub), info.res.gvr.Group, why)))
+		return
+	}
+	rq := &request{w: sw, r: r, info: info, user: user, query: r.URL.Query()}
+	if err := s.serveResource(rq); err != nil {
+		writeError(sw, err)
+	}
+}
+
+func metricVerb(v string) string {
+	switch v {
+	case "create":
+		return "POST"
+	case "update":
+		return "PUT"
+	}
+	return strings.ToUpper(v)
+}
+
+// parsePath splits /api/v1/namespaces/ns/pods/name/sub (and /apis/g/v/...) into a
+// requestInfo and the verb.
+func (s *Server) parsePath(method, path string, q url.Values) (*requestInfo, error) {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	var gv schema.GroupVersion
+	var rest []string
+	switch {
+	case len(parts) >= 3 && parts[0] == "api":
+		gv, rest = schema.GroupVersion{Version: parts[1]}, parts[2:]
+	case len(parts) >= 4 && parts[0] == "apis":
+		gv, rest = schema.GroupVersion{Group: parts[1], Version: parts[2]}, parts[3:]
+	default:
+		return nil, errNotFoundPath
+	}
+	watchPath := false
+	if rest[0] == "watch" {
+		watchPath, rest = true, rest[1:]
+	}
+	ri := &requestInfo{resourceRequest: true}
+	if len(rest) >= 3 && rest[0] == "namespaces" {
+		if r, ok := s.reg[gv.WithResource(rest[2])]; ok && r.namespaced {
+			ri.namespace, rest = rest[1], rest[2:]
+		}
+	}
+	if len(rest) == 0 || len(rest) > 3 {
+		return nil, errNotFoundPath
+	}
+	res, ok := s.reg[gv.WithResource(rest[0])]
+	if !ok {
+		return nil, errNotFoundPath
+	}
+	ri.res = res
+	if len(rest) > 1 {
+		ri.name = rest[1]
+	}
+	if len(rest) > 2 {
+		ri.subresource = rest[2]
+		if !res.hasSub(ri.subresource) {
+			return nil, errNotFoundPath
+		}
+	}
+	if res.namespaced && ri.namespace == "" && (ri.name != "" || method == http.MethodPost) {
+		return nil, errNotFoundPath
+	}
+	watching := watchPath || q.Get("watch") == "true" || q.Get("watch") == "1"
+	switch method {
+	case http.MethodGet:
+		switch {
+		case ri.name == "" && watching:
+			ri.verb = "watch"
+		case ri.name == "":
+			ri.verb = "list"
+		default:
+			ri.verb = "get"
+		}
+	case http.MethodPost:
+		switch {
+		case ri.name == "" && !res.createOnly || res.createOnly && ri.name == "":
+			ri.verb = "create"
+		case ri.subresource == "binding" || ri.subresource == "eviction":
+			ri.verb = "create"
+		}
+	case http.MethodPut:
+		if ri.name != "" && !res.createOnly {
+			ri.verb = "update"
+		}
+	case http.MethodPatch:
+		if ri.name != "" && !res.createOnly {
+			ri.verb = "patch"
+		}
+	case http.MethodDelete:
+		if !res.createOnly && ri.subresource == "" {
+			ri.verb = "delete"
+			if ri.name == "" {
+				ri.verb = "deletecollection"
+			}
+		}
+	}
+	if ri.verb == "" || res.createOnly && ri.verb != "create" {
+		return nil, apierrors.NewMethodNotSupported(res.gvr.GroupResource(), strings.ToLower(method))
+	}
+	return ri, nil
+}
+
+// serveResource runs one resource request.
+func (s *Server) serveResource(rq *request) error {
+	var err error
+	if rq.format, err = negotiate(rq.r.Header.Get("Accept")); err != nil {
+		return err
+	}
+	if rq.fv, err = parseFieldValidation(rq.query.Get("fieldValidation")); err != nil {
+		return err
+	}
+	for _, d := range rq.query["dryRun"] {
+		if d != "All" {
+			return apierrors.NewBadRequest(fmt.Sprintf("invalid dryRun %q: only All is supported", d))
+		}
+		rq.dryRun = true
+	}
+	if rv := rq.query.Get("resourceVersion"); rv != "" {
+		if _, err := strconv.ParseUint(rv, 10, 64); err != nil {
+			return apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: must be a non-negative integer", rv))
+		}
+	}
+	info := rq.info
+	st := s.stores[info.res.gvr]
+	ctx := rq.r.Context()
+
+	switch info.subresource {
+	case "binding":
+		return s.serveBinding(ctx, rq, st)
+	case "eviction":
+		return s.serveEviction(ctx, rq, st)
+	case "log":
+		return s.servePodLog(ctx, rq, st)
+	case "scale":
+		return s.serveScale(ctx, rq, st)
+	}
+	if info.res.gvr.Resource == "tokenreviews" {
+		return s.serveTokenReview(rq)
+	}
+
+	switch info.verb {
+	case "get":
+		obj, err := st.s.Get(ctx, st.key(info.namespace, info.name))
+		if err != nil {
+			return st.apiError(err, info.name)
+		}
+		return s.respond(rq, http.StatusOK, obj)
+	case "list":
+		return s.serveList(ctx, rq, st)
+	case "watch":
+		return s.serveWatch(ctx, rq, st)
+	case "create":
+		obj, err := s.decodeRequest(rq, st.res)
+		if err != nil {
+			return err
+		}
+		out, err := st.create(ctx, rq, obj)
+		if err != nil {
+			return err
+		}
+		return s.respond(rq, http.StatusCreated, out)
+	case "update":
+		in, err := s.decodeRequest(rq, st.res)
+		if err != nil {
+			return err
+		}
+		var pre *storage.Preconditions
+		if rv := objMeta(in).GetResourceVersion(); rv != "" {
+			pre = &storage.Preconditions{ResourceVersion: &rv}
+		}
+		out, err := st.update(ctx, rq, info.name, pre, func(runtime.Object) (runtime.Object, error) { return in.DeepCopyObject(), nil })
+		if err != nil {
+			return err
+		}
+		return s.respond(rq, http.StatusOK, out)
+	case "patch":
+		apply, err := s.patcher(rq, st.res)
+		if err != nil {
+			return err
+		}
+		out, err := st.update(ctx, rq, info.name, nil, func(cur runtime.Object) (runtime.Object, error) {
+			return apply(cur)
+		})
+		if err != nil {
+			return err
+		}
+		return s.respond(rq, http.StatusOK, out)
+	case "delete":
+		opts, err := s.deleteOptions(rq)
+		if err != nil {
+			return err
+		}
+		obj, deleted, err := st.delete(ctx, rq, info.name, opts)
+		if err != nil {
+			return err
+		}
+		code := http.StatusOK
+		if !deleted {
+			code = http.StatusAccepted
+		}
+		if st.res.gvr.Resource == "pods" || !deleted {
+			return s.respond(rq, code, obj)
+		}
+		m := objMeta(obj)
+		writeJSON(rq.w, code, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess,
+			Details: &metav1.StatusDetails{Name: m.GetName(), Group: st.res.gvr.Group, Kind: st.res.gvr.Resource, UID: m.GetUID()}}, outJSON)
+		return nil
+	case "deletecollection":
+		return s.serveDeleteCollection(ctx, rq, st)
+	}
+	return apierrors.NewMethodNotSupported(info.res.gvr.GroupResource(), info.verb)
+}
+
+// decodeRequest reads and decodes the body as an object of res.
+func (s *Server) decodeRequest(rq *request, res *resource) (runtime.Object, error) {
+	obj := res.newFunc()
+	if err := decodeBody(rq, res, obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+func (rq *request) addWarnings(ws []string) {
+	for _, w := range ws {
+		rq.w.Header().Add("Warning", `299 - `+strconv.Quote(w))
+	}
+}
+
+// patcher returns a function applying the request's patch to the current object.
+func (s *Server) patcher(rq *request, res *resource) (func(cur runtime.Object) (runtime.Object, error), error) {
+	body, err := readBody(rq.w, rq.r)
+	if err != nil {
+		return nil, err
+	}
+	pt := types.PatchType(strings.TrimSpace(strings.Split(rq.r.Header.Get("Content-Type"), ";")[0]))
+	var apply func(cur []byte) ([]byte, error)
+	switch pt {
+	case types.JSONPatchType:
+		p, err := jsonpatch.DecodePatch(body)
+		if err != nil {
+			return nil, apierrors.NewBadRequest("malformed JSON patch: " + err.Error())
+		}
+		apply = p.Apply
+	case types.MergePatchType:
+		if !json.Valid(body) {
+			return nil, apierrors.NewBadRequest("malformed merge patch: the body is not valid JSON")
+		}
+		apply = func(cur []byte) ([]byte, error) { return jsonpatch.MergePatch(cur, body) }
+	case types.StrategicMergePatchType:
+		var m map[string]any
+		if err := json.Unmarshal(body, &m); err != nil {
+			return nil, apierrors.NewBadRequest("malformed strategic merge patch: " + err.Error())
+		}
+		schemaObj := res.newFunc()
+		apply = func(cur []byte) ([]byte, error) { return strategicpatch.StrategicMergePatch(cur, body, schemaObj) }
+	case types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
+		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", res.gvr.GroupResource(), "",
+			"server-side apply is not supported by wasmkube; use client-side kubectl apply (the default)", 0, false)
+	default:
+		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", res.gvr.GroupResource(), "",
+			fmt.Sprintf("unsupported patch type %q: use application/json-patch+json, application/merge-patch+json or application/strategic-merge-patch+json", pt), 0, false)
+	}
+	return func(cur runtime.Object) (runtime.Object, error) {
+		curJSON, err := json.Marshal(cur)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		patched, err := apply(curJSON)
+		if err != nil {
+			return nil, apierrors.NewInvalid(res.gvk().GroupKind(), rq.info.name, field.ErrorList{
+				field.Invalid(field.NewPath("patch"), string(body), err.Error())})
+		}
+		obj := res.newFunc()
+		warnings, err := decodeInto(patched, res, res.kind, res.gvr.GroupVersion(), obj, rq.fv)
+		if err != nil {
+			return nil, err
+		}
+		rq.addWarnings(warnings)
+		return obj, nil
+	}, nil
+}
+
+// deleteOptions merges the DeleteOptions body with the query parameters.
+func (s *Server) deleteOptions(rq *request) (*metav1.DeleteOptions, error) {
+	opts := &metav1.DeleteOptions{}
+	body, err := readBody(rq.w, rq.r)
+	if err != nil {
+		return nil, err
+	}
+	if mt, _, _ := mime.ParseMediaType(rq.r.Header.Get("Content-Type")); mt == protobufType && len(body) > 0 {
+		if _, _, err := protoSerializer.Decode(body, nil, opts); err != nil {
+			return nil, apierrors.NewBadRequest("malformed DeleteOptions: " + err.Error())
+		}
+	} else if len(strings.TrimSpace(string(body))) > 0 {
+		data, err := toJSON(rq.r.Header.Get("Content-Type"), body, fvIgnore)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(data, opts); err != nil {
+			return nil, apierrors.NewBadRequest("malformed DeleteOptions: " + err.Error())
+		}
+	}
+	if v := rq.query.Get("gracePeriodSeconds"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid gracePeriodSeconds %q", v))
+		}
+		opts.GracePeriodSeconds = &n
+	}
+	if v := rq.query.Get("propagationPolicy"); v != "" {
+		p := metav1.DeletionPropagation(v)
+		opts.PropagationPolicy = &p
+	}
+	if v := rq.query.Get("orphanDependents"); v != "" {
+		b := v == "true"
+		opts.OrphanDependents = &b
+	}
+	for _, d := range opts.DryRun {
+		if d != "All" {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid dryRun %q: only All is supported", d))
+		}
+		rq.dryRun = true
+	}
+	return opts, nil
+}
+
+// listOptions reads selectors and paging from the query.
+func (st *store) listOptions(q url.Values) (storage.ListOptions, error) {
+	pred, err := st.predicate(q.Get("labelSelector"), q.Get("fieldSelector"))
+	if err != nil {
+		return storage.ListOptions{}, err
+	}
+	opts := storage.ListOptions{ResourceVersion: q.Get("resourceVersion"), Continue: q.Get("continue"), Predicate: pred}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return opts, apierrors.NewBadRequest(fmt.Sprintf("invalid limit %q", v))
+		}
+		opts.Limit = n
+	}
+	if opts.Continue != "" {
+		opts.ResourceVersion = "" // the continue token carries the revision
+	}
+	return opts, nil
+}
+
+func (s *Server) serveList(ctx context.Context, rq *request, st *store) error {
+	opts, err := st.listOptions(rq.query)
+	if err != nil {
+		return err
+	}
+	list, err := st.s.List(ctx, st.prefix(rq.info.namespace), opts)
+	if err != nil {
+		if errors.Is(err, storage.ErrExpired) && opts.Continue != "" {
+			return apierrors.NewResourceExpired("the provided continue parameter is too old to display a consistent list result; start a new list without it")
+		}
+		return st.apiError(err, "")
+	}
+	return s.respond(rq, http.StatusOK, list)
+}
+
+func (s *Server) serveDeleteCollection(ctx context.Context, rq *request, st *store) error {
+	opts, err := s.deleteOptions(rq)
+	if err != nil {
+		return err
+	}
+	lopts, err := st.listOptions(rq.query)
+	if err != nil {
+		return err
+	}
+	lopts.Limit, lopts.Continue, lopts.ResourceVersion = 0, "", ""
+	list, err := st.s.List(ctx, st.prefix(rq.info.namespace), lopts)
+	if err != nil {
+		return st.apiError(err, "")
+	}
+	items, err := listItems(list)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	for _, it := range items {
+		m := objMeta(it)
+		irq := *rq
+		ii := *rq.info
+		ii.namespace, ii.name, ii.verb = m.GetNamespace(), m.GetName(), "delete"
+		irq.info = &ii
+		if _, _, err := st.delete(ctx, &irq, m.GetName(), opts); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	writeJSON(rq.w, http.StatusOK, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess}, outJSON)
+	return nil
+}
+
+// watchEvent is the wire form of a watch event.
+type watchEvent struct {
+	Type   watch.EventType `json:"type"`
+	Object any             `json:"object"`
+}
+
+func (s *Server) serveWatch(ctx context.Context, rq *request, st *store) error {
+	q := rq.query
+	pred, err := st.predicate(q.Get("labelSelector"), q.Get("fieldSelector"))
+	if err != nil {
+		return err
+	}
+	timeout := 30*time.Minute + time.Duration(time.Now().UnixNano()%int64(30*time.Minute))
+	if v := q.Get("timeoutSeconds"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return apierrors.NewBadRequest(fmt.Sprintf("invalid timeoutSeconds %q", v))
+		}
+		if n > 0 {
+			timeout = time.Duration(n) * time.Second
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	bookmarks := q.Get("allowWatchBookmarks") == "true"
+	rv := q.Get("resourceVersion")
+	initial := q.Get("sendInitialEvents") == "true"
+	if q.Get("sendInitialEvents") != "" && q.Get("resourceVersionMatch") != string(metav1.ResourceVersionMatchNotOlderThan) {
+		return apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: "ListOptions"}, "", field.ErrorList{
+			field.Forbidden(field.NewPath("resourceVersionMatch"), "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan")})
+	}
+	if initial && !bookmarks {
+		return apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: "ListOptions"}, "", field.ErrorList{
+			field.Forbidden(field.NewPath("allowWatchBookmarks"), "sendInitialEvents requires allowWatchBookmarks=true")})
+	}
+
+	w := rq.w
+	flusher, _ := w.(http.Flusher)
+	enc := json.NewEncoder(w)
+	started := false
+	start := func() {
+		if !started {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Transfer-Encoding", "chunked")
+			w.WriteHeader(http.StatusOK)
+			started = true
+		}
+	}
+	send := func(t watch.EventType, obj runtime.Object) error {
+		start()
+		var out any = obj
+		if t != watch.Error && t != watch.Bookmark {
+			o, err := s.transform(rq, obj, false)
+			if err != nil {
+				return err
+			}
+			out = o
+		} else if t == watch.Bookmark {
+			ensureKind(obj, st.res.gvk())
+		}
+		return enc.Encode(watchEvent{Type: t, Object: out})
+	}
+	sendErr := func(err error) {
+		st := toStatus(err)
+		st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+		_ = send(watch.Error, &st)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+
+	// sendInitialEvents: the current state as ADDED events, then a bookmark marking its
+	// end, then changes from the revision that state was read at.
+	if initial {
+		list, err := st.s.List(ctx, st.prefix(rq.info.namespace), storage.ListOptions{Predicate: pred})
+		if err != nil {
+			sendErr(st.apiError(err, ""))
+			return nil
+		}
+		items, err := listItems(list)
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		for _, it := range items {
+			if err := send(watch.Added, it); err != nil {
+				return nil
+			}
+		}
+		lm, _ := metaList(list)
+		rv = lm
+		bm := st.res.newFunc()
+		objMeta(bm).SetResourceVersion(rv)
+		objMeta(bm).SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+		if err := send(watch.Bookmark, bm); err != nil {
+			return nil
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+
+	wi, err := st.s.Watch(ctx, st.prefix(rq.info.namespace), storage.WatchOptions{ResourceVersion: rv, Predicate: pred, AllowBookmarks: bookmarks})
+	if err != nil {
+		// Upstream answers an expired resourceVersion with an ERROR event, which makes
+		// reflectors relist; other errors are plain statuses.
+		if errors.Is(err, storage.ErrExpired) || started {
+			sendErr(st.apiError(err, ""))
+			return nil
+		}
+		return st.apiError(err, "")
+	}
+	defer wi.Stop()
+	start()
+	if flusher != nil {
+		flusher.Flush()
+	}
+	ch := wi.ResultChan()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-ch:
+			if !ok {
+				return nil
+			}
+			if ev.Type == watch.Error {
+				if stt, ok := ev.Object.(*metav1.Status); ok {
+					stt.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+				}
+				_ = enc.Encode(watchEvent{Type: watch.Error, Object: ev.Object})
+				if flusher != nil {
+					flusher.Flush()
+				}
+				return nil
+			}
+			if err := send(ev.Type, ev.Object); err != nil {
+				return nil
+			}
+			// Flush when the queue is drained, so bursts go out in few writes.
+			if len(ch) == 0 && flusher != nil {
+				flusher.Flush()
+			}
+		}
+	}
+}

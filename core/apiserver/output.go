@@ -1,0 +1,161 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/duration"
+)
+
+// tableConvertor renders objects of one kind as a server-side Table.
+type tableConvertor func(gvk schema.GroupVersionKind, objs []runtime.Object) (*metav1.Table, error)
+
+// defaultTable is the fallback table (NAME, AGE) for kinds without columns of their own.
+func defaultTable(_ schema.GroupVersionKind, objs []runtime.Object) (*metav1.Table, error) {
+	t := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
+		{Name: "Name", Type: "string", Format: "name", Description: "Name must be unique within a namespace."},
+		{Name: "Age", Type: "string", Description: "Time since the object was created."},
+	}}
+	for _, o := range objs {
+		m := objMeta(o)
+		t.Rows = append(t.Rows, metav1.TableRow{
+			Cells:  []any{m.GetName(), translateAge(m.GetCreationTimestamp())},
+			Object: runtime.RawExtension{Object: o},
+		})
+	}
+	return t, nil
+}
+
+func translateAge(ts metav1.Time) string {
+	if ts.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(time.Since(ts.Time))
+}
+
+// ensureKind sets apiVersion/kind when the object has none (stored objects already do;
+// writing only when empty keeps shared cached objects untouched).
+func ensureKind(obj runtime.Object, gvk schema.GroupVersionKind) {
+	if obj.GetObjectKind().GroupVersionKind().Empty() {
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
+	}
+}
+
+// listItems returns the items of a list object.
+func listItems(list runtime.Object) ([]runtime.Object, error) {
+	return meta.ExtractList(list)
+}
+
+// metaList returns a list's resourceVersion.
+func metaList(list runtime.Object) (string, error) {
+	lm, err := meta.ListAccessor(list)
+	if err != nil {
+		return "", err
+	}
+	return lm.GetResourceVersion(), nil
+}
+
+// respond writes obj in the format the client asked for.
+func (s *Server) respond(rq *request, code int, obj runtime.Object) error {
+	out, err := s.transform(rq, obj, true)
+	if err != nil {
+		return err
+	}
+	writeJSON(rq.w, code, out, rq.format)
+	return nil
+}
+
+// transform turns a stored object or list into what goes on the wire: itself, a Table,
+// or PartialObjectMetadata.
+func (s *Server) transform(rq *request, obj runtime.Object, _ bool) (any, error) {
+	res := rq.info.res
+	isList := meta.IsListType(obj)
+	if isList {
+		ensureKind(obj, res.gvr.GroupVersion().WithKind(res.kind+"List"))
+	} else if _, err := meta.Accessor(obj); err == nil {
+		if _, isRes := obj.(interface{ GetObjectKind() schema.ObjectKind }); isRes {
+			ensureKind(obj, res.gvk())
+		}
+	}
+	// Subresources with their own kinds (Scale, Status) are never converted.
+	if rq.format != outTable && rq.format != outPartial || rq.info.subresource != "" {
+		return obj, nil
+	}
+	var items []runtime.Object
+	var lm metav1.ListInterface
+	if isList {
+		var err error
+		if items, err = listItems(obj); err != nil {
+			return nil, err
+		}
+		lm, _ = meta.ListAccessor(obj)
+	} else {
+		items = []runtime.Object{obj}
+	}
+	if rq.format == outPartial {
+		if !isList {
+			return partial(obj), nil
+		}
+		pl := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadataList"}}
+		pl.ResourceVersion, pl.Continue, pl.RemainingItemCount = lm.GetResourceVersion(), lm.GetContinue(), lm.GetRemainingItemCount()
+		for _, it := range items {
+			pl.Items = append(pl.Items, *partial(it))
+		}
+		return pl, nil
+	}
+	t, err := s.tables(res.gvk(), items)
+	if err != nil {
+		return nil, fmt.Errorf("render %s as a table: %w", res.gvr.Resource, err)
+	}
+	t.TypeMeta = metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "Table"}
+	if lm != nil {
+		t.ResourceVersion, t.Continue, t.RemainingItemCount = lm.GetResourceVersion(), lm.GetContinue(), lm.GetRemainingItemCount()
+	} else {
+		t.ResourceVersion = objMeta(obj).GetResourceVersion()
+	}
+	include := rq.query.Get("includeObject")
+	for i := range t.Rows {
+		row := &t.Rows[i]
+		o := row.Object.Object
+		if o == nil && i < len(items) {
+			o = items[i]
+		}
+		var v any
+		switch include {
+		case "None":
+			row.Object = runtime.RawExtension{}
+			continue
+		case "Object":
+			v = o
+		default:
+			v = partial(o)
+		}
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		row.Object = runtime.RawExtension{Raw: raw}
+	}
+	return t, nil
+}
+
+func partial(obj runtime.Object) *metav1.PartialObjectMetadata {
+	p := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"}}
+	if a, ok := obj.(metav1.ObjectMetaAccessor); ok {
+		if om, ok := a.GetObjectMeta().(*metav1.ObjectMeta); ok {
+			p.ObjectMeta = *om
+		}
+	}
+	return p
+}
+
+// writeStatusSuccess writes a Status with code.
+func writeStatusSuccess(w http.ResponseWriter, code int, details *metav1.StatusDetails) {
+	writeJSON(w, code, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: int32(code), Details: details}, outJSON)
+}

@@ -1,0 +1,199 @@
+package apiserver
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// pki holds the cluster CA and the serving certificate, both kept in <data-dir>/pki.
+type pki struct {
+	caPEM   []byte
+	caCert  *x509.Certificate
+	caKey   *ecdsa.PrivateKey
+	serving tls.Certificate
+}
+
+// loadOrCreatePKI reads the CA from dir or creates it on first start, and issues a
+// serving certificate covering hosts (reissued when a host is missing from the stored
+// one, so changing --listen keeps working without discarding the CA).
+func loadOrCreatePKI(dir string, hosts []string) (*pki, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create pki dir: %w", err)
+	}
+	p := &pki{}
+	caCrt, caKey := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key")
+	if _, err := os.Stat(caCrt); errors.Is(err, os.ErrNotExist) {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return nil, err
+		}
+		tmpl := &x509.Certificate{
+			SerialNumber:          serial(),
+			Subject:               pkix.Name{CommonName: "wasmkube-ca"},
+			NotBefore:             time.Now().Add(-time.Hour),
+			NotAfter:              time.Now().AddDate(10, 0, 0),
+			KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
+			BasicConstraintsValid: true,
+			IsCA:                  true,
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+		if err != nil {
+			return nil, fmt.Errorf("create CA: %w", err)
+		}
+		if err := writePair(caCrt, caKey, der, key); err != nil {
+			return nil, err
+		}
+	}
+	pair, err := tls.LoadX509KeyPair(caCrt, caKey)
+	if err != nil {
+		return nil, fmt.Errorf("load CA from %s: %w", dir, err)
+	}
+	p.caCert, err = x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return nil, err
+	}
+	var ok bool
+	if p.caKey, ok = pair.PrivateKey.(*ecdsa.PrivateKey); !ok {
+		return nil, fmt.Errorf("CA key in %s is not ECDSA", caKey)
+	}
+	if p.caPEM, err = os.ReadFile(caCrt); err != nil {
+		return nil, err
+	}
+
+	srvCrt, srvKey := filepath.Join(dir, "serving.crt"), filepath.Join(dir, "serving.key")
+	if s, err := tls.LoadX509KeyPair(srvCrt, srvKey); err == nil {
+		leaf, perr := x509.ParseCertificate(s.Certificate[0])
+		if perr == nil && coversHosts(leaf, hosts) && time.Now().Before(leaf.NotAfter.Add(-24*time.Hour)) {
+			p.serving = s
+			return p, nil
+		}
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: "wasmkube-apiserver"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().AddDate(1, 0, 0),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.caCert, &key.PublicKey, p.caKey)
+	if err != nil {
+		return nil, fmt.Errorf("issue serving certificate: %w", err)
+	}
+	if err := writePair(srvCrt, srvKey, der, key); err != nil {
+		return nil, err
+	}
+	if p.serving, err = tls.LoadX509KeyPair(srvCrt, srvKey); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func coversHosts(c *x509.Certificate, hosts []string) bool {
+	for _, h := range hosts {
+		if c.VerifyHostname(h) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func serial() *big.Int {
+	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 126))
+	return n
+}
+
+func writePair(certPath, keyPath string, der []byte, key *ecdsa.PrivateKey) error {
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+		return err
+	}
+	return writeFileAtomic(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+}
+
+// writeFileAtomic writes through a temporary file and a rename, so a crash never leaves
+// a half-written credential.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// randomToken returns n random bytes as hex.
+func randomToken(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// caHash is the sha256 of the CA certificate file (PEM), as carried in join tokens.
+func caHash(caPEM []byte) string {
+	sum := sha256.Sum256(caPEM)
+	return hex.EncodeToString(sum[:])
+}
+
+// servingHosts are the names and addresses the serving certificate must cover for a
+// listen address: loopback always, the listen host, and for a wildcard listen every
+// address of this machine plus its host name.
+func servingHosts(listenHost string) []string {
+	hosts := []string{"127.0.0.1", "localhost", "::1"}
+	add := func(h string) {
+		for _, x := range hosts {
+			if x == h {
+				return
+			}
+		}
+		hosts = append(hosts, h)
+	}
+	switch listenHost {
+	case "", "0.0.0.0", "::":
+		if hn, err := os.Hostname(); err == nil {
+			add(hn)
+		}
+		if addrs, err := net.InterfaceAddrs(); err == nil {
+			for _, a := range addrs {
+				if ipn, ok := a.(*net.IPNet); ok {
+					add(ipn.IP.String())
+				}
+			}
+		}
+	default:
+		add(listenHost)
+	}
+	return hosts
+}

@@ -1,0 +1,182 @@
+package apiserver
+
+import (
+	"reflect"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// resource describes one served resource; the generic store and discovery are driven
+// entirely by this table.
+type resource struct {
+	gvr        schema.GroupVersionResource
+	kind       string
+	singular   string
+	namespaced bool
+	shortNames []string
+	categories []string
+	// createOnly resources (tokenreviews) are not stored.
+	createOnly bool
+	// subresources served besides the object itself.
+	subresources []string
+	// generation: metadata.generation counts spec changes.
+	generation bool
+	newFunc    func() runtime.Object
+	newList    func() runtime.Object
+	// fields returns the values field selectors may match, besides metadata.name and
+	// metadata.namespace.
+	fields func(obj runtime.Object) map[string]string
+}
+
+func (r *resource) gvk() schema.GroupVersionKind { return r.gvr.GroupVersion().WithKind(r.kind) }
+
+func (r *resource) hasSub(s string) bool {
+	for _, x := range r.subresources {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// hasStatus reports whether main updates keep status (and /status updates keep the rest).
+func (r *resource) hasStatus() bool { return r.hasSub("status") }
+
+var allCategory = []string{"all"}
+
+var crudVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+
+func podFields(o runtime.Object) map[string]string {
+	p := o.(*corev1.Pod)
+	return map[string]string{
+		"spec.nodeName":            p.Spec.NodeName,
+		"spec.restartPolicy":       string(p.Spec.RestartPolicy),
+		"spec.schedulerName":       p.Spec.SchedulerName,
+		"spec.serviceAccountName":  p.Spec.ServiceAccountName,
+		"spec.hostNetwork":         boolString(p.Spec.HostNetwork),
+		"status.phase":             string(p.Status.Phase),
+		"status.podIP":             p.Status.PodIP,
+		"status.nominatedNodeName": p.Status.NominatedNodeName,
+	}
+}
+
+func boolString(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}
+
+func nodeFields(o runtime.Object) map[string]string {
+	return map[string]string{"spec.unschedulable": boolString(o.(*corev1.Node).Spec.Unschedulable)}
+}
+
+func namespaceFields(o runtime.Object) map[string]string {
+	return map[string]string{"status.phase": string(o.(*corev1.Namespace).Status.Phase)}
+}
+
+func eventFields(o runtime.Object) map[string]string {
+	e := o.(*corev1.Event)
+	return map[string]string{
+		"involvedObject.kind":            e.InvolvedObject.Kind,
+		"involvedObject.namespace":       e.InvolvedObject.Namespace,
+		"involvedObject.name":            e.InvolvedObject.Name,
+		"involvedObject.uid":             string(e.InvolvedObject.UID),
+		"involvedObject.apiVersion":      e.InvolvedObject.APIVersion,
+		"involvedObject.resourceVersion": e.InvolvedObject.ResourceVersion,
+		"involvedObject.fieldPath":       e.InvolvedObject.FieldPath,
+		"reason":                         e.Reason,
+		"reportingComponent":             e.ReportingController,
+		"source":                         e.Source.Component,
+		"type":                           e.Type,
+	}
+}
+
+func replicaSetFields(o runtime.Object) map[string]string {
+	rs := o.(*appsv1.ReplicaSet)
+	return map[string]string{"status.replicas": strconv.Itoa(int(rs.Status.Replicas))}
+}
+
+func newOf[T any, PT interface {
+	*T
+	runtime.Object
+}]() func() runtime.Object {
+	return func() runtime.Object { return PT(new(T)) }
+}
+
+// resources is everything the server serves, in discovery order.
+var resources = []*resource{
+	{gvr: corev1.SchemeGroupVersion.WithResource("namespaces"), kind: "Namespace", singular: "namespace",
+		shortNames: []string{"ns"}, subresources: []string{"status", "finalize"},
+		newFunc: newOf[corev1.Namespace](), newList: newOf[corev1.NamespaceList](), fields: namespaceFields},
+	{gvr: corev1.SchemeGroupVersion.WithResource("pods"), kind: "Pod", singular: "pod", namespaced: true,
+		shortNames: []string{"po"}, categories: allCategory, subresources: []string{"status", "binding", "log", "eviction"},
+		newFunc: newOf[corev1.Pod](), newList: newOf[corev1.PodList](), fields: podFields},
+	{gvr: corev1.SchemeGroupVersion.WithResource("nodes"), kind: "Node", singular: "node",
+		shortNames: []string{"no"}, subresources: []string{"status"},
+		newFunc: newOf[corev1.Node](), newList: newOf[corev1.NodeList](), fields: nodeFields},
+	{gvr: corev1.SchemeGroupVersion.WithResource("events"), kind: "Event", singular: "event", namespaced: true,
+		shortNames: []string{"ev"},
+		newFunc:    newOf[corev1.Event](), newList: newOf[corev1.EventList](), fields: eventFields},
+	{gvr: corev1.SchemeGroupVersion.WithResource("services"), kind: "Service", singular: "service", namespaced: true,
+		shortNames: []string{"svc"}, categories: allCategory, subresources: []string{"status"},
+		newFunc: newOf[corev1.Service](), newList: newOf[corev1.ServiceList]()},
+	{gvr: corev1.SchemeGroupVersion.WithResource("endpoints"), kind: "Endpoints", singular: "endpoints", namespaced: true,
+		shortNames: []string{"ep"},
+		newFunc:    newOf[corev1.Endpoints](), newList: newOf[corev1.EndpointsList]()},
+	{gvr: corev1.SchemeGroupVersion.WithResource("configmaps"), kind: "ConfigMap", singular: "configmap", namespaced: true,
+		shortNames: []string{"cm"},
+		newFunc:    newOf[corev1.ConfigMap](), newList: newOf[corev1.ConfigMapList]()},
+	{gvr: appsv1.SchemeGroupVersion.WithResource("deployments"), kind: "Deployment", singular: "deployment", namespaced: true,
+		shortNames: []string{"deploy"}, categories: allCategory, subresources: []string{"status", "scale"}, generation: true,
+		newFunc: newOf[appsv1.Deployment](), newList: newOf[appsv1.DeploymentList]()},
+	{gvr: appsv1.SchemeGroupVersion.WithResource("replicasets"), kind: "ReplicaSet", singular: "replicaset", namespaced: true,
+		shortNames: []string{"rs"}, categories: allCategory, subresources: []string{"status", "scale"}, generation: true,
+		newFunc: newOf[appsv1.ReplicaSet](), newList: newOf[appsv1.ReplicaSetList](), fields: replicaSetFields},
+	{gvr: coordinationv1.SchemeGroupVersion.WithResource("leases"), kind: "Lease", singular: "lease", namespaced: true,
+		newFunc: newOf[coordinationv1.Lease](), newList: newOf[coordinationv1.LeaseList]()},
+	{gvr: authenticationv1.SchemeGroupVersion.WithResource("tokenreviews"), kind: "TokenReview", singular: "tokenreview",
+		createOnly: true,
+		newFunc:    newOf[authenticationv1.TokenReview]()},
+}
+
+// registry finds resources by group, version and plural name.
+type registry map[schema.GroupVersionResource]*resource
+
+func newRegistry() registry {
+	r := registry{}
+	for _, res := range resources {
+		r[res.gvr] = res
+	}
+	return r
+}
+
+// groupVersions lists served group versions in discovery order; the core group first.
+func groupVersions() []schema.GroupVersion {
+	var out []schema.GroupVersion
+	seen := map[schema.GroupVersion]bool{}
+	for _, r := range resources {
+		gv := r.gvr.GroupVersion()
+		if !seen[gv] {
+			seen[gv] = true
+			out = append(out, gv)
+		}
+	}
+	return out
+}
+
+// fieldOf returns the struct field name (Spec, Status) of obj, or an invalid Value.
+func fieldOf(obj runtime.Object, name string) reflect.Value {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return reflect.Value{}
+	}
+	return v.Elem().FieldByName(name)
+}

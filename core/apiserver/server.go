@@ -1,0 +1,304 @@
+// Package apiserver is wasmkube's Kubernetes-compatible API server: HTTPS with bearer
+// tokens, discovery, a generic REST store per resource over core/storage (etcd), the
+// admission chain, server-side tables and watch streams, so that kubectl and client-go
+// work unchanged. See docs/apiserver.md.
+package apiserver
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/storage"
+)
+
+// DefaultListen is the address the server listens on unless told otherwise.
+const DefaultListen = "127.0.0.1:6443"
+
+// Options configure a Server.
+type Options struct {
+	// DataDir holds the PKI, tokens, admin.kubeconfig, join-token and (unless
+	// EtcdEndpoints is set) the embedded etcd. Required.
+	DataDir string
+	// Listen is host:port for HTTPS; DefaultListen when empty. Port 0 picks a free port.
+	Listen string
+	// EtcdEndpoints of an external etcd cluster; empty runs an embedded etcd.
+	EtcdEndpoints []string
+	// DefaultTolerationSeconds for the not-ready/unreachable tolerations added to pods;
+	// 300 when zero.
+	DefaultTolerationSeconds int64
+	// Admission plugins appended to the built-in chain (each a
+	// admission.MutationInterface, admission.ValidationInterface or both).
+	Admission []admission.Plugin
+	// CompactionInterval of etcd history; storage's default when zero.
+	CompactionInterval time.Duration
+	// Logger; slog.Default() when nil.
+	Logger *slog.Logger
+}
+
+// Server is a running API server. Create it with New and serve with Run.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	backend *storage.Backend
+	reg     registry
+	stores  map[schema.GroupVersionResource]*store
+	auth    *authenticator
+	pki     *pki
+	chain   *admission.Chain
+	metrics *apiMetrics
+	ln      net.Listener
+	url     string
+
+	metricsHandler http.Handler
+	openapi        http.Handler
+	tables         tableConvertor
+	kubeletClient  *http.Client
+
+	ready    chan struct{}
+	stopping chan struct{}
+	runOnce  sync.Once
+}
+
+// New prepares a server: it starts (or connects to) etcd, loads or creates the CA, the
+// serving certificate and the tokens in DataDir, listens on Listen, writes
+// DataDir/admin.kubeconfig and DataDir/join-token, and makes sure the default
+// namespaces exist. Requests are served once Run is called.
+func New(ctx context.Context, opts Options) (*Server, error) {
+	if opts.DataDir == "" {
+		return nil, errors.New("apiserver: Options.DataDir is required")
+	}
+	if opts.Listen == "" {
+		opts.Listen = DefaultListen
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.DefaultTolerationSeconds == 0 {
+		opts.DefaultTolerationSeconds = 300
+	}
+	host, _, err := net.SplitHostPort(opts.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("apiserver: invalid listen address %q: %w", opts.Listen, err)
+	}
+	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("apiserver: create data dir: %w", err)
+	}
+	s := &Server{
+		opts: opts, log: opts.Logger.With("component", "apiserver"), reg: newRegistry(),
+		stores: map[schema.GroupVersionResource]*store{}, metrics: newMetrics(),
+		metricsHandler: promhttp.Handler(), tables: tableFor,
+		ready: make(chan struct{}), stopping: make(chan struct{}),
+	}
+	s.openapi = openapiHandler()
+	if s.pki, err = loadOrCreatePKI(filepath.Join(opts.DataDir, "pki"), servingHosts(host)); err != nil {
+		return nil, fmt.Errorf("apiserver: %w", err)
+	}
+	if s.auth, err = loadOrCreateTokens(opts.DataDir); err != nil {
+		return nil, fmt.Errorf("apiserver: %w", err)
+	}
+	s.kubeletClient = newKubeletClient()
+
+	s.backend, err = storage.NewBackend(ctx, storage.Config{
+		DataDir: opts.DataDir, Endpoints: opts.EtcdEndpoints, CompactionInterval: opts.CompactionInterval, Logger: opts.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("apiserver: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			s.backend.Close()
+		}
+	}()
+	plugins := []admission.Plugin{
+		admission.NamespaceLifecycle{Get: s.getNamespace},
+		admission.NodeRestriction{},
+		admission.Defaulting{Default: defaultObject},
+		admission.DefaultTolerationSeconds{Seconds: opts.DefaultTolerationSeconds},
+	}
+	plugins = append(plugins, opts.Admission...)
+	plugins = append(plugins, admission.Validation{Create: validateObject, Update: validateObjectUpdate})
+	if s.chain, err = admission.NewChain(plugins...); err != nil {
+		return nil, fmt.Errorf("apiserver: %w", err)
+	}
+	for _, r := range resources {
+		if r.createOnly {
+			continue
+		}
+		s.stores[r.gvr] = &store{res: r, s: s.backend.ForResource(r.gvr.Resource, r.newFunc, r.newList), chain: s.chain}
+	}
+	if err := s.seedNamespaces(ctx); err != nil {
+		return nil, err
+	}
+	if s.ln, err = net.Listen("tcp", opts.Listen); err != nil {
+		return nil, fmt.Errorf("apiserver: listen on %s: %w", opts.Listen, err)
+	}
+	urlHost := host
+	if urlHost == "" || urlHost == "0.0.0.0" || urlHost == "::" {
+		urlHost = "127.0.0.1"
+	}
+	s.url = "https://" + net.JoinHostPort(urlHost, fmt.Sprint(s.ln.Addr().(*net.TCPAddr).Port))
+	if err := s.writeKubeconfig(); err != nil {
+		s.ln.Close()
+		return nil, err
+	}
+	if err := s.writeJoinToken(); err != nil {
+		s.ln.Close()
+		return nil, err
+	}
+	ok = true
+	return s, nil
+}
+
+// seedNamespaces creates default, kube-system, kube-public and kube-node-lease.
+func (s *Server) seedNamespaces(ctx context.Context) error {
+	st := s.stores[corev1.SchemeGroupVersion.WithResource("namespaces")]
+	for _, name := range []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease} {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		st.prepareForCreate(ns, metav1.Now())
+		if _, err := st.s.Create(ctx, st.key("", name), ns); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
+			return fmt.Errorf("apiserver: create namespace %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (s *Server) getNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	st := s.stores[corev1.SchemeGroupVersion.WithResource("namespaces")]
+	obj, err := st.s.Get(ctx, st.key("", name))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %s", admission.ErrNamespaceNotFound, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*corev1.Namespace), nil
+}
+
+// Run serves until ctx is done, then stops accepting requests, ends open watches, waits
+// briefly for requests in flight and closes storage.
+func (s *Server) Run(ctx context.Context) error {
+	started := false
+	var runErr error
+	s.runOnce.Do(func() {
+		started = true
+		srv := &http.Server{
+			Handler:           s,
+			TLSConfig:         &tls.Config{Certificates: []tls.Certificate{s.pki.serving}, MinVersion: tls.VersionTLS12},
+			ReadHeaderTimeout: 30 * time.Second,
+			ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		}
+		serveErr := make(chan error, 1)
+		go func() { serveErr <- srv.ServeTLS(s.ln, "", "") }()
+		close(s.ready)
+		s.log.Info("serving", "url", s.url, "kubeconfig", s.AdminKubeconfigPath())
+		select {
+		case <-ctx.Done():
+		case runErr = <-serveErr:
+		}
+		close(s.stopping)
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = srv.Shutdown(sctx)
+		cancel()
+		if err := s.backend.Close(); err != nil && runErr == nil {
+			runErr = err
+		}
+		s.log.Info("stopped")
+	})
+	if !started {
+		return errors.New("apiserver: Run called twice")
+	}
+	if errors.Is(runErr, http.ErrServerClosed) {
+		return nil
+	}
+	return runErr
+}
+
+// Ready is closed once the server accepts requests.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// URL is the server's https URL (with the actual port when Listen asked for port 0).
+func (s *Server) URL() string { return s.url }
+
+// CACertPEM is the cluster CA certificate.
+func (s *Server) CACertPEM() []byte { return append([]byte(nil), s.pki.caPEM...) }
+
+// AdminKubeconfigPath is <data-dir>/admin.kubeconfig.
+func (s *Server) AdminKubeconfigPath() string {
+	return filepath.Join(s.opts.DataDir, "admin.kubeconfig")
+}
+
+// JoinToken is the token kubelets on other hosts join with (also in <data-dir>/join-token).
+func (s *Server) JoinToken() string { return "K10" + caHash(s.pki.caPEM) + "::" + s.auth.file.Join }
+
+// AdminRESTConfig is a client config with full rights (group system:masters).
+func (s *Server) AdminRESTConfig() *rest.Config { return s.restConfig(s.auth.file.Admin) }
+
+// NodeRESTConfig is the credential of the kubelet of nodeName (user
+// system:node:<nodeName>, group system:nodes), issued on first use and persisted.
+func (s *Server) NodeRESTConfig(nodeName string) (*rest.Config, error) {
+	if err := validNodeName(nodeName); err != nil {
+		return nil, err
+	}
+	tok, err := s.auth.nodeToken(nodeName)
+	if err != nil {
+		return nil, fmt.Errorf("apiserver: issue token for node %s: %w", nodeName, err)
+	}
+	return s.restConfig(tok), nil
+}
+
+func (s *Server) restConfig(token string) *rest.Config {
+	return &rest.Config{
+		Host:            s.url,
+		BearerToken:     token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: s.CACertPEM()},
+		QPS:             1000,
+		Burst:           2000,
+	}
+}
+
+func (s *Server) writeKubeconfig() error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["wasmkube"] = &clientcmdapi.Cluster{Server: s.url, CertificateAuthorityData: s.pki.caPEM}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: s.auth.file.Admin}
+	cfg.Contexts["wasmkube"] = &clientcmdapi.Context{Cluster: "wasmkube", AuthInfo: "admin", Namespace: "default"}
+	cfg.CurrentContext = "wasmkube"
+	b, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return fmt.Errorf("apiserver: encode admin.kubeconfig: %w", err)
+	}
+	return writeFileAtomic(s.AdminKubeconfigPath(), b, 0o600)
+}
+
+func (s *Server) writeJoinToken() error {
+	return writeFileAtomic(filepath.Join(s.opts.DataDir, joinTokenFile), []byte(s.JoinToken()+"\n"), 0o600)
+}
+
+// stopped reports whether Run is shutting down (watch and log streams end).
+func (s *Server) stoppedCh() <-chan struct{} { return s.stopping }
+
+func validNodeName(name string) error {
+	if name == "" || len(name) > 253 || strings.ToLower(name) != name || strings.ContainsAny(name, "/ :") {
+		return fmt.Errorf("apiserver: invalid node name %q: must be a lowercase DNS subdomain", name)
+	}
+	return nil
+}

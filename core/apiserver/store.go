@@ -1,0 +1,612 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/storage"
+)
+
+// store is the generic REST store of one resource: every resource is served by the same
+// code, driven by its entry in the resources table.
+type store struct {
+	res   *resource
+	s     storage.Interface
+	chain *admission.Chain
+}
+
+const optimisticLockMsg = "the object has been modified; please apply your changes to the latest version and try again"
+
+func (st *store) key(ns, name string) string {
+	if !st.res.namespaced {
+		ns = ""
+	}
+	return storage.Key(st.res.gvr.Resource, ns, name)
+}
+
+func (st *store) prefix(ns string) string {
+	if !st.res.namespaced {
+		ns = ""
+	}
+	return storage.Prefix(st.res.gvr.Resource, ns)
+}
+
+// apiError maps storage errors to API statuses naming the object.
+func (st *store) apiError(err error, name string) error {
+	gr := st.res.gvr.GroupResource()
+	var as apierrors.APIStatus
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &as):
+		return err
+	case errors.Is(err, storage.ErrNotFound):
+		return apierrors.NewNotFound(gr, name)
+	case errors.Is(err, storage.ErrAlreadyExists):
+		return apierrors.NewAlreadyExists(gr, name)
+	case errors.Is(err, storage.ErrConflict):
+		return apierrors.NewConflict(gr, name, errors.New(optimisticLockMsg))
+	case errors.Is(err, storage.ErrExpired):
+		return apierrors.NewResourceExpired("too old resource version: " + err.Error())
+	case errors.Is(err, storage.ErrTooLarge):
+		se := apierrors.NewTimeoutError("Too large resource version: "+err.Error(), 1)
+		se.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
+		return se
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return apierrors.NewTimeoutError(fmt.Sprintf("request for %s %q did not complete: %v", gr.String(), name, err), 1)
+	}
+	return apierrors.NewInternalError(fmt.Errorf("%s %q: %w", gr.String(), name, err))
+}
+
+func (st *store) attrs(rq *request, op admission.Operation, obj, old runtime.Object, name string) *admission.Attributes {
+	return &admission.Attributes{
+		Operation: op, Kind: st.res.gvk(), Resource: st.res.gvr, Subresource: rq.info.subresource,
+		Namespace: rq.info.namespace, Name: name, Object: obj, OldObject: old, User: rq.user, DryRun: rq.dryRun,
+	}
+}
+
+func objMeta(obj runtime.Object) metav1.Object {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		panic(fmt.Sprintf("object %T has no metadata: %v", obj, err))
+	}
+	return m
+}
+
+// ---- create ----
+
+const generateNameSuffixLen = 5
+
+func generateSuffix() string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	b := make([]byte, generateNameSuffixLen)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
+}
+
+// setNamespace fills the object's namespace from the URL, or refuses a mismatch.
+func (st *store) setNamespace(m metav1.Object, ns string) error {
+	if !st.res.namespaced {
+		m.SetNamespace("")
+		return nil
+	}
+	switch m.GetNamespace() {
+	case "":
+		m.SetNamespace(ns)
+	case ns:
+	default:
+		return apierrors.NewBadRequest(fmt.Sprintf("the namespace of the provided object (%s) does not match the namespace sent on the request (%s)", m.GetNamespace(), ns))
+	}
+	return nil
+}
+
+// prepareForCreate sets the server-owned metadata and resets what clients may not set.
+func (st *store) prepareForCreate(obj runtime.Object, now metav1.Time) {
+	m := objMeta(obj)
+	m.SetUID(types.UID(uuid.NewString()))
+	m.SetCreationTimestamp(now)
+	m.SetResourceVersion("")
+	m.SetDeletionTimestamp(nil)
+	m.SetDeletionGracePeriodSeconds(nil)
+	m.SetManagedFields(nil)
+	m.SetSelfLink("")
+	if st.res.generation {
+		m.SetGeneration(1)
+	} else {
+		m.SetGeneration(0)
+	}
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		o.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qosClass(&o.Spec)}
+	case *corev1.Namespace:
+		o.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
+		if !hasFinalizer(o.Spec.Finalizers, corev1.FinalizerKubernetes) {
+			o.Spec.Finalizers = append(o.Spec.Finalizers, corev1.FinalizerKubernetes)
+		}
+	case *corev1.Node:
+		// a kubelet registers its node with status: keep it.
+	default:
+		if st.res.hasStatus() {
+			if f := fieldOf(obj, "Status"); f.IsValid() && f.CanSet() {
+				f.Set(reflect.Zero(f.Type()))
+			}
+		}
+	}
+}
+
+func hasFinalizer(fs []corev1.FinalizerName, f corev1.FinalizerName) bool {
+	for _, x := range fs {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+// create admits and stores a decoded object.
+func (st *store) create(ctx context.Context, rq *request, obj runtime.Object) (runtime.Object, error) {
+	m := objMeta(obj)
+	if err := st.setNamespace(m, rq.info.namespace); err != nil {
+		return nil, err
+	}
+	st.prepareForCreate(obj, metav1.Now())
+	generated := m.GetName() == "" && m.GetGenerateName() != ""
+	if generated {
+		m.SetName(m.GetGenerateName() + generateSuffix())
+	}
+	if m.GetName() == "" {
+		return nil, apierrors.NewInvalid(st.res.gvk().GroupKind(), "", field.ErrorList{
+			field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
+	}
+	if err := st.chain.Admit(ctx, st.attrs(rq, admission.Create, obj, nil, m.GetName())); err != nil {
+		return nil, err
+	}
+	if rq.dryRun {
+		return obj, nil
+	}
+	for attempt := 0; ; attempt++ {
+		out, err := st.s.Create(ctx, st.key(m.GetNamespace(), m.GetName()), obj)
+		if err == nil {
+			return out, nil
+		}
+		if generated && errors.Is(err, storage.ErrAlreadyExists) && attempt < 5 {
+			m.SetName(m.GetGenerateName() + generateSuffix())
+			continue
+		}
+		return nil, st.apiError(err, m.GetName())
+	}
+}
+
+// ---- update ----
+
+// updateMode says which part of the object a write may change.
+type updateMode int
+
+const (
+	updateMain     updateMode = iota // everything but status (if the resource has /status)
+	updateStatus                     // only status
+	updateFinalize                   // only spec.finalizers (namespaces/finalize)
+)
+
+func modeFor(sub string) updateMode {
+	switch sub {
+	case "status":
+		return updateStatus
+	case "finalize":
+		return updateFinalize
+	}
+	return updateMain
+}
+
+// mergeUpdate computes the object to store from the current one and the client's new
+// one, keeping server-owned metadata and the parts the subresource may not change. It is
+// pure: cur is not modified.
+func (st *store) mergeUpdate(cur, in runtime.Object, mode updateMode) (runtime.Object, error) {
+	cm := objMeta(cur)
+	im := objMeta(in)
+	if rv := im.GetResourceVersion(); rv != "" && rv != cm.GetResourceVersion() {
+		return nil, apierrors.NewConflict(st.res.gvr.GroupResource(), cm.GetName(), errors.New(optimisticLockMsg))
+	}
+	var out runtime.Object
+	switch mode {
+	case updateStatus:
+		out = cur.DeepCopyObject()
+		fieldOf(out, "Status").Set(fieldOf(in, "Status"))
+	case updateFinalize:
+		ns := cur.DeepCopyObject().(*corev1.Namespace)
+		ns.Spec.Finalizers = in.(*corev1.Namespace).Spec.Finalizers
+		out = ns
+	default:
+		out = in.DeepCopyObject()
+		om := objMeta(out)
+		om.SetUID(cm.GetUID())
+		om.SetCreationTimestamp(cm.GetCreationTimestamp())
+		om.SetDeletionTimestamp(cm.GetDeletionTimestamp())
+		om.SetDeletionGracePeriodSeconds(cm.GetDeletionGracePeriodSeconds())
+		om.SetGeneration(cm.GetGeneration())
+		om.SetManagedFields(nil)
+		om.SetSelfLink("")
+		if st.res.hasStatus() {
+			fieldOf(out, "Status").Set(fieldOf(cur, "Status"))
+		}
+		if st.res.generation {
+			if !apiequality.Semantic.DeepEqual(fieldOf(cur, "Spec").Interface(), fieldOf(out, "Spec").Interface()) {
+				om.SetGeneration(cm.GetGeneration() + 1)
+			}
+		}
+		if ns, ok := out.(*corev1.Namespace); ok {
+			// spec.finalizers changes only through /finalize, as upstream.
+			ns.Spec.Finalizers = cur.(*corev1.Namespace).Spec.Finalizers
+		}
+	}
+	objMeta(out).SetResourceVersion(cm.GetResourceVersion())
+	return out, nil
+}
+
+// errVanish aborts an update whose result must be deleted instead of stored.
+var errVanish = errors.New("object is ready to be removed")
+
+// readyToVanish reports whether an object marked for deletion has nothing left holding it.
+func readyToVanish(obj runtime.Object) bool {
+	m := objMeta(obj)
+	if m.GetDeletionTimestamp() == nil || len(m.GetFinalizers()) > 0 {
+		return false
+	}
+	if ns, ok := obj.(*corev1.Namespace); ok {
+		return len(ns.Spec.Finalizers) == 0
+	}
+	if g := m.GetDeletionGracePeriodSeconds(); g != nil && *g > 0 {
+		return false // a pod waiting for its kubelet
+	}
+	return true
+}
+
+// update applies change (which turns the current object into the client's new object)
+// under optimistic concurrency, admits the result and stores it. An object whose last
+// finalizer goes away while it is being deleted is removed.
+func (st *store) update(ctx context.Context, rq *request, name string, pre *storage.Preconditions,
+	change func(cur runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
+	mode := modeFor(rq.info.subresource)
+	key := st.key(rq.info.namespace, name)
+	try := func(cur runtime.Object) (runtime.Object, error) {
+		in, err := change(cur)
+		if err != nil {
+			return nil, err
+		}
+		im := objMeta(in)
+		if im.GetName() != "" && im.GetName() != name {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", im.GetName(), name))
+		}
+		im.SetName(name)
+		if err := st.setNamespace(im, rq.info.namespace); err != nil {
+			return nil, err
+		}
+		out, err := st.mergeUpdate(cur, in, mode)
+		if err != nil {
+			return nil, err
+		}
+		if err := st.chain.Admit(ctx, st.attrs(rq, admission.Update, out, cur, name)); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	if rq.dryRun {
+		cur, err := st.s.Get(ctx, key)
+		if err != nil {
+			return nil, st.apiError(err, name)
+		}
+		if err := checkPre(pre, cur, st, name); err != nil {
+			return nil, err
+		}
+		return try(cur)
+	}
+	var final runtime.Object
+	out, err := st.s.GuaranteedUpdate(ctx, key, pre, func(cur runtime.Object) (runtime.Object, error) {
+		res, err := try(cur.DeepCopyObject())
+		if err != nil {
+			return nil, err
+		}
+		if readyToVanish(res) {
+			final = res
+			return nil, errVanish
+		}
+		return res, nil
+	})
+	if errors.Is(err, errVanish) {
+		m := objMeta(final)
+		uid := m.GetUID()
+		rv := m.GetResourceVersion()
+		if _, derr := st.s.Delete(ctx, key, &storage.Preconditions{UID: &uid, ResourceVersion: &rv}); derr != nil && !errors.Is(derr, storage.ErrNotFound) {
+			return nil, st.apiError(derr, name)
+		}
+		return final, nil
+	}
+	if err != nil {
+		return nil, st.apiError(err, name)
+	}
+	return out, nil
+}
+
+func checkPre(pre *storage.Preconditions, cur runtime.Object, st *store, name string) error {
+	if pre == nil {
+		return nil
+	}
+	m := objMeta(cur)
+	if pre.UID != nil && *pre.UID != m.GetUID() {
+		return apierrors.NewConflict(st.res.gvr.GroupResource(), name,
+			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *pre.UID, m.GetUID()))
+	}
+	if pre.ResourceVersion != nil && *pre.ResourceVersion != m.GetResourceVersion() {
+		return apierrors.NewConflict(st.res.gvr.GroupResource(), name,
+			fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *pre.ResourceVersion, m.GetResourceVersion()))
+	}
+	return nil
+}
+
+// ---- delete ----
+
+// undeletableNamespaces may never be deleted, as upstream.
+var undeletableNamespaces = map[string]bool{"default": true, "kube-system": true, "kube-public": true}
+
+// deletion is what a DELETE does to the current object.
+type deletion struct {
+	now     bool           // remove the key
+	updated runtime.Object // or store this (deletionTimestamp set, finalizers added)
+}
+
+// decideDeletion is the pure deletion policy: graceful deletion of bound pods,
+// finalizers (including the orphan/foreground ones that propagationPolicy asks for), and
+// namespace termination. cur is not modified.
+func (st *store) decideDeletion(cur runtime.Object, opts *metav1.DeleteOptions, now time.Time) (deletion, error) {
+	obj := cur.DeepCopyObject()
+	m := objMeta(obj)
+	finalizers := m.GetFinalizers()
+	policy := opts.PropagationPolicy
+	if policy == nil && opts.OrphanDependents != nil {
+		p := metav1.DeletePropagationBackground
+		if *opts.OrphanDependents {
+			p = metav1.DeletePropagationOrphan
+		}
+		policy = &p
+	}
+	if policy != nil && m.GetDeletionTimestamp() == nil {
+		switch *policy {
+		case metav1.DeletePropagationOrphan:
+			finalizers = addString(finalizers, metav1.FinalizerOrphanDependents)
+		case metav1.DeletePropagationForeground:
+			finalizers = addString(finalizers, metav1.FinalizerDeleteDependents)
+		case metav1.DeletePropagationBackground:
+		default:
+			return deletion{}, apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: "DeleteOptions"}, "", field.ErrorList{field.NotSupported(
+				field.NewPath("propagationPolicy"), *policy, []string{"Foreground", "Background", "Orphan"})})
+		}
+	}
+	m.SetFinalizers(finalizers)
+
+	if ns, ok := obj.(*corev1.Namespace); ok {
+		if undeletableNamespaces[ns.Name] {
+			return deletion{}, apierrors.NewForbidden(st.res.gvr.GroupResource(), ns.Name, fmt.Errorf("this namespace may not be deleted"))
+		}
+		if len(ns.Spec.Finalizers) == 0 && len(finalizers) == 0 {
+			return deletion{now: true}, nil
+		}
+		if ns.DeletionTimestamp == nil {
+			t := metav1.NewTime(now)
+			ns.DeletionTimestamp = &t
+			var zero int64
+			ns.DeletionGracePeriodSeconds = &zero
+		}
+		ns.Status.Phase = corev1.NamespaceTerminating
+		return deletion{updated: ns}, nil
+	}
+
+	var grace int64
+	if pod, ok := obj.(*corev1.Pod); ok {
+		grace = podGrace(pod, opts)
+	}
+	if grace == 0 && len(finalizers) == 0 {
+		return deletion{now: true}, nil
+	}
+	// Graceful or held by finalizers: mark the object and keep it.
+	old := m.GetDeletionGracePeriodSeconds()
+	if m.GetDeletionTimestamp() == nil || old == nil || grace < *old {
+		t := metav1.NewTime(now.Add(time.Duration(grace) * time.Second))
+		m.SetDeletionTimestamp(&t)
+		g := grace
+		m.SetDeletionGracePeriodSeconds(&g)
+	}
+	if readyToVanish(obj) {
+		return deletion{now: true}, nil
+	}
+	return deletion{updated: obj}, nil
+}
+
+// podGrace is the grace period of a pod deletion: the request's, else the pod's
+// terminationGracePeriodSeconds; 0 for a pod no kubelet runs (unbound or finished).
+func podGrace(pod *corev1.Pod, opts *metav1.DeleteOptions) int64 {
+	if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return 0
+	}
+	grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		grace = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	if opts.GracePeriodSeconds != nil {
+		grace = *opts.GracePeriodSeconds
+	}
+	if grace < 0 {
+		grace = 0
+	}
+	return grace
+}
+
+func addString(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// delete removes the object or marks it for deletion. deleted reports whether the key
+// is gone.
+func (st *store) delete(ctx context.Context, rq *request, name string, opts *metav1.DeleteOptions) (obj runtime.Object, deleted bool, err error) {
+	key := st.key(rq.info.namespace, name)
+	var pre *storage.Preconditions
+	if p := opts.Preconditions; p != nil {
+		pre = &storage.Preconditions{UID: p.UID, ResourceVersion: p.ResourceVersion}
+	}
+	for attempt := 0; attempt < 16; attempt++ {
+		cur, err := st.s.Get(ctx, key)
+		if err != nil {
+			return nil, false, st.apiError(err, name)
+		}
+		if err := checkPre(pre, cur, st, name); err != nil {
+			return nil, false, err
+		}
+		if err := st.chain.Admit(ctx, st.attrs(rq, admission.Delete, nil, cur, name)); err != nil {
+			return nil, false, err
+		}
+		d, err := st.decideDeletion(cur, opts, time.Now())
+		if err != nil {
+			return nil, false, err
+		}
+		if rq.dryRun {
+			if d.now {
+				return cur, true, nil
+			}
+			return d.updated, false, nil
+		}
+		m := objMeta(cur)
+		uid, rv := m.GetUID(), m.GetResourceVersion()
+		exact := &storage.Preconditions{UID: &uid, ResourceVersion: &rv}
+		if d.now {
+			out, err := st.s.Delete(ctx, key, exact)
+			if errors.Is(err, storage.ErrConflict) {
+				continue // changed since we read it: decide again
+			}
+			if err != nil {
+				return nil, false, st.apiError(err, name)
+			}
+			return out, true, nil
+		}
+		out, err := st.s.GuaranteedUpdate(ctx, key, exact, func(runtime.Object) (runtime.Object, error) { return d.updated, nil })
+		if errors.Is(err, storage.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return nil, false, st.apiError(err, name)
+		}
+		return out, false, nil
+	}
+	return nil, false, apierrors.NewConflict(st.res.gvr.GroupResource(), name, errors.New("too many concurrent changes while deleting; try again"))
+}
+
+// ---- list and selectors ----
+
+// predicate compiles the label and field selectors of a list or watch.
+func (st *store) predicate(labelSel, fieldSel string) (storage.Predicate, error) {
+	var ls labels.Selector
+	if labelSel != "" {
+		s, err := labels.Parse(labelSel)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("unable to parse requirement: %v", err))
+		}
+		ls = s
+	}
+	var fs fields.Selector
+	if fieldSel != "" {
+		s, err := fields.ParseSelector(fieldSel)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid field selector %q: %v", fieldSel, err))
+		}
+		for _, r := range s.Requirements() {
+			if !st.supportsField(r.Field) {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s (%s supports %s)",
+					r.Field, st.res.gvr.Resource, strings.Join(st.fieldNames(), ", ")))
+			}
+		}
+		fs = s
+	}
+	if ls == nil && fs == nil {
+		return nil, nil
+	}
+	return func(obj runtime.Object) bool {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return false
+		}
+		if ls != nil && !ls.Matches(labels.Set(m.GetLabels())) {
+			return false
+		}
+		if fs != nil {
+			set := fields.Set{"metadata.name": m.GetName()}
+			if st.res.namespaced {
+				set["metadata.namespace"] = m.GetNamespace()
+			}
+			if st.res.fields != nil {
+				for k, v := range st.res.fields(obj) {
+					set[k] = v
+				}
+			}
+			if !fs.Matches(set) {
+				return false
+			}
+		}
+		return true
+	}, nil
+}
+
+func (st *store) fieldNames() []string {
+	names := []string{"metadata.name"}
+	if st.res.namespaced {
+		names = append(names, "metadata.namespace")
+	}
+	if st.res.fields != nil {
+		for k := range st.res.fields(st.res.newFunc()) {
+			names = append(names, k)
+		}
+	}
+	return names
+}
+
+func (st *store) supportsField(f string) bool {
+	for _, n := range st.fieldNames() {
+		if n == f {
+			return true
+		}
+	}
+	return false
+}
+
+// httpCodeFor returns the success code of a write.
+func httpCodeFor(created bool) int {
+	if created {
+		return http.StatusCreated
+	}
+	return http.StatusOK
+}

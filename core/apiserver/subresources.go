@@ -1,0 +1,449 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/wasmkube/wasmkube/core/storage"
+)
+
+// pseudo-resources for decoding subresource bodies.
+var (
+	bindingRes     = &resource{gvr: corev1.SchemeGroupVersion.WithResource("bindings"), kind: "Binding", newFunc: newOf[corev1.Binding]()}
+	evictionRes    = &resource{gvr: policyv1.SchemeGroupVersion.WithResource("evictions"), kind: "Eviction", newFunc: newOf[policyv1.Eviction]()}
+	scaleRes       = &resource{gvr: autoscalingv1.SchemeGroupVersion.WithResource("scales"), kind: "Scale", newFunc: newOf[autoscalingv1.Scale]()}
+	tokenReviewRes *resource
+)
+
+func init() {
+	for _, r := range resources {
+		if r.gvr.Resource == "tokenreviews" {
+			tokenReviewRes = r
+		}
+	}
+}
+
+func (s *Server) decodeAs(rq *request, res *resource) (runtime.Object, error) {
+	return s.decodeRequest(rq, res)
+}
+
+// serveBinding sets spec.nodeName of an unbound pod (the scheduler's bind).
+func (s *Server) serveBinding(ctx context.Context, rq *request, st *store) error {
+	obj, err := s.decodeAs(rq, bindingRes)
+	if err != nil {
+		return err
+	}
+	b := obj.(*corev1.Binding)
+	name := rq.info.name
+	if b.Name != "" && b.Name != name {
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the binding (%s) does not match the pod name on the URL (%s)", b.Name, name))
+	}
+	if b.Target.Name == "" {
+		return apierrors.NewInvalid(bindingRes.gvk().GroupKind(), name, field.ErrorList{field.Required(field.NewPath("target", "name"), "")})
+	}
+	if b.Target.Kind != "" && b.Target.Kind != "Node" {
+		return apierrors.NewInvalid(bindingRes.gvk().GroupKind(), name, field.ErrorList{field.NotSupported(field.NewPath("target", "kind"), b.Target.Kind, []string{"Node"})})
+	}
+	if rq.dryRun {
+		writeStatusSuccess(rq.w, http.StatusCreated, nil)
+		return nil
+	}
+	var pre *storage.Preconditions
+	if b.UID != "" {
+		uid := b.UID
+		pre = &storage.Preconditions{UID: &uid}
+	}
+	_, err = st.s.GuaranteedUpdate(ctx, st.key(rq.info.namespace, name), pre, func(cur runtime.Object) (runtime.Object, error) {
+		pod := cur.DeepCopyObject().(*corev1.Pod)
+		if pod.DeletionTimestamp != nil {
+			return nil, apierrors.NewConflict(st.res.gvr.GroupResource(), name, errors.New("pod is being deleted, cannot be assigned to a host"))
+		}
+		if pod.Spec.NodeName != "" {
+			return nil, apierrors.NewConflict(st.res.gvr.GroupResource(), name, fmt.Errorf("pod %s is already assigned to node %q", name, pod.Spec.NodeName))
+		}
+		pod.Spec.NodeName = b.Target.Name
+		setPodScheduled(pod)
+		return pod, nil
+	})
+	if err != nil {
+		return st.apiError(err, name)
+	}
+	writeStatusSuccess(rq.w, http.StatusCreated, nil)
+	return nil
+}
+
+func setPodScheduled(pod *corev1.Pod) {
+	now := metav1.Now()
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == corev1.PodScheduled {
+			pod.Status.Conditions[i].Status = corev1.ConditionTrue
+			pod.Status.Conditions[i].Reason = ""
+			pod.Status.Conditions[i].Message = ""
+			pod.Status.Conditions[i].LastTransitionTime = now
+			return
+		}
+	}
+	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now})
+}
+
+// serveEviction deletes a pod as requested by an Eviction (no disruption budgets yet).
+func (s *Server) serveEviction(ctx context.Context, rq *request, st *store) error {
+	obj, err := s.decodeAs(rq, evictionRes)
+	if err != nil {
+		return err
+	}
+	ev := obj.(*policyv1.Eviction)
+	if ev.Name != "" && ev.Name != rq.info.name {
+		return apierrors.NewBadRequest(fmt.Sprintf("name in URL does not match name in Eviction object"))
+	}
+	opts := ev.DeleteOptions
+	if opts == nil {
+		opts = &metav1.DeleteOptions{}
+	}
+	irq := *rq
+	ii := *rq.info
+	ii.subresource, ii.verb = "", "delete"
+	irq.info = &ii
+	if _, _, err := st.delete(ctx, &irq, rq.info.name, opts); err != nil {
+		return err
+	}
+	writeStatusSuccess(rq.w, http.StatusCreated, nil)
+	return nil
+}
+
+// ---- scale ----
+
+func replicasOf(obj runtime.Object) (spec, status int32, sel *metav1.LabelSelector) {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		spec = 1
+		if o.Spec.Replicas != nil {
+			spec = *o.Spec.Replicas
+		}
+		return spec, o.Status.Replicas, o.Spec.Selector
+	case *appsv1.ReplicaSet:
+		spec = 1
+		if o.Spec.Replicas != nil {
+			spec = *o.Spec.Replicas
+		}
+		return spec, o.Status.Replicas, o.Spec.Selector
+	}
+	return 0, 0, nil
+}
+
+func setReplicas(obj runtime.Object, n int32) {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		o.Spec.Replicas = &n
+	case *appsv1.ReplicaSet:
+		o.Spec.Replicas = &n
+	}
+}
+
+func scaleOf(obj runtime.Object) *autoscalingv1.Scale {
+	m := objMeta(obj)
+	spec, status, sel := replicasOf(obj)
+	sc := &autoscalingv1.Scale{
+		TypeMeta: metav1.TypeMeta{APIVersion: "autoscaling/v1", Kind: "Scale"},
+		ObjectMeta: metav1.ObjectMeta{Name: m.GetName(), Namespace: m.GetNamespace(), UID: m.GetUID(),
+			ResourceVersion: m.GetResourceVersion(), CreationTimestamp: m.GetCreationTimestamp()},
+		Spec:   autoscalingv1.ScaleSpec{Replicas: spec},
+		Status: autoscalingv1.ScaleStatus{Replicas: status},
+	}
+	if sel != nil {
+		if s, err := metav1.LabelSelectorAsSelector(sel); err == nil {
+			sc.Status.Selector = s.String()
+		}
+	}
+	return sc
+}
+
+// serveScale serves the autoscaling/v1 Scale of deployments and replicasets.
+func (s *Server) serveScale(ctx context.Context, rq *request, st *store) error {
+	name := rq.info.name
+	var toScale func(cur runtime.Object) (*autoscalingv1.Scale, error)
+	switch rq.info.verb {
+	case "get":
+		obj, err := st.s.Get(ctx, st.key(rq.info.namespace, name))
+		if err != nil {
+			return st.apiError(err, name)
+		}
+		writeJSON(rq.w, http.StatusOK, scaleOf(obj), rq.format)
+		return nil
+	case "update":
+		obj, err := s.decodeAs(rq, scaleRes)
+		if err != nil {
+			return err
+		}
+		in := obj.(*autoscalingv1.Scale)
+		toScale = func(runtime.Object) (*autoscalingv1.Scale, error) { return in, nil }
+	case "patch":
+		apply, err := s.patcher(rq, scaleRes)
+		if err != nil {
+			return err
+		}
+		toScale = func(cur runtime.Object) (*autoscalingv1.Scale, error) {
+			out, err := apply(scaleOf(cur))
+			if err != nil {
+				return nil, err
+			}
+			return out.(*autoscalingv1.Scale), nil
+		}
+	default:
+		return apierrors.NewMethodNotSupported(st.res.gvr.GroupResource(), rq.info.verb)
+	}
+	irq := *rq
+	ii := *rq.info
+	ii.subresource = ""
+	irq.info = &ii
+	out, err := st.update(ctx, &irq, name, nil, func(cur runtime.Object) (runtime.Object, error) {
+		sc, err := toScale(cur)
+		if err != nil {
+			return nil, err
+		}
+		if sc.Spec.Replicas < 0 {
+			return nil, apierrors.NewInvalid(scaleRes.gvk().GroupKind(), name, field.ErrorList{
+				field.Invalid(field.NewPath("spec", "replicas"), sc.Spec.Replicas, "must be greater than or equal to 0")})
+		}
+		if sc.ResourceVersion != "" && sc.ResourceVersion != objMeta(cur).GetResourceVersion() {
+			return nil, apierrors.NewConflict(st.res.gvr.GroupResource(), name, errors.New(optimisticLockMsg))
+		}
+		next := cur.DeepCopyObject()
+		setReplicas(next, sc.Spec.Replicas)
+		return next, nil
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(rq.w, http.StatusOK, scaleOf(out), rq.format)
+	return nil
+}
+
+// ---- tokenreviews ----
+
+func (s *Server) serveTokenReview(rq *request) error {
+	obj, err := s.decodeAs(rq, tokenReviewRes)
+	if err != nil {
+		return err
+	}
+	tr := obj.(*authenticationv1.TokenReview)
+	if tr.Spec.Token == "" {
+		return apierrors.NewInvalid(tokenReviewRes.gvk().GroupKind(), "", field.ErrorList{field.Required(field.NewPath("spec", "token"), "")})
+	}
+	u, ok := s.auth.authenticate(tr.Spec.Token)
+	tr.Status = authenticationv1.TokenReviewStatus{Authenticated: ok}
+	if ok {
+		tr.Status.User = authenticationv1.UserInfo{Username: u.Name, Groups: u.Groups}
+		tr.Status.Audiences = tr.Spec.Audiences
+	} else {
+		tr.Status.Error = "invalid bearer token"
+	}
+	tr.Spec.Token = ""
+	writeJSON(rq.w, http.StatusCreated, tr, rq.format)
+	return nil
+}
+
+// ---- pods/log ----
+
+func newKubeletClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		// Kubelets serve with self-signed certificates (a known gap: see docs/apiserver.md).
+		TLSClientConfig:       &tls.Config{InsecureSkipVerify: true}, //nolint:gosec
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+		ResponseHeaderTimeout: 30 * time.Second,
+		MaxIdleConnsPerHost:   4,
+	}}
+}
+
+// kubeletAddress returns host:port of a node's kubelet server.
+func kubeletAddress(node *corev1.Node) (string, error) {
+	host := ""
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			host = a.Address
+			break
+		}
+	}
+	if host == "" && len(node.Status.Addresses) > 0 {
+		host = node.Status.Addresses[0].Address
+	}
+	port := node.Status.DaemonEndpoints.KubeletEndpoint.Port
+	if host == "" || port == 0 {
+		return "", fmt.Errorf("node %s reports no kubelet address (status.addresses) or port (status.daemonEndpoints.kubeletEndpoint.port)", node.Name)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(int(port))), nil
+}
+
+var logQueryParams = []string{"follow", "previous", "tailLines", "timestamps", "sinceSeconds", "sinceTime", "limitBytes"}
+
+// servePodLog proxies GET pods/<name>/log to the pod's kubelet at
+// /containerLogs/<ns>/<pod>/<container>, streaming the answer.
+func (s *Server) servePodLog(ctx context.Context, rq *request, st *store) error {
+	name, ns := rq.info.name, rq.info.namespace
+	obj, err := st.s.Get(ctx, st.key(ns, name))
+	if err != nil {
+		return st.apiError(err, name)
+	}
+	pod := obj.(*corev1.Pod)
+	container := rq.query.Get("container")
+	if container == "" {
+		if len(pod.Spec.Containers) != 1 {
+			names := make([]string, len(pod.Spec.Containers))
+			for i, c := range pod.Spec.Containers {
+				names[i] = c.Name
+			}
+			return apierrors.NewBadRequest(fmt.Sprintf("a container name must be specified for pod %s, choose one of: %v", name, names))
+		}
+		container = pod.Spec.Containers[0].Name
+	} else if !podHasContainer(pod, container) {
+		return apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s", container, name))
+	}
+	if pod.Spec.NodeName == "" {
+		return apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", name))
+	}
+	nst := s.stores[corev1.SchemeGroupVersion.WithResource("nodes")]
+	nobj, err := nst.s.Get(ctx, nst.key("", pod.Spec.NodeName))
+	if err != nil {
+		return nst.apiError(err, pod.Spec.NodeName)
+	}
+	addr, err := kubeletAddress(nobj.(*corev1.Node))
+	if err != nil {
+		return apierrors.NewServiceUnavailable(err.Error())
+	}
+	q := url.Values{}
+	for _, p := range logQueryParams {
+		if v := rq.query.Get(p); v != "" {
+			q.Set(p, v)
+		}
+	}
+	u := url.URL{Scheme: "https", Host: addr, Path: "/containerLogs/" + ns + "/" + name + "/" + container, RawQuery: q.Encode()}
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stoppedCh():
+			cancel()
+		case <-pctx.Done():
+		}
+	}()
+	req, err := http.NewRequestWithContext(pctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+s.auth.file.Loopback)
+	resp, err := s.kubeletClient.Do(req)
+	if err != nil {
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("reach kubelet of node %s at %s: %v", pod.Spec.NodeName, addr, err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		code := resp.StatusCode
+		if code < 400 {
+			code = http.StatusInternalServerError
+		}
+		return apierrors.NewGenericServerResponse(code, "get", st.res.gvr.GroupResource(), name,
+			fmt.Sprintf("kubelet of node %s: %s", pod.Spec.NodeName, strings.TrimSpace(string(msg))), 0, false)
+	}
+	rq.w.Header().Set("Content-Type", "text/plain")
+	rq.w.WriteHeader(http.StatusOK)
+	flusher, _ := rq.w.(http.Flusher)
+	buf := make([]byte, 32<<10)
+	for {
+		n, rerr := resp.Body.Read(buf)
+		if n > 0 {
+			if _, werr := rq.w.Write(buf[:n]); werr != nil {
+				return nil
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+		if rerr != nil {
+			return nil
+		}
+	}
+}
+
+func podHasContainer(pod *corev1.Pod, name string) bool {
+	for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for _, c := range cs {
+			if c.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ---- join ----
+
+const joinPath = "/wasmkube/v1/join"
+
+// JoinRequest is the body of POST /wasmkube/v1/join.
+type JoinRequest struct {
+	NodeName string `json:"nodeName"`
+}
+
+// JoinResponse carries a kubelet's credential.
+type JoinResponse struct {
+	// Token is the node's bearer token (user system:node:<nodeName>).
+	Token string `json:"token"`
+	// CACert is the cluster CA certificate (PEM); its sha256 must equal the hash in the
+	// join token.
+	CACert string `json:"caCert"`
+}
+
+// serveJoin exchanges the join secret for a node credential.
+func (s *Server) serveJoin(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		writeError(w, apierrors.NewMethodNotSupported(schema.GroupResource{Group: "wasmkube", Resource: "join"}, strings.ToLower(r.Method)))
+		return
+	}
+	if !s.auth.checkJoinSecret(bearerToken(r.Header.Get("Authorization"))) {
+		writeError(w, apierrors.NewUnauthorized("Unauthorized: join with the secret after '::' in the server's join-token"))
+		return
+	}
+	body, err := readBody(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var jr JoinRequest
+	if err := json.Unmarshal(body, &jr); err != nil {
+		writeError(w, apierrors.NewBadRequest("malformed join request: "+err.Error()))
+		return
+	}
+	if err := validNodeName(jr.NodeName); err != nil {
+		writeError(w, apierrors.NewBadRequest(err.Error()))
+		return
+	}
+	tok, err := s.auth.nodeToken(jr.NodeName)
+	if err != nil {
+		writeError(w, apierrors.NewInternalError(err))
+		return
+	}
+	s.log.Info("node joined", "node", jr.NodeName, "remote", r.RemoteAddr)
+	writeJSON(w, http.StatusOK, JoinResponse{Token: tok, CACert: string(s.pki.caPEM)}, outJSON)
+}
