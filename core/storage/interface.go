@@ -17,13 +17,16 @@ import (
 )
 
 // Errors returned by Interface; test with errors.Is. The API server maps them to
-// 404 NotFound, 409 AlreadyExists, 409 Conflict and 410 Gone (Expired).
+// 404 NotFound, 409 AlreadyExists, 409 Conflict, 410 Gone (Expired), 504 Timeout
+// (TooLarge, as upstream does for a resourceVersion the store has not reached yet) and
+// 400 BadRequest (Invalid: a malformed resourceVersion or continue token).
 var (
 	ErrNotFound      = errors.New("storage: not found")
 	ErrAlreadyExists = errors.New("storage: already exists")
 	ErrConflict      = errors.New("storage: resourceVersion conflict")
 	ErrExpired       = errors.New("storage: resourceVersion too old (compacted)")
 	ErrTooLarge      = errors.New("storage: resourceVersion is newer than the store")
+	ErrInvalid       = errors.New("storage: invalid request")
 )
 
 // Preconditions must hold on the stored object for a Delete or update to proceed.
@@ -67,7 +70,8 @@ type UpdateFunc func(current runtime.Object) (runtime.Object, error)
 // made with Key; prefixes end with "/".
 type Interface interface {
 	// Create stores obj at key if the key is absent; returns the stored object with its
-	// resourceVersion set.
+	// resourceVersion set. obj itself is prepared for storage and returned, so the caller
+	// must not use it concurrently.
 	Create(ctx context.Context, key string, obj runtime.Object) (runtime.Object, error)
 	// Get reads the object at key.
 	Get(ctx context.Context, key string) (runtime.Object, error)
@@ -81,7 +85,10 @@ type Interface interface {
 	// List returns a list object (the resource's List type) of the items under prefix.
 	List(ctx context.Context, prefix string, opts ListOptions) (runtime.Object, error)
 	// Watch streams changes under prefix. An object leaving the predicate is delivered as
-	// DELETED, entering it as ADDED. Watches of one resource share one etcd watch.
+	// DELETED, entering it as ADDED. Watches of one resource share one etcd watch, and
+	// the objects in events are shared between watchers: treat them as read-only.
+	// A watcher that falls too far behind has its result channel closed; it re-watches
+	// from the last resourceVersion it saw.
 	Watch(ctx context.Context, prefix string, opts WatchOptions) (watch.Interface, error)
 	// Count returns the number of objects under prefix.
 	Count(ctx context.Context, prefix string) (int64, error)

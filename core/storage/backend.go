@@ -1,0 +1,277 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"go.etcd.io/etcd/server/v3/embed"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Defaults applied by NewBackend to zero Config fields.
+const (
+	DefaultCompactionInterval = 5 * time.Minute
+	DefaultBookmarkInterval   = time.Minute
+	DefaultWatchCacheSize     = 4096
+	DefaultWatchBuffer        = 1024
+	// maxObjectBytes bounds one stored object. The API server accepts bodies up to 3 MiB,
+	// so etcd's request limit (and the client's message limit) must be above that.
+	maxObjectBytes = 4 << 20
+)
+
+// Config configures a Backend.
+type Config struct {
+	// DataDir holds the embedded etcd's data under DataDir/etcd. Required when Endpoints
+	// is empty.
+	DataDir string
+	// Endpoints of an external etcd cluster (for example http://10.0.0.1:2379). Empty
+	// means an embedded etcd.
+	Endpoints []string
+	// CompactionInterval: every interval the store compacts etcd's history to the
+	// revision it saw one interval earlier. Default 5m; negative disables compaction.
+	CompactionInterval time.Duration
+	// BookmarkInterval between BOOKMARK events of watches that allow them. Default 1m.
+	BookmarkInterval time.Duration
+	// WatchCacheSize is the number of recent events each resource's watch cache keeps,
+	// so that a watch from a recent resourceVersion is served from memory. Default 4096.
+	WatchCacheSize int
+	// WatchBuffer is the number of events a single watcher may fall behind before it is
+	// closed (its client re-watches from its last resourceVersion). Default 1024.
+	WatchBuffer int
+	// Logger for storage and embedded etcd messages. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.CompactionInterval == 0 {
+		c.CompactionInterval = DefaultCompactionInterval
+	}
+	if c.BookmarkInterval <= 0 {
+		c.BookmarkInterval = DefaultBookmarkInterval
+	}
+	if c.WatchCacheSize <= 0 {
+		c.WatchCacheSize = DefaultWatchCacheSize
+	}
+	if c.WatchBuffer <= 0 {
+		c.WatchBuffer = DefaultWatchBuffer
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Backend is a connection to etcd (embedded or external) shared by every resource's
+// store. It owns the per-resource watch caches and the compactor.
+type Backend struct {
+	cfg    Config
+	log    *slog.Logger
+	client *clientv3.Client
+	etcd   *embed.Etcd // nil for an external cluster
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	cachers map[string]*cacher
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewBackend starts an embedded etcd under cfg.DataDir/etcd (or connects to
+// cfg.Endpoints), waits until it serves requests, and starts the compactor.
+// Close releases everything it started.
+func NewBackend(ctx context.Context, cfg Config) (*Backend, error) {
+	cfg.setDefaults()
+	b := &Backend{cfg: cfg, log: cfg.Logger.With("component", "storage"), cachers: map[string]*cacher{}}
+	var endpoints []string
+	if len(cfg.Endpoints) == 0 {
+		if cfg.DataDir == "" {
+			return nil, errors.New("storage: Config.DataDir is required for the embedded etcd (or set Config.Endpoints)")
+		}
+		e, err := startEmbedded(ctx, filepath.Join(cfg.DataDir, "etcd"), b.log)
+		if err != nil {
+			return nil, err
+		}
+		b.etcd = e
+		for _, l := range e.Clients {
+			endpoints = append(endpoints, "http://"+l.Addr().String())
+		}
+	} else {
+		endpoints = cfg.Endpoints
+	}
+	client, err := clientv3.New(clientv3.Config{
+		Endpoints:          endpoints,
+		DialTimeout:        10 * time.Second,
+		MaxCallSendMsgSize: maxObjectBytes + 64<<10,
+		MaxCallRecvMsgSize: 0, // unlimited: lists can be large
+		Context:            context.WithoutCancel(ctx),
+		Logger:             zap.NewNop(),
+	})
+	if err != nil {
+		b.stopEmbedded()
+		return nil, fmt.Errorf("storage: connect to etcd %v: %w", endpoints, err)
+	}
+	b.client = client
+	if err := b.waitReady(ctx); err != nil {
+		client.Close()
+		b.stopEmbedded()
+		return nil, err
+	}
+	b.ctx, b.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	if cfg.CompactionInterval > 0 {
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			b.runCompactor(b.ctx, cfg.CompactionInterval)
+		}()
+	}
+	b.log.Info("storage ready", "endpoints", endpoints, "embedded", b.etcd != nil)
+	return b, nil
+}
+
+// waitReady retries Ready until it succeeds or ctx ends; an external cluster may still
+// be electing a leader when we connect.
+func (b *Backend) waitReady(ctx context.Context) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := b.Ready(rctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return fmt.Errorf("storage: etcd not ready: %w", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// startEmbedded starts a single-member etcd in dir. Client and peer listeners bind
+// 127.0.0.1 port 0, so any number of embedded instances run side by side; the client
+// connects to whatever port the kernel picked.
+func startEmbedded(ctx context.Context, dir string, log *slog.Logger) (*embed.Etcd, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("storage: create etcd data dir: %w", err)
+	}
+	any0 := url.URL{Scheme: "http", Host: "127.0.0.1:0"}
+	ec := embed.NewConfig()
+	ec.Name = "wasmkube"
+	ec.Dir = dir
+	ec.ListenClientUrls = []url.URL{any0}
+	ec.AdvertiseClientUrls = []url.URL{any0}
+	ec.ListenPeerUrls = []url.URL{any0}
+	ec.AdvertisePeerUrls = []url.URL{any0}
+	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
+	ec.MaxRequestBytes = maxObjectBytes
+	ec.AutoCompactionRetention = "0" // the Backend compacts, see runCompactor
+	ec.LogLevel = "error"
+	ec.LogOutputs = []string{"stderr"}
+	ec.Metrics = "basic"
+	e, err := embed.StartEtcd(ec)
+	if err != nil {
+		return nil, fmt.Errorf("storage: start embedded etcd in %s: %w", dir, err)
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		e.Close()
+		return nil, fmt.Errorf("storage: embedded etcd in %s failed: %w", dir, err)
+	case <-time.After(60 * time.Second):
+		e.Close()
+		return nil, fmt.Errorf("storage: embedded etcd in %s did not become ready within 60s", dir)
+	case <-ctx.Done():
+		e.Close()
+		return nil, fmt.Errorf("storage: start embedded etcd in %s: %w", dir, ctx.Err())
+	}
+	log.Info("embedded etcd started", "dir", dir, "client", e.Clients[0].Addr().String())
+	return e, nil
+}
+
+func (b *Backend) stopEmbedded() {
+	if b.etcd != nil {
+		b.etcd.Close()
+	}
+}
+
+// Client is the underlying etcd client, for components that need etcd directly (for
+// example leader election); objects must go through ForResource.
+func (b *Backend) Client() *clientv3.Client { return b.client }
+
+// Ready returns nil when etcd answers a linearizable read (a leader exists and the
+// member is reachable). It backs the API server's /readyz.
+func (b *Backend) Ready(ctx context.Context) error {
+	_, err := b.client.Get(ctx, "health")
+	if err != nil {
+		return fmt.Errorf("storage: etcd health check: %w", err)
+	}
+	return nil
+}
+
+// ForResource returns the store for resource (for example "pods"). newFunc returns an
+// empty object of the resource's type (&corev1.Pod{}), newListFunc an empty list
+// (&corev1.PodList{}). Stores of the same resource share one watch cache.
+func (b *Backend) ForResource(resource string, newFunc, newListFunc func() runtime.Object) Interface {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c, ok := b.cachers[resource]
+	if !ok {
+		c = newCacher(b, resource, newFunc)
+		b.cachers[resource] = c
+	}
+	return &store{
+		b:           b,
+		resource:    resource,
+		codec:       newCodec(newFunc),
+		newListFunc: newListFunc,
+		cacher:      c,
+	}
+}
+
+// EtcdWatchCount is the number of etcd watches the watch caches hold open: at most one
+// per resource however many clients watch it.
+func (b *Backend) EtcdWatchCount() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, c := range b.cachers {
+		if c.running() {
+			n++
+		}
+	}
+	return n
+}
+
+// Close stops the watch caches and the compactor, closes the client and, if embedded,
+// stops etcd. Open watches end (their result channels close).
+func (b *Backend) Close() error {
+	b.closeOnce.Do(func() {
+		b.cancel()
+		b.mu.Lock()
+		cs := make([]*cacher, 0, len(b.cachers))
+		for _, c := range b.cachers {
+			cs = append(cs, c)
+		}
+		b.mu.Unlock()
+		for _, c := range cs {
+			c.stop()
+		}
+		b.wg.Wait()
+		b.closeErr = b.client.Close()
+		if b.etcd != nil {
+			b.etcd.Close()
+		}
+	})
+	return b.closeErr
+}

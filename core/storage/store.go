@@ -1,0 +1,337 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// maxListPageSize bounds how far a filtered page grows its etcd reads.
+const maxListPageSize = 10000
+
+// store implements Interface for one resource.
+type store struct {
+	b           *Backend
+	resource    string
+	codec       *codec
+	newListFunc func() runtime.Object
+	cacher      *cacher
+}
+
+var _ Interface = (*store)(nil)
+
+// state is an object as read from etcd.
+type state struct {
+	obj  runtime.Object
+	data []byte
+	rev  int64
+}
+
+// etcdErr turns an etcd error into one of the package's errors, naming key.
+func etcdErr(err error, key string) error {
+	switch {
+	case errors.Is(err, rpctypes.ErrCompacted):
+		return fmt.Errorf("%w: %s", ErrExpired, key)
+	case errors.Is(err, rpctypes.ErrFutureRev):
+		return fmt.Errorf("%w: %s", ErrTooLarge, key)
+	}
+	return fmt.Errorf("storage: etcd request for %s: %w", key, err)
+}
+
+func (s *store) Create(ctx context.Context, key string, obj runtime.Object) (runtime.Object, error) {
+	data, err := s.codec.encode(obj)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	resp, err := s.b.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(data))).
+		Commit()
+	observe("create", s.resource, start)
+	if err != nil {
+		return nil, etcdErr(err, key)
+	}
+	if !resp.Succeeded {
+		return nil, fmt.Errorf("%w: %s", ErrAlreadyExists, key)
+	}
+	if err := setRV(obj, resp.Header.Revision); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+func (s *store) Get(ctx context.Context, key string) (runtime.Object, error) {
+	st, err := s.get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return st.obj, nil
+}
+
+func (s *store) get(ctx context.Context, key string) (*state, error) {
+	start := time.Now()
+	resp, err := s.b.client.Get(ctx, key)
+	observe("get", s.resource, start)
+	if err != nil {
+		return nil, etcdErr(err, key)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
+	}
+	return s.state(resp.Kvs[0])
+}
+
+func (s *store) state(kv *mvccpb.KeyValue) (*state, error) {
+	obj, err := s.codec.decode(string(kv.Key), kv.Value, kv.ModRevision)
+	if err != nil {
+		return nil, err
+	}
+	return &state{obj: obj, data: kv.Value, rev: kv.ModRevision}, nil
+}
+
+// checkPreconditions is the pure decision whether pre holds on obj stored at key.
+func checkPreconditions(key string, pre *Preconditions, obj runtime.Object) error {
+	if pre == nil {
+		return nil
+	}
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return fmt.Errorf("storage: %s: %w", key, err)
+	}
+	if pre.UID != nil && *pre.UID != acc.GetUID() {
+		return fmt.Errorf("%w: %s: precondition failed: UID in precondition: %s, UID in object meta: %s", ErrConflict, key, *pre.UID, acc.GetUID())
+	}
+	if pre.ResourceVersion != nil && *pre.ResourceVersion != acc.GetResourceVersion() {
+		return fmt.Errorf("%w: %s: precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s", ErrConflict, key, *pre.ResourceVersion, acc.GetResourceVersion())
+	}
+	return nil
+}
+
+// stateFromElse extracts the current state from a failed compare-and-swap whose Else
+// branch read key.
+func (s *store) stateFromElse(resp *clientv3.TxnResponse, key string) (*state, error) {
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 0 {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
+	}
+	return s.state(kvs[0])
+}
+
+func (s *store) GuaranteedUpdate(ctx context.Context, key string, pre *Preconditions, tryUpdate UpdateFunc) (runtime.Object, error) {
+	cur, err := s.get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		if err := checkPreconditions(key, pre, cur.obj); err != nil {
+			return nil, err
+		}
+		// tryUpdate owns cur.obj: it was decoded for this attempt only.
+		updated, err := tryUpdate(cur.obj)
+		if err != nil {
+			return nil, err
+		}
+		data, err := s.codec.encode(updated)
+		if err != nil {
+			return nil, err
+		}
+		if bytes.Equal(data, cur.data) {
+			if err := setRV(updated, cur.rev); err != nil {
+				return nil, err
+			}
+			return updated, nil
+		}
+		start := time.Now()
+		resp, err := s.b.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", cur.rev)).
+			Then(clientv3.OpPut(key, string(data))).
+			Else(clientv3.OpGet(key)).
+			Commit()
+		observe("update", s.resource, start)
+		if err != nil {
+			return nil, etcdErr(err, key)
+		}
+		if resp.Succeeded {
+			if err := setRV(updated, resp.Header.Revision); err != nil {
+				return nil, err
+			}
+			return updated, nil
+		}
+		// Another writer won the race: retry on its result.
+		if cur, err = s.stateFromElse(resp, key); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (s *store) Delete(ctx context.Context, key string, pre *Preconditions) (runtime.Object, error) {
+	if pre == nil || (pre.UID == nil && pre.ResourceVersion == nil) {
+		// Unconditional: one round trip that returns what was deleted.
+		start := time.Now()
+		resp, err := s.b.client.Delete(ctx, key, clientv3.WithPrevKV())
+		observe("delete", s.resource, start)
+		if err != nil {
+			return nil, etcdErr(err, key)
+		}
+		if len(resp.PrevKvs) == 0 {
+			return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
+		}
+		return s.codec.decode(key, resp.PrevKvs[0].Value, resp.Header.Revision)
+	}
+	cur, err := s.get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		if err := checkPreconditions(key, pre, cur.obj); err != nil {
+			return nil, err
+		}
+		start := time.Now()
+		resp, err := s.b.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", cur.rev)).
+			Then(clientv3.OpDelete(key)).
+			Else(clientv3.OpGet(key)).
+			Commit()
+		observe("delete", s.resource, start)
+		if err != nil {
+			return nil, etcdErr(err, key)
+		}
+		if resp.Succeeded {
+			// Like the DELETED watch event, the last state carries the deletion's revision.
+			if err := setRV(cur.obj, resp.Header.Revision); err != nil {
+				return nil, err
+			}
+			return cur.obj, nil
+		}
+		if cur, err = s.stateFromElse(resp, key); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (s *store) Count(ctx context.Context, prefix string) (int64, error) {
+	start := time.Now()
+	resp, err := s.b.client.Get(ctx, prefix, clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)), clientv3.WithCountOnly())
+	observe("count", s.resource, start)
+	if err != nil {
+		return 0, etcdErr(err, prefix)
+	}
+	return resp.Count, nil
+}
+
+func (s *store) List(ctx context.Context, prefix string, opts ListOptions) (runtime.Object, error) {
+	var (
+		startKey = prefix
+		rev      int64
+		err      error
+	)
+	if opts.Continue != "" {
+		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+			return nil, fmt.Errorf("%w: list %s: resourceVersion may not be set together with continue", ErrInvalid, prefix)
+		}
+		if startKey, rev, err = decodeContinue(opts.Continue, prefix); err != nil {
+			return nil, fmt.Errorf("list %s: %w", prefix, err)
+		}
+	} else if rev, err = parseRV(opts.ResourceVersion); err != nil {
+		return nil, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	listObj := s.newListFunc()
+	listAcc, err := meta.ListAccessor(listObj)
+	if err != nil {
+		return nil, fmt.Errorf("storage: %T is not a list: %w", listObj, err)
+	}
+
+	rangeEnd := clientv3.GetPrefixRangeEnd(prefix)
+	limit := opts.Limit
+	pageSize := limit
+	items := []runtime.Object{}
+	var (
+		nextKey   string // set when there are more items after this page
+		remaining int64
+	)
+	for {
+		ops := []clientv3.OpOption{clientv3.WithRange(rangeEnd)}
+		if rev > 0 {
+			ops = append(ops, clientv3.WithRev(rev))
+		}
+		if limit > 0 {
+			ops = append(ops, clientv3.WithLimit(pageSize))
+		}
+		start := time.Now()
+		resp, err := s.b.client.Get(ctx, startKey, ops...)
+		observe("list", s.resource, start)
+		if err != nil {
+			return nil, etcdErr(err, prefix)
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
+		consumed := 0
+		for _, kv := range resp.Kvs {
+			if limit > 0 && int64(len(items)) >= limit {
+				nextKey = string(kv.Key)
+				break
+			}
+			consumed++
+			obj, err := s.codec.decode(string(kv.Key), kv.Value, kv.ModRevision)
+			if err != nil {
+				return nil, err
+			}
+			if opts.Predicate == nil || opts.Predicate(obj) {
+				items = append(items, obj)
+			}
+		}
+		if nextKey != "" {
+			remaining = resp.Count - int64(consumed)
+			break
+		}
+		if limit <= 0 || !resp.More {
+			break
+		}
+		lastKey := string(resp.Kvs[len(resp.Kvs)-1].Key)
+		if int64(len(items)) >= limit {
+			nextKey = lastKey + "\x00"
+			remaining = resp.Count - int64(consumed)
+			break
+		}
+		// The predicate dropped items: keep reading at the same revision, in larger
+		// steps, until the page is full or the range ends (as upstream does).
+		startKey = lastKey + "\x00"
+		if pageSize < maxListPageSize {
+			pageSize *= 2
+		}
+	}
+	if err := meta.SetList(listObj, items); err != nil {
+		return nil, fmt.Errorf("storage: fill %T: %w", listObj, err)
+	}
+	listAcc.SetResourceVersion(fmt.Sprint(rev))
+	if nextKey != "" {
+		token, err := encodeContinue(nextKey, prefix, rev)
+		if err != nil {
+			return nil, err
+		}
+		listAcc.SetContinue(token)
+		if opts.Predicate == nil && remaining > 0 {
+			listAcc.SetRemainingItemCount(&remaining)
+		}
+	}
+	return listObj, nil
+}
+
+func (s *store) Watch(ctx context.Context, prefix string, opts WatchOptions) (watch.Interface, error) {
+	if !strings.HasPrefix(prefix, s.cacher.prefix) {
+		return nil, fmt.Errorf("%w: watch %s: prefix is outside resource %s", ErrInvalid, prefix, s.resource)
+	}
+	return s.cacher.watch(ctx, s, prefix, opts)
+}
