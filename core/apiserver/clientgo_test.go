@@ -3,10 +3,13 @@ package apiserver_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/apiservertest"
 )
@@ -70,5 +73,66 @@ func TestClientGoCRUD(t *testing.T) {
 	nss, err := srv.Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err != nil || len(nss.Items) != 4 {
 		t.Fatalf("namespaces: %v %d", err, len(nss.Items))
+	}
+}
+
+func TestInformerSeesChanges(t *testing.T) {
+	srv := apiservertest.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pods := srv.Client.CoreV1().Pods("default")
+	if _, err := pods.Create(ctx, testPod("before"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	factory := informers.NewSharedInformerFactory(srv.Client, 0)
+	inf := factory.Core().V1().Pods()
+	events := make(chan string, 16)
+	_, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { events <- "add " + o.(*corev1.Pod).Name },
+		UpdateFunc: func(_, o any) { events <- "update " + o.(*corev1.Pod).Name },
+		DeleteFunc: func(o any) {
+			if p, ok := o.(*corev1.Pod); ok {
+				events <- "delete " + p.Name
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
+		t.Fatal("informer did not sync")
+	}
+	expect := func(want string) {
+		t.Helper()
+		select {
+		case got := <-events:
+			if got != want {
+				t.Fatalf("event %q, want %q", got, want)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no event, want %q", want)
+		}
+	}
+	expect("add before")
+	if _, err := pods.Create(ctx, testPod("after"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expect("add after")
+	p, err := pods.Get(ctx, "after", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Labels["x"] = "y"
+	if _, err := pods.Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expect("update after")
+	if err := pods.Delete(ctx, "after", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expect("delete after")
+	if got, err := inf.Lister().Pods("default").Get("before"); err != nil || got.Name != "before" {
+		t.Fatalf("lister: %v %v", got, err)
 	}
 }

@@ -75,6 +75,8 @@ type Server struct {
 
 	ready    chan struct{}
 	stopping chan struct{}
+	done     chan struct{}
+	runErr   error
 	runOnce  sync.Once
 }
 
@@ -106,7 +108,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		opts: opts, log: opts.Logger.With("component", "apiserver"), reg: newRegistry(),
 		stores: map[schema.GroupVersionResource]*store{}, metrics: newMetrics(),
 		metricsHandler: promhttp.Handler(), tables: tableFor,
-		ready: make(chan struct{}), stopping: make(chan struct{}),
+		ready: make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}),
 	}
 	s.openapi = openapiHandler()
 	if s.pki, err = loadOrCreatePKI(filepath.Join(opts.DataDir, "pki"), servingHosts(host)); err != nil {
@@ -222,15 +224,23 @@ func (s *Server) Run(ctx context.Context) error {
 		if err := s.backend.Close(); err != nil && runErr == nil {
 			runErr = err
 		}
+		if errors.Is(runErr, http.ErrServerClosed) {
+			runErr = nil
+		}
+		s.runErr = runErr
 		s.log.Info("stopped")
+		close(s.done)
 	})
 	if !started {
 		return errors.New("apiserver: Run called twice")
 	}
-	if errors.Is(runErr, http.ErrServerClosed) {
-		return nil
-	}
 	return runErr
+}
+
+// Wait blocks until Run has returned and returns its error.
+func (s *Server) Wait() error {
+	<-s.done
+	return s.runErr
 }
 
 // Ready is closed once the server accepts requests.

@@ -5,25 +5,28 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/defaults"
+	"github.com/wasmkube/wasmkube/core/apiserver/openapi"
+	"github.com/wasmkube/wasmkube/core/apiserver/printers"
+	"github.com/wasmkube/wasmkube/core/apiserver/validation"
 )
 
 // The api-types packages (defaults, validation, printers, openapi) plug in here.
 
 // defaultObject applies Kubernetes' defaults.
-// TODO(apiserver): call defaults.Default(obj) once core/apiserver/defaults lands.
-func defaultObject(obj runtime.Object) {}
+func defaultObject(obj runtime.Object) { defaults.Default(obj) }
 
 // validateObject checks a new object.
-// TODO(apiserver): call validation.Validate(obj) once defaults land (it needs them).
-func validateObject(obj runtime.Object) field.ErrorList { return nil }
+func validateObject(obj runtime.Object) field.ErrorList { return validation.Validate(obj) }
 
 // validateObjectUpdate checks an update.
-func validateObjectUpdate(obj, old runtime.Object) field.ErrorList { return nil }
+func validateObjectUpdate(obj, old runtime.Object) field.ErrorList {
+	return validation.ValidateUpdate(obj, old)
+}
 
 // tableFor renders server-side tables.
-// TODO(apiserver): printers.Table once core/apiserver/printers lands.
-var tableFor tableConvertor = defaultTable
+var tableFor tableConvertor = printers.Table
 
 // openapiHandler serves /openapi/v2 and /openapi/v3.
-// TODO(apiserver): openapi.Handler() once core/apiserver/openapi lands.
-func openapiHandler() http.Handler { return nil }
+func openapiHandler() http.Handler { return openapi.Handler() }

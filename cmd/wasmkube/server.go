@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+
+	"github.com/wasmkube/wasmkube/core/apiserver"
+)
+
+func init() {
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run the Kubernetes-compatible API server (on an embedded etcd unless --etcd-endpoints)",
+		Long: `Run wasmkube's API server in the foreground until SIGINT/SIGTERM.
+
+On first start it creates, in the data dir: a CA and serving certificate (pki/), the admin
+token and admin.kubeconfig (use it with kubectl --kubeconfig), and join-token, with which
+kubelets on other hosts obtain their node credential. A restart on the same data dir keeps
+every object and credential.
+
+Settings, highest priority first: flags, environment (WASMKUBE_DATA_DIR, WASMKUBE_LISTEN,
+WASMKUBE_ETCD_ENDPOINTS, WASMKUBE_DEFAULT_TOLERATION_SECONDS, WASMKUBE_LOG_LEVEL), then
+the config file keys:
+  server.dataDir                    data directory (required)
+  server.listen                     host:port (default 127.0.0.1:6443)
+  server.etcdEndpoints              list of external etcd URLs (default: embedded etcd)
+  server.defaultTolerationSeconds   not-ready/unreachable toleration of pods (default 300)
+  server.logLevel                   debug|info|warn|error (default info)`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts, level, err := serverOptions(cmd)
+			if err != nil {
+				return err
+			}
+			opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			ctx, stop := signalContext()
+			defer stop()
+			srv, err := startAPIServer(ctx, opts)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "wasmkube API server at %s\n  kubectl --kubeconfig %s get nodes\n", srv.URL(), srv.AdminKubeconfigPath())
+			return srv.Wait()
+		},
+	}
+	f := cmd.Flags()
+	f.String("data-dir", "", "data directory for etcd, certificates and tokens")
+	f.String("listen", apiserver.DefaultListen, "HTTPS listen address host:port")
+	f.StringSlice("etcd-endpoints", nil, "external etcd cluster URLs (comma separated); default is an embedded etcd in the data dir")
+	f.Int64("default-toleration-seconds", 300, "tolerationSeconds of the not-ready/unreachable tolerations added to pods")
+	f.String("log-level", "info", "log level: debug, info, warn, error")
+	f.String("config", "", "YAML config file (keys under server.)")
+	rootCmd.AddCommand(cmd)
+}
+
+// serverFlagKeys maps flags to config keys and environment variables.
+var serverFlagKeys = []struct{ flag, key, env string }{
+	{"data-dir", "server.dataDir", "WASMKUBE_DATA_DIR"},
+	{"listen", "server.listen", "WASMKUBE_LISTEN"},
+	{"etcd-endpoints", "server.etcdEndpoints", "WASMKUBE_ETCD_ENDPOINTS"},
+	{"default-toleration-seconds", "server.defaultTolerationSeconds", "WASMKUBE_DEFAULT_TOLERATION_SECONDS"},
+	{"log-level", "server.logLevel", "WASMKUBE_LOG_LEVEL"},
+}
+
+// serverOptions resolves flags > environment > config file > defaults.
+func serverOptions(cmd *cobra.Command) (apiserver.Options, slog.Level, error) {
+	v := viper.New()
+	for _, k := range serverFlagKeys {
+		if err := v.BindPFlag(k.key, cmd.Flags().Lookup(k.flag)); err != nil {
+			return apiserver.Options{}, 0, err
+		}
+		if err := v.BindEnv(k.key, k.env); err != nil {
+			return apiserver.Options{}, 0, err
+		}
+	}
+	if cfg, _ := cmd.Flags().GetString("config"); cfg != "" {
+		v.SetConfigFile(cfg)
+		if err := v.ReadInConfig(); err != nil {
+			return apiserver.Options{}, 0, fmt.Errorf("read config %s: %w", cfg, err)
+		}
+	}
+	opts := apiserver.Options{
+		DataDir:                  v.GetString("server.dataDir"),
+		Listen:                   v.GetString("server.listen"),
+		DefaultTolerationSeconds: v.GetInt64("server.defaultTolerationSeconds"),
+	}
+	for _, e := range v.GetStringSlice("server.etcdEndpoints") {
+		for _, p := range strings.Split(e, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				opts.EtcdEndpoints = append(opts.EtcdEndpoints, p)
+			}
+		}
+	}
+	if opts.DataDir == "" {
+		return opts, 0, errors.New("--data-dir is required (or WASMKUBE_DATA_DIR, or server.dataDir in --config)")
+	}
+	if opts.DefaultTolerationSeconds < 0 {
+		return opts, 0, fmt.Errorf("server.defaultTolerationSeconds: %d must not be negative", opts.DefaultTolerationSeconds)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(v.GetString("server.logLevel"))); err != nil {
+		return opts, 0, fmt.Errorf("server.logLevel: %q is not one of debug, info, warn, error", v.GetString("server.logLevel"))
+	}
+	return opts, level, nil
+}
+
+// startAPIServer creates the API server, runs it until ctx ends and returns once it
+// accepts requests. Wait on the server for it to finish shutting down.
+func startAPIServer(ctx context.Context, opts apiserver.Options) (*apiserver.Server, error) {
+	srv, err := apiserver.New(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	go func() { _ = srv.Run(ctx) }()
+	select {
+	case <-srv.Ready():
+		return srv, nil
+	case <-ctx.Done():
+		_ = srv.Wait()
+		return nil, ctx.Err()
+	}
+}
