@@ -9,11 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -86,6 +87,7 @@ type Backend struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	closing   atomic.Bool // quiets the embedded etcd's shutdown noise
 }
 
 // NewBackend starts an embedded etcd under cfg.DataDir/etcd (or connects to
@@ -99,7 +101,7 @@ func NewBackend(ctx context.Context, cfg Config) (*Backend, error) {
 		if cfg.DataDir == "" {
 			return nil, errors.New("storage: Config.DataDir is required for the embedded etcd (or set Config.Endpoints)")
 		}
-		e, err := startEmbedded(ctx, filepath.Join(cfg.DataDir, "etcd"), b.log)
+		e, err := startEmbedded(ctx, filepath.Join(cfg.DataDir, "etcd"), cfg.Logger, &b.closing)
 		if err != nil {
 			return nil, err
 		}
@@ -123,7 +125,7 @@ func NewBackend(ctx context.Context, cfg Config) (*Backend, error) {
 		return nil, fmt.Errorf("storage: connect to etcd %v: %w", endpoints, err)
 	}
 	b.client = client
-	if err := b.waitReady(ctx); err != nil {
+	if err := b.waitReady(ctx, endpoints); err != nil {
 		client.Close()
 		b.stopEmbedded()
 		return nil, err
@@ -142,7 +144,7 @@ func NewBackend(ctx context.Context, cfg Config) (*Backend, error) {
 
 // waitReady retries Ready until it succeeds or ctx ends; an external cluster may still
 // be electing a leader when we connect.
-func (b *Backend) waitReady(ctx context.Context) error {
+func (b *Backend) waitReady(ctx context.Context, endpoints []string) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -152,7 +154,7 @@ func (b *Backend) waitReady(ctx context.Context) error {
 			return nil
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
-			return fmt.Errorf("storage: etcd not ready: %w", err)
+			return fmt.Errorf("storage: etcd at %v not ready (is it running and reachable?): %w", endpoints, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -161,7 +163,7 @@ func (b *Backend) waitReady(ctx context.Context) error {
 // startEmbedded starts a single-member etcd in dir. Client and peer listeners bind
 // 127.0.0.1 port 0, so any number of embedded instances run side by side; the client
 // connects to whatever port the kernel picked.
-func startEmbedded(ctx context.Context, dir string, log *slog.Logger) (*embed.Etcd, error) {
+func startEmbedded(ctx context.Context, dir string, log *slog.Logger, closing *atomic.Bool) (*embed.Etcd, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("storage: create etcd data dir: %w", err)
 	}
@@ -176,8 +178,7 @@ func startEmbedded(ctx context.Context, dir string, log *slog.Logger) (*embed.Et
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
 	ec.MaxRequestBytes = maxObjectBytes
 	ec.AutoCompactionRetention = "0" // the Backend compacts, see runCompactor
-	ec.LogLevel = "error"
-	ec.LogOutputs = []string{"stderr"}
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newEtcdLogger(log, closing))
 	ec.Metrics = "basic"
 	e, err := embed.StartEtcd(ec)
 	if err != nil {
@@ -186,12 +187,15 @@ func startEmbedded(ctx context.Context, dir string, log *slog.Logger) (*embed.Et
 	select {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():
+		closing.Store(true)
 		e.Close()
 		return nil, fmt.Errorf("storage: embedded etcd in %s failed: %w", dir, err)
 	case <-time.After(60 * time.Second):
+		closing.Store(true)
 		e.Close()
 		return nil, fmt.Errorf("storage: embedded etcd in %s did not become ready within 60s", dir)
 	case <-ctx.Done():
+		closing.Store(true)
 		e.Close()
 		return nil, fmt.Errorf("storage: start embedded etcd in %s: %w", dir, ctx.Err())
 	}
@@ -200,6 +204,7 @@ func startEmbedded(ctx context.Context, dir string, log *slog.Logger) (*embed.Et
 }
 
 func (b *Backend) stopEmbedded() {
+	b.closing.Store(true)
 	if b.etcd != nil {
 		b.etcd.Close()
 	}
@@ -269,9 +274,7 @@ func (b *Backend) Close() error {
 		}
 		b.wg.Wait()
 		b.closeErr = b.client.Close()
-		if b.etcd != nil {
-			b.etcd.Close()
-		}
+		b.stopEmbedded()
 	})
 	return b.closeErr
 }
