@@ -254,6 +254,10 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	srvDone := k.serve(ctx)
 
 	if err := k.registerNode(ctx); err != nil {
+		<-srvDone
+		if ctx.Err() != nil {
+			return nil // stopped while registering
+		}
 		return err
 	}
 	k.wg.Add(1)
@@ -283,7 +287,10 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	})
 	factory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return ctx.Err()
+		factory.Shutdown()
+		k.wg.Wait()
+		<-srvDone
+		return nil // stopped before the first list
 	}
 	k.log.Info("kubelet running", "port", k.Port(), "runtime", k.runtimeV)
 	k.cleanupOrphans(ctx)
