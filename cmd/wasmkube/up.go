@@ -1,0 +1,281 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+
+	"github.com/wasmkube/wasmkube/core/apiserver"
+	"github.com/wasmkube/wasmkube/core/controller"
+	"github.com/wasmkube/wasmkube/core/scheduler"
+	"github.com/wasmkube/wasmkube/kubelet"
+	"github.com/wasmkube/wasmkube/kubelet/containerd"
+	"github.com/wasmkube/wasmkube/kubelet/hollow"
+	"github.com/wasmkube/wasmkube/plugins/schedwasm"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost"
+)
+
+// upOptions are the settings of `wasmkube up`.
+type upOptions struct {
+	dataDir     string
+	configFile  string
+	listen      string
+	nodeName    string
+	imagesDir   string
+	hollowNodes int
+	noKubelet   bool
+	logLevel    string
+}
+
+func init() {
+	var o upOptions
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Run a whole local cluster in one process: etcd, API server, scheduler, controllers, a kubelet",
+		Long: `Run a local cluster in the foreground until Ctrl-C:
+
+  embedded etcd and the API server (data under --data-dir),
+  the scheduler with the profiles and wasm policies of --config (edit the file to swap them live),
+  the controller manager,
+  one real kubelet on a containerd that up starts and supervises under the data dir, with CNI
+  bridge networking (needs root, containerd, runc and the CNI plugins: scripts/deps.sh installs them),
+  and --hollow-nodes simulated nodes for scale work.
+
+Ctrl-C stops everything and removes the kubelet's pods: no containers, mounts, veths or
+network namespaces are left behind.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runUp(o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.dataDir, "data-dir", "_data", "data directory (etcd, certificates, kubeconfig, kubelet and containerd state)")
+	f.StringVar(&o.configFile, "config", "", "wasmkube YAML config file (scheduler profiles, wasm plugins, controller settings)")
+	f.StringVar(&o.listen, "listen", apiserver.DefaultListen, "API server HTTPS listen address")
+	f.StringVar(&o.nodeName, "node-name", "", "name of the real node (default: the host name)")
+	f.StringVar(&o.imagesDir, "images-dir", "", "OCI archives the kubelet imports at start (default: images/ beside the binary)")
+	f.IntVar(&o.hollowNodes, "hollow-nodes", 0, "number of simulated nodes to add")
+	f.BoolVar(&o.noKubelet, "no-kubelet", false, "run without the real kubelet (hollow nodes only)")
+	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	rootCmd.AddCommand(cmd)
+}
+
+func runUp(o upOptions) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("--log-level %q: must be debug, info, warn or error", o.logLevel)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	dataDir, err := filepath.Abs(o.dataDir)
+	if err != nil {
+		return err
+	}
+	cs, err := readControllerSettings(o.configFile)
+	if err != nil {
+		return err
+	}
+
+	ctx, stop := signalContext()
+	defer stop()
+	// The API server outlives the other components, so that the kubelet can finish
+	// deleting its pods through it after Ctrl-C.
+	apiCtx, stopAPI := context.WithCancel(context.Background())
+	defer stopAPI()
+	srv, err := startAPIServer(apiCtx, apiserver.Options{
+		DataDir: dataDir, Listen: o.listen, DefaultTolerationSeconds: cs.tolerationSeconds, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { stopAPI(); _ = srv.Wait() }()
+
+	if err := startControlPlane(ctx, srv, dataDir, o.configFile, cs, log); err != nil {
+		return err
+	}
+
+	kubeletDone := make(chan error, 1)
+	var daemon *containerd.Daemon
+	if o.noKubelet {
+		kubeletDone <- nil
+	} else if missing := kubeletPrerequisites(); len(missing) > 0 {
+		fmt.Fprintf(os.Stderr, "wasmkube up: no real node, because %s.\n  Run `make run` (it installs containerd, runc and the CNI plugins as root), or use --hollow-nodes N.\n",
+			joinWords(missing))
+		kubeletDone <- nil
+	} else {
+		daemon, err = startKubelet(ctx, srv, dataDir, o, log, kubeletDone)
+		if err != nil {
+			return err
+		}
+	}
+
+	if o.hollowNodes > 0 {
+		go func() {
+			if err := hollow.Run(ctx, srv.AdminRESTConfig(), hollow.Options{Count: o.hollowNodes, Logger: log}); err != nil && ctx.Err() == nil {
+				log.Error("hollow nodes stopped", "err", err)
+			}
+		}()
+	}
+
+	fmt.Fprintf(os.Stderr, "\nwasmkube is up: API server at %s\n  export KUBECONFIG=%s\n  kubectl get nodes\n\n",
+		srv.URL(), srv.AdminKubeconfigPath())
+
+	<-ctx.Done()
+	fmt.Fprintln(os.Stderr, "wasmkube up: stopping")
+	select {
+	case err := <-kubeletDone:
+		if err != nil {
+			log.Error("kubelet", "err", err)
+		}
+	case <-time.After(2 * time.Minute):
+		log.Error("kubelet did not finish cleaning up within 2m")
+	}
+	if daemon != nil {
+		if err := daemon.Stop(); err != nil {
+			log.Error("stop containerd", "err", err)
+		}
+	}
+	return nil
+}
+
+// controllerSettings are the config file's controller.* keys.
+type controllerSettings struct {
+	nodeMonitorGracePeriod time.Duration
+	tolerationSeconds      int64
+}
+
+func readControllerSettings(configFile string) (controllerSettings, error) {
+	v := viper.New()
+	v.SetDefault("controller.nodeMonitorGracePeriod", "40s")
+	v.SetDefault("controller.defaultTolerationSeconds", 300)
+	if configFile != "" {
+		v.SetConfigFile(configFile)
+		if err := v.ReadInConfig(); err != nil {
+			return controllerSettings{}, fmt.Errorf("read config %s: %w", configFile, err)
+		}
+	}
+	g, err := time.ParseDuration(v.GetString("controller.nodeMonitorGracePeriod"))
+	if err != nil || g <= 0 {
+		return controllerSettings{}, fmt.Errorf("config %s: controller.nodeMonitorGracePeriod: %q is not a positive duration (for example 40s)",
+			configFile, v.GetString("controller.nodeMonitorGracePeriod"))
+	}
+	tol := v.GetInt64("controller.defaultTolerationSeconds")
+	if tol < 0 {
+		return controllerSettings{}, fmt.Errorf("config %s: controller.defaultTolerationSeconds: %d must not be negative", configFile, tol)
+	}
+	return controllerSettings{nodeMonitorGracePeriod: g, tolerationSeconds: tol}, nil
+}
+
+// startControlPlane runs the scheduler (with its wasm plugins) and the controllers in
+// process, as clients of srv; they stop when ctx ends.
+func startControlPlane(ctx context.Context, srv *apiserver.Server, dataDir, configFile string, cs controllerSettings, log *slog.Logger) error {
+	host, err := wasmhost.New(wasmhost.Options{CacheDir: filepath.Join(dataDir, "wasm-cache"), Logger: log})
+	if err != nil {
+		return err
+	}
+	sched, err := scheduler.New(ctx, scheduler.Options{
+		RESTConfig: srv.AdminRESTConfig(), ConfigFile: configFile,
+		WasmLoader: schedwasm.NewLoader(host).Load, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	go func() {
+		if err := sched.Run(ctx); err != nil && ctx.Err() == nil {
+			log.Error("scheduler stopped", "err", err)
+		}
+	}()
+	tol := cs.tolerationSeconds
+	go func() {
+		err := controller.Run(ctx, controller.Options{
+			RESTConfig: srv.AdminRESTConfig(), NodeMonitorGracePeriod: cs.nodeMonitorGracePeriod,
+			DefaultTolerationSeconds: &tol, Logger: log,
+		})
+		if err != nil && ctx.Err() == nil {
+			log.Error("controller manager stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// kubeletPrerequisites says what the real node needs and is missing.
+func kubeletPrerequisites() []string {
+	var missing []string
+	if os.Geteuid() != 0 {
+		missing = append(missing, "it needs root")
+	}
+	for _, bin := range []string{"containerd", "runc"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			missing = append(missing, bin+" is not installed")
+		}
+	}
+	if _, err := os.Stat("/usr/lib/cni/bridge"); err != nil {
+		missing = append(missing, "the CNI plugins (/usr/lib/cni) are not installed")
+	}
+	return missing
+}
+
+func startKubelet(ctx context.Context, srv *apiserver.Server, dataDir string, o upOptions, log *slog.Logger, done chan<- error) (*containerd.Daemon, error) {
+	name := o.nodeName
+	if name == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("node name: %w (set --node-name)", err)
+		}
+		name = h
+	}
+	images := o.imagesDir
+	if images == "" {
+		exe, err := os.Executable()
+		if err == nil {
+			images = filepath.Join(filepath.Dir(exe), "images")
+		}
+	}
+	daemon, err := containerd.Start(ctx, filepath.Join(dataDir, "containerd"))
+	if err != nil {
+		return nil, fmt.Errorf("start containerd: %w", err)
+	}
+	nodeCfg, err := srv.NodeRESTConfig(name)
+	if err != nil {
+		_ = daemon.Stop()
+		return nil, err
+	}
+	k, err := kubelet.New(ctx, kubelet.Options{
+		RESTConfig: nodeCfg, NodeName: name, RootDir: filepath.Join(dataDir, "kubelet"),
+		ContainerdAddress: daemon.Address(), Snapshotter: daemon.Snapshotter(),
+		ImagesDir: images, ServerAddr: "127.0.0.1:10250", CleanupOnExit: true, Logger: log,
+	})
+	if err != nil {
+		_ = daemon.Stop()
+		return nil, err
+	}
+	go func() { done <- k.Run(ctx) }()
+	return daemon, nil
+}
+
+func joinWords(items []string) string {
+	switch len(items) {
+	case 0:
+		return ""
+	case 1:
+		return items[0]
+	}
+	out := ""
+	for i, s := range items {
+		switch {
+		case i == 0:
+			out = s
+		case i == len(items)-1:
+			out += " and " + s
+		default:
+			out += ", " + s
+		}
+	}
+	return out
+}
+
+
