@@ -277,5 +277,3 @@ func joinWords(items []string) string {
 	}
 	return out
 }
-
-
