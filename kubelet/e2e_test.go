@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -459,7 +458,16 @@ func TestKubeletRestartAdoptsRunningPods(t *testing.T) {
 	n.stop()
 
 	// Pods keep running while no kubelet watches them.
-	cs, err := n.kubelet.Runtime().ListContainers(ctx, string(before.UID))
+	net, err := cni.New(n.net)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := runtime.NewContainerd(ctx, runtime.ContainerdOptions{Address: n.daemon.Address(), Namespace: n.name, RootDir: t.TempDir(), Network: net})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	cs, err := rt.ListContainers(ctx, string(before.UID))
 	if err != nil || len(cs) != 1 || cs[0].State != runtime.ContainerRunning {
 		t.Fatalf("container after kubelet stop: %+v %v", cs, err)
 	}
@@ -492,5 +500,3 @@ func TestKubeletRestartAdoptsRunningPods(t *testing.T) {
 	}
 	assertNoTrace(t, n)
 }
-
-var _ = exec.Command
