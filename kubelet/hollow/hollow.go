@@ -455,4 +455,3 @@ func RunningPod(p *v1.Pod, hostIP, podIP string) *v1.Pod {
 	}
 	return p
 }
-

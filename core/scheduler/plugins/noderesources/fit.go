@@ -197,3 +197,13 @@ func MostAllocatedScore(requested, capacity int64) int64 {
 
 // ScoreExtensions implements framework.ScorePlugin.
 func (*Fit) ScoreExtensions() framework.ScoreExtensions { return nil }
+
+// PreScore implements framework.PreScorePlugin: the requests PreFilter computed serve
+// Score too; it computes them when PreFilter did not run (a profile without it).
+func (pl *Fit) PreScore(_ context.Context, state *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo) *framework.Status {
+	if _, ok := state.Read(stateKey); !ok {
+		req, nz := framework.PodRequests(pod)
+		state.Write(stateKey, &preFilterState{req: req, nonZero: nz})
+	}
+	return nil
+}

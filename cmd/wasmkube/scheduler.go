@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wasmkube/wasmkube/core/scheduler"
+	"github.com/wasmkube/wasmkube/plugins/schedwasm"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost"
+)
+
+func init() {
+	var kubeconfig, configFile, metricsAddr, logLevel, wasmCache string
+	var leaderElect bool
+	cmd := &cobra.Command{
+		Use:   "scheduler",
+		Short: "Run the scheduler against an API server",
+		Long: `Run the scheduler: it watches pending pods and nodes through the API server named by
+--kubeconfig, runs each pod through the profile named by its spec.schedulerName (built-in and
+wasm plugins from the scheduler: section of --config), and binds it. Editing --config swaps the
+profiles live; a config that does not load leaves the previous one in force (see the
+FailedConfigReload event and wasmkube_scheduler_config_reloads_total). With --leader-elect,
+several schedulers can run and only the holder of the Lease kube-system/wasmkube-scheduler
+schedules. Prometheus metrics are served at --metrics-addr/metrics.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := schedLogger(logLevel)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			host, err := wasmhost.New(wasmhost.Options{CacheDir: wasmCache, Logger: log})
+			if err != nil {
+				return err
+			}
+			s, err := scheduler.New(ctx, scheduler.Options{
+				Kubeconfig: kubeconfig, ConfigFile: configFile, LeaderElect: leaderElect,
+				WasmLoader: schedwasm.NewLoader(host).Load, Logger: log,
+			})
+			if err != nil {
+				return err
+			}
+			if metricsAddr != "" {
+				if err := schedServeMetrics(ctx, metricsAddr, s.MetricsHandler(), log); err != nil {
+					return err
+				}
+			}
+			return s.Run(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server (required)")
+	f.StringVar(&configFile, "config", "", "wasmkube YAML config file; its scheduler: section holds the profiles (watched for changes)")
+	f.BoolVar(&leaderElect, "leader-elect", false, "take the Lease kube-system/wasmkube-scheduler before scheduling")
+	f.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:10259", "address for /metrics and /healthz (empty: off)")
+	f.StringVar(&wasmCache, "wasm-cache-dir", "", "directory for compiled wasm modules (empty: in memory)")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	_ = cmd.MarkFlagRequired("kubeconfig")
+	rootCmd.AddCommand(cmd)
+}
+
+// schedLogger is a text logger on stderr at a level named by a flag.
+func schedLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: must be debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+// schedServeMetrics serves /metrics and /healthz on addr until ctx ends.
+func schedServeMetrics(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--metrics-addr %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", h)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server", "err", err)
+		}
+	}()
+	log.Info("serving metrics", "addr", ln.Addr().String())
+	return nil
+}
