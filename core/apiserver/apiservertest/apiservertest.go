@@ -58,7 +58,7 @@ func WithAdmission(plugins ...admission.Plugin) Option {
 	return func(o *options) { o.admission = append(o.admission, plugins...) }
 }
 
-// WithLogger sets the server's logger (by default only warnings and errors, on stderr).
+// WithLogger sets the server's logger (by default only errors, on stderr).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
 // WithDefaultTolerationSeconds sets the not-ready/unreachable toleration added to pods.
@@ -75,7 +75,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 		o.dataDir = t.TempDir()
 	}
 	if o.logger == nil {
-		o.logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		o.logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	api, err := apiserver.New(ctx, apiserver.Options{
