@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/wasmkube/wasmkube/kubelet"
+	"github.com/wasmkube/wasmkube/kubelet/cni"
+	kcontainerd "github.com/wasmkube/wasmkube/kubelet/containerd"
+)
+
+type kubeletFlags struct {
+	kubeconfig, server, token          string
+	nodeName, nodeIP, rootDir          string
+	containerdAddr, containerdNS       string
+	podCIDR, bridge, cniBinDir, images string
+	listen, logLevel                   string
+	cleanupOnExit                      bool
+}
+
+func init() {
+	var f kubeletFlags
+	cmd := &cobra.Command{
+		Use:   "kubelet",
+		Short: "Run the node agent: pods of this node on containerd with CNI bridge networking",
+		Long: `Run the kubelet until SIGINT/SIGTERM. It registers the node, renews its lease, runs the
+pods bound to it, and serves their logs over HTTPS.
+
+Credentials: --kubeconfig FILE (a node credential), or --server URL --token K10<hash>::<secret>
+(the join token in the API server's data dir) to join a cluster from another host.
+
+Runtime: --containerd-address SOCK uses a running containerd; without it the kubelet starts and
+supervises its own under <root-dir>/containerd. Pods keep running when the kubelet stops (a
+restarted kubelet adopts them) unless --cleanup-on-exit is set.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runKubelet(f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig with the node's credential")
+	fl.StringVar(&f.server, "server", "", "API server URL, to join with --token")
+	fl.StringVar(&f.token, "token", "", "join token K10<sha256 of the CA>::<secret>")
+	fl.StringVar(&f.nodeName, "node-name", "", "node name (default: the host name)")
+	fl.StringVar(&f.nodeIP, "node-ip", "127.0.0.1", "the node's InternalIP")
+	fl.StringVar(&f.rootDir, "root-dir", "/var/lib/wasmkube/kubelet", "pods, logs, sandboxes, CNI state and the serving certificate")
+	fl.StringVar(&f.containerdAddr, "containerd-address", "", "containerd socket (default: start a private containerd under the root dir)")
+	fl.StringVar(&f.containerdNS, "containerd-namespace", "", "containerd namespace (default: the node name)")
+	fl.StringVar(&f.podCIDR, "pod-cidr", cni.DefaultPodCIDR, "this node's pod subnet")
+	fl.StringVar(&f.bridge, "bridge", cni.DefaultBridge, "Linux bridge for pods")
+	fl.StringVar(&f.cniBinDir, "cni-bin-dir", cni.DefaultBinDir, "CNI plugin binaries")
+	fl.StringVar(&f.images, "images-dir", "", "OCI archives to import at start when missing (default: images/ beside the binary)")
+	fl.StringVar(&f.listen, "listen", ":10250", "HTTPS listen address (logs, healthz)")
+	fl.BoolVar(&f.cleanupOnExit, "cleanup-on-exit", false, "stop and remove this node's pods when the kubelet exits")
+	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	rootCmd.AddCommand(cmd)
+}
+
+func runKubelet(f kubeletFlags) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return fmt.Errorf("--log-level %q: must be debug, info, warn or error", f.logLevel)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if f.nodeName == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("node name: %w (set --node-name)", err)
+		}
+		f.nodeName = strings.ToLower(h)
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	var cfg *rest.Config
+	var err error
+	switch {
+	case f.kubeconfig != "":
+		cfg, err = clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+		if err != nil {
+			return fmt.Errorf("--kubeconfig %s: %w", f.kubeconfig, err)
+		}
+	case f.server != "" && f.token != "":
+		cfg, err = joinCluster(ctx, f.server, f.token, f.nodeName)
+		if err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("no credential: pass --kubeconfig FILE, or --server URL and --token TOKEN")
+	}
+	if f.images == "" {
+		if exe, err := os.Executable(); err == nil {
+			f.images = filepath.Join(filepath.Dir(exe), "images")
+		}
+	}
+	opts := kubelet.Options{
+		RESTConfig: cfg, NodeName: f.nodeName, NodeIP: f.nodeIP, RootDir: f.rootDir,
+		ContainerdAddress: f.containerdAddr, ContainerdNamespace: f.containerdNS,
+		PodCIDR: f.podCIDR, Bridge: f.bridge, CNIBinDir: f.cniBinDir, ImagesDir: f.images,
+		ServerAddr: f.listen, CleanupOnExit: f.cleanupOnExit, Logger: log,
+	}
+	if opts.ContainerdAddress == "" {
+		d, err := kcontainerd.Start(ctx, filepath.Join(f.rootDir, "containerd"))
+		if err != nil {
+			return fmt.Errorf("start containerd: %w", err)
+		}
+		defer d.Stop()
+		opts.ContainerdAddress, opts.Snapshotter = d.Address(), d.Snapshotter()
+	} else {
+		opts.Snapshotter = kcontainerd.DetectSnapshotter(os.TempDir())
+	}
+	k, err := kubelet.New(ctx, opts)
+	if err != nil {
+		return err
+	}
+	return k.Run(ctx)
+}
+
+// joinCluster exchanges a join token for the node's credential, trusting the server only if
+// its CA matches the hash in the token.
+func joinCluster(ctx context.Context, server, token, nodeName string) (*rest.Config, error) {
+	hash, secret, ok := strings.Cut(strings.TrimPrefix(token, "K10"), "::")
+	if !ok || !strings.HasPrefix(token, "K10") || len(hash) != 64 || secret == "" {
+		return nil, fmt.Errorf("--token: want K10<sha256 hex of the CA>::<secret>")
+	}
+	body, _ := json.Marshal(map[string]string{"nodeName": nodeName})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(server, "/")+"/wasmkube/v1/join", bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("--server %q: %w", server, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+secret)
+	req.Header.Set("Content-Type", "application/json")
+	// The server's certificate is checked against the CA in the answer, whose hash the
+	// token pins; the TLS layer cannot know that CA yet.
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("join %s: %w", server, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("join %s: %s: %s", server, resp.Status, strings.TrimSpace(string(data)))
+	}
+	var jr struct {
+		Token  string `json:"token"`
+		CACert string `json:"caCert"`
+	}
+	if err := json.Unmarshal(data, &jr); err != nil || jr.Token == "" || jr.CACert == "" {
+		return nil, fmt.Errorf("join %s: malformed answer", server)
+	}
+	sum := sha256.Sum256([]byte(jr.CACert))
+	if hex.EncodeToString(sum[:]) != strings.ToLower(hash) {
+		return nil, fmt.Errorf("join %s: the server's CA does not match the token's hash: refusing to trust it", server)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM([]byte(jr.CACert)) {
+		return nil, fmt.Errorf("join %s: CA certificate is not PEM", server)
+	}
+	return &rest.Config{Host: server, BearerToken: jr.Token, TLSClientConfig: rest.TLSClientConfig{CAData: []byte(jr.CACert)}}, nil
+}
