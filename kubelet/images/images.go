@@ -102,29 +102,27 @@ func BusyboxEntries(busybox []byte, applets []string) []Entry {
 	return es
 }
 
-// BuildArchive writes an OCI image archive (oci-layout, index.json, blobs) holding one image
-// named ref, with one layer made of entries and the given command, to w. `ctr import` and
-// Import both read it.
-func BuildArchive(w io.Writer, ref string, entries []Entry, entrypoint, cmd []string) error {
+// BuildImage makes a one-layer linux image of entries with the given entrypoint and cmd.
+func BuildImage(entries []Entry, entrypoint, cmd []string) (v1.Image, error) {
 	layerTar, err := LayerTar(entries)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(layerTar)), nil
 	}, tarball.WithMediaType(types.OCILayer))
 	if err != nil {
-		return fmt.Errorf("image %s: layer: %w", ref, err)
+		return nil, fmt.Errorf("layer: %w", err)
 	}
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	img, err = mutate.AppendLayers(img, layer)
 	if err != nil {
-		return fmt.Errorf("image %s: %w", ref, err)
+		return nil, err
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture = "linux", runtime.GOARCH
@@ -132,9 +130,16 @@ func BuildArchive(w io.Writer, ref string, entries []Entry, entrypoint, cmd []st
 	cf.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 	cf.Config.WorkingDir = "/"
 	cf.Created = v1.Time{Time: time.Unix(0, 0)}
-	img, err = mutate.ConfigFile(img, cf)
+	return mutate.ConfigFile(img, cf)
+}
+
+// BuildArchive writes an OCI image archive (oci-layout, index.json, blobs) holding one image
+// named ref, with one layer made of entries and the given command, to w. `ctr import` and
+// Import both read it.
+func BuildArchive(w io.Writer, ref string, entries []Entry, entrypoint, cmd []string) error {
+	img, err := BuildImage(entries, entrypoint, cmd)
 	if err != nil {
-		return err
+		return fmt.Errorf("image %s: %w", ref, err)
 	}
 	dir, err := os.MkdirTemp("", "wasmkube-image-")
 	if err != nil {

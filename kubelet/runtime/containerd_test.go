@@ -1,12 +1,20 @@
 package runtime_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"time"
 
 	"github.com/wasmkube/wasmkube/kubelet/cni"
@@ -226,4 +234,115 @@ func TestContainerdSandboxContainersNetworkAndCleanup(t *testing.T) {
 			t.Fatalf("IP %s still allocated", e.Name())
 		}
 	}
+}
+
+func TestPullFromLoopbackRegistry(t *testing.T) {
+	r, _, _ := newRuntime(t)
+	ctx := context.Background()
+	reg := httptest.NewServer(registry.New())
+	defer reg.Close()
+	img, err := images.BuildImage([]images.Entry{{Path: "hello", Mode: 0o644, Data: []byte("pulled over http\n")}}, nil, []string{"/bin/cat", "/hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimPrefix(reg.URL, "http://")
+	ref := host + "/test/hello:v1"
+	if err := pushImage(reg.URL, "test/hello", "v1", img); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := r.ImageStatus(ctx, ref); err != nil || st != nil {
+		t.Fatalf("image present before the pull: %v %v", st, err)
+	}
+	digest, err := r.PullImage(ctx, ref, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := r.ImageStatus(ctx, ref)
+	if err != nil || st == nil || st.Digest != digest {
+		t.Fatalf("image status after pull: %+v %v (digest %s)", st, err, digest)
+	}
+	if _, err := r.PullImage(ctx, host+"/test/absent:v1", nil); err == nil {
+		t.Fatal("pulling a missing image succeeded")
+	}
+}
+
+// pushImage uploads img to a registry with the plain distribution API (blob uploads, then
+// the manifest), as `docker push` does.
+func pushImage(base, repo, tag string, img v1.Image) error {
+	layers, err := img.Layers()
+	if err != nil {
+		return err
+	}
+	type blob struct {
+		digest string
+		data   []byte
+	}
+	var blobs []blob
+	for _, l := range layers {
+		d, err := l.Digest()
+		if err != nil {
+			return err
+		}
+		rc, err := l.Compressed()
+		if err != nil {
+			return err
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			return err
+		}
+		blobs = append(blobs, blob{d.String(), b})
+	}
+	cfg, err := img.RawConfigFile()
+	if err != nil {
+		return err
+	}
+	cd, err := img.ConfigName()
+	if err != nil {
+		return err
+	}
+	blobs = append(blobs, blob{cd.String(), cfg})
+	for _, b := range blobs {
+		resp, err := http.Post(base+"/v2/"+repo+"/blobs/uploads/", "", nil)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		loc, err := resp.Location()
+		if err != nil {
+			return fmt.Errorf("upload %s: %s: %w", b.digest, resp.Status, err)
+		}
+		q := loc.Query()
+		q.Set("digest", b.digest)
+		loc.RawQuery = q.Encode()
+		req, _ := http.NewRequest(http.MethodPut, loc.String(), bytes.NewReader(b.data))
+		resp, err = http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			return fmt.Errorf("upload %s: %s", b.digest, resp.Status)
+		}
+	}
+	raw, err := img.RawManifest()
+	if err != nil {
+		return err
+	}
+	mt, err := img.MediaType()
+	if err != nil {
+		return err
+	}
+	req, _ := http.NewRequest(http.MethodPut, base+"/v2/"+repo+"/manifests/"+tag, bytes.NewReader(raw))
+	req.Header.Set("Content-Type", string(mt))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("put manifest: %s", resp.Status)
+	}
+	return nil
 }
