@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
@@ -37,6 +39,11 @@ type Config struct {
 	// Endpoints of an external etcd cluster (for example http://10.0.0.1:2379). Empty
 	// means an embedded etcd.
 	Endpoints []string
+	// CAFile, CertFile and KeyFile secure the connection to an external cluster with
+	// https:// endpoints: CAFile verifies the members' certificates, CertFile/KeyFile
+	// authenticate wasmkube to them (etcd --client-cert-auth). Empty means plain TLS
+	// with the system roots (https) or no TLS (http).
+	CAFile, CertFile, KeyFile string
 	// CompactionInterval: every interval the store compacts etcd's history to the
 	// revision it saw one interval earlier. Default 5m; negative disables compaction.
 	CompactionInterval time.Duration
@@ -112,8 +119,14 @@ func NewBackend(ctx context.Context, cfg Config) (*Backend, error) {
 	} else {
 		endpoints = cfg.Endpoints
 	}
+	tlsConfig, err := cfg.clientTLS()
+	if err != nil {
+		b.stopEmbedded()
+		return nil, err
+	}
 	client, err := clientv3.New(clientv3.Config{
 		Endpoints:          endpoints,
+		TLS:                tlsConfig,
 		DialTimeout:        10 * time.Second,
 		MaxCallSendMsgSize: maxObjectBytes + 64<<10,
 		MaxCallRecvMsgSize: 0, // unlimited: lists can be large
@@ -140,6 +153,23 @@ func NewBackend(ctx context.Context, cfg Config) (*Backend, error) {
 	}
 	b.log.Info("storage ready", "endpoints", endpoints, "embedded", b.etcd != nil)
 	return b, nil
+}
+
+// clientTLS builds the client's TLS configuration from the files in cfg; nil when
+// none are set.
+func (c *Config) clientTLS() (*tls.Config, error) {
+	if c.CAFile == "" && c.CertFile == "" && c.KeyFile == "" {
+		return nil, nil
+	}
+	if (c.CertFile == "") != (c.KeyFile == "") {
+		return nil, fmt.Errorf("storage: etcd client certificate needs both CertFile (%q) and KeyFile (%q)", c.CertFile, c.KeyFile)
+	}
+	info := transport.TLSInfo{CertFile: c.CertFile, KeyFile: c.KeyFile, TrustedCAFile: c.CAFile}
+	cfg, err := info.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("storage: etcd TLS files (ca %q, cert %q, key %q): %w", c.CAFile, c.CertFile, c.KeyFile, err)
+	}
+	return cfg, nil
 }
 
 // waitReady retries Ready until it succeeds or ctx ends; an external cluster may still

@@ -251,7 +251,7 @@ func (c *cacher) run(ctx context.Context, from int64) {
 	wch := c.openWatch(ctx, from)
 	// Progress requests keep lastRev moving while the resource is idle, so bookmarks
 	// carry a current revision.
-	progress := time.NewTicker(c.b.cfg.BookmarkInterval / 2)
+	progress := time.NewTicker(max(c.b.cfg.BookmarkInterval/2, time.Millisecond))
 	defer progress.Stop()
 	for {
 		select {

@@ -65,8 +65,9 @@ func freePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// startExternalEtcd runs etcdBinary and returns its client URL once it answers.
-func startExternalEtcd(t testing.TB) string {
+// startExternalEtcd runs etcdBinary and returns its client URL once it answers. With
+// tlsArgs (certificate flags) the client URL is https.
+func startExternalEtcd(t testing.TB, tlsArgs ...string) string {
 	t.Helper()
 	if _, err := os.Stat(etcdBinary); err != nil {
 		t.Fatalf("external etcd tests need %s (Debian package etcd-server; run scripts/deps.sh): %v", etcdBinary, err)
@@ -74,7 +75,11 @@ func startExternalEtcd(t testing.TB) string {
 	var lastErr string
 	for attempt := 0; attempt < 5; attempt++ {
 		dir := t.TempDir()
-		client := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+		scheme := "http"
+		if len(tlsArgs) > 0 {
+			scheme = "https"
+		}
+		client := fmt.Sprintf("%s://127.0.0.1:%d", scheme, freePort(t))
 		peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
 		var logs bytes.Buffer
 		cmd := exec.Command(etcdBinary,
@@ -84,6 +89,7 @@ func startExternalEtcd(t testing.TB) string {
 			"--initial-cluster", "wasmkube-test="+peer,
 			"--max-request-bytes", strconv.Itoa(maxObjectBytes),
 			"--logger", "zap", "--log-outputs", "stderr", "--log-level", "error")
+		cmd.Args = append(cmd.Args, tlsArgs...)
 		cmd.Stdout, cmd.Stderr = &logs, &logs
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("start %s: %v", etcdBinary, err)
@@ -101,7 +107,7 @@ func startExternalEtcd(t testing.TB) string {
 				continue
 			default:
 			}
-			if c, err := net.Dial("tcp", client[len("http://"):]); err == nil {
+			if c, err := net.Dial("tcp", client[len(scheme+"://"):]); err == nil {
 				c.Close()
 				ready = true
 				break
