@@ -514,3 +514,41 @@ func TestJoinIssuesNodeCredential(t *testing.T) {
 		t.Fatalf("joined node registering another: %v", err)
 	}
 }
+
+func TestServiceClusterIPAllocation(t *testing.T) {
+	srv := apiservertest.Start(t)
+	svcs := srv.Client.CoreV1().Services("default")
+	mk := func(name string, typ corev1.ServiceType, ip string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.ServiceSpec{Type: typ, ClusterIP: ip,
+			Selector: map[string]string{"app": name}, Ports: []corev1.ServicePort{{Port: 80, Protocol: corev1.ProtocolTCP}}}}
+	}
+	seen := map[string]bool{}
+	for i := 0; i < 5; i++ {
+		s, err := svcs.Create(ctx, mk("s"+strconv.Itoa(i), corev1.ServiceTypeClusterIP, ""), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(s.Spec.ClusterIP, "10.96.") || seen[s.Spec.ClusterIP] || len(s.Spec.ClusterIPs) != 1 {
+			t.Fatalf("allocated %q %v (seen %v)", s.Spec.ClusterIP, s.Spec.ClusterIPs, seen)
+		}
+		seen[s.Spec.ClusterIP] = true
+	}
+	taken := ""
+	for ip := range seen {
+		taken = ip
+	}
+	if _, err := svcs.Create(ctx, mk("dup", corev1.ServiceTypeClusterIP, taken), metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Fatalf("taken IP: want 422, got %v", err)
+	}
+	np, err := svcs.Create(ctx, mk("np", corev1.ServiceTypeNodePort, ""), metav1.CreateOptions{})
+	if err != nil || np.Spec.Ports[0].NodePort < 30000 || np.Spec.Ports[0].NodePort > 32767 {
+		t.Fatalf("node port: %v %+v", err, np.Spec.Ports)
+	}
+	// A replace without the allocated values keeps them.
+	repl := mk("np", corev1.ServiceTypeNodePort, "")
+	repl.ResourceVersion = np.ResourceVersion
+	got, err := svcs.Update(ctx, repl, metav1.UpdateOptions{})
+	if err != nil || got.Spec.ClusterIP != np.Spec.ClusterIP || got.Spec.Ports[0].NodePort != np.Spec.Ports[0].NodePort {
+		t.Fatalf("replace lost allocations: %v %+v", err, got.Spec)
+	}
+}

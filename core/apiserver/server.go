@@ -48,6 +48,8 @@ type Options struct {
 	// Admission plugins appended to the built-in chain (each a
 	// admission.MutationInterface, admission.ValidationInterface or both).
 	Admission []admission.Plugin
+	// ServiceCIDR is the IPv4 range of service cluster IPs; DefaultServiceCIDR when empty.
+	ServiceCIDR string
 	// CompactionInterval of etcd history; storage's default when zero.
 	CompactionInterval time.Duration
 	// Logger; slog.Default() when nil.
@@ -93,6 +95,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.ServiceCIDR == "" {
+		opts.ServiceCIDR = DefaultServiceCIDR
 	}
 	if opts.DefaultTolerationSeconds == 0 {
 		opts.DefaultTolerationSeconds = 300
@@ -142,11 +147,19 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if s.chain, err = admission.NewChain(plugins...); err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
+	alloc, err := newServiceAllocator(opts.ServiceCIDR)
+	if err != nil {
+		return nil, fmt.Errorf("apiserver: %w", err)
+	}
 	for _, r := range resources {
 		if r.createOnly {
 			continue
 		}
-		s.stores[r.gvr] = &store{res: r, s: s.backend.ForResource(r.gvr.Resource, r.newFunc, r.newList), chain: s.chain}
+		st := &store{res: r, s: s.backend.ForResource(r.gvr.Resource, r.newFunc, r.newList), chain: s.chain}
+		if r.kind == "Service" {
+			st.alloc = alloc
+		}
+		s.stores[r.gvr] = st
 	}
 	if err := s.seedNamespaces(ctx); err != nil {
 		return nil, err

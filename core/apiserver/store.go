@@ -33,6 +33,8 @@ type store struct {
 	res   *resource
 	s     storage.Interface
 	chain *admission.Chain
+	// alloc hands out service cluster IPs and node ports (services only).
+	alloc *serviceAllocator
 }
 
 const optimisticLockMsg = "the object has been modified; please apply your changes to the latest version and try again"
@@ -187,6 +189,18 @@ func (st *store) create(ctx context.Context, rq *request, obj runtime.Object) (r
 	if rq.dryRun {
 		return obj, nil
 	}
+	if svc, ok := obj.(*corev1.Service); ok && st.alloc != nil {
+		var out runtime.Object
+		err := st.alloc.allocate(ctx, st, svc, func() error {
+			var err error
+			out, err = st.s.Create(ctx, st.key(m.GetNamespace(), m.GetName()), obj)
+			return err
+		})
+		if err != nil {
+			return nil, st.apiError(err, m.GetName())
+		}
+		return out, nil
+	}
 	for attempt := 0; ; attempt++ {
 		out, err := st.s.Create(ctx, st.key(m.GetNamespace(), m.GetName()), obj)
 		if err == nil {
@@ -257,6 +271,9 @@ func (st *store) mergeUpdate(cur, in runtime.Object, mode updateMode) (runtime.O
 				om.SetGeneration(cm.GetGeneration() + 1)
 			}
 		}
+		if svc, ok := out.(*corev1.Service); ok {
+			keepAllocated(svc, cur.(*corev1.Service))
+		}
 		if ns, ok := out.(*corev1.Namespace); ok {
 			// spec.finalizers changes only through /finalize, as upstream.
 			ns.Spec.Finalizers = cur.(*corev1.Namespace).Spec.Finalizers
@@ -264,6 +281,24 @@ func (st *store) mergeUpdate(cur, in runtime.Object, mode updateMode) (runtime.O
 	}
 	objMeta(out).SetResourceVersion(cm.GetResourceVersion())
 	return out, nil
+}
+
+// keepAllocated carries a service's allocated cluster IP and node ports over an update
+// that leaves them out (as upstream, so `kubectl replace` of a manifest works).
+func keepAllocated(svc, old *corev1.Service) {
+	if svc.Spec.ClusterIP == "" && len(svc.Spec.ClusterIPs) == 0 {
+		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = old.Spec.ClusterIP, old.Spec.ClusterIPs
+	}
+	for i := range svc.Spec.Ports {
+		if svc.Spec.Ports[i].NodePort != 0 {
+			continue
+		}
+		for _, op := range old.Spec.Ports {
+			if op.Port == svc.Spec.Ports[i].Port && op.Protocol == svc.Spec.Ports[i].Protocol {
+				svc.Spec.Ports[i].NodePort = op.NodePort
+			}
+		}
+	}
 }
 
 // errVanish aborts an update whose result must be deleted instead of stored.
