@@ -43,6 +43,11 @@ func Default(obj runtime.Object) {
 // limits when only limits are given.
 func Pod(pod *corev1.Pod) {
 	podSpec(&pod.Spec)
+	// Upstream defaults enableServiceLinks on pods only, not on workload templates.
+	if pod.Spec.EnableServiceLinks == nil {
+		t := corev1.DefaultEnableServiceLinks
+		pod.Spec.EnableServiceLinks = &t
+	}
 	if pod.Spec.Priority == nil && pod.Spec.PriorityClassName == "" {
 		// What the Priority admission plugin does when no PriorityClass is named or global.
 		zero := int32(0)
@@ -94,10 +99,6 @@ func podSpec(s *corev1.PodSpec) {
 	}
 	if s.SchedulerName == "" {
 		s.SchedulerName = corev1.DefaultSchedulerName
-	}
-	if s.EnableServiceLinks == nil {
-		t := corev1.DefaultEnableServiceLinks
-		s.EnableServiceLinks = &t
 	}
 	if s.HostNetwork {
 		// With the host's network a container port is a host port.

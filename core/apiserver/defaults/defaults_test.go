@@ -101,6 +101,9 @@ func TestWorkloadDefaults(t *testing.T) {
 		*d.Spec.RevisionHistoryLimit != 10 || *d.Spec.ProgressDeadlineSeconds != 600 {
 		t.Errorf("deployment defaults wrong: %+v", d.Spec)
 	}
+	if d.Spec.Template.Spec.EnableServiceLinks != nil {
+		t.Errorf("template got enableServiceLinks; upstream sets it on pods only")
+	}
 	if d.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyAlways || d.Spec.Template.Spec.Containers[0].ImagePullPolicy != corev1.PullIfNotPresent {
 		t.Errorf("template not defaulted: %+v", d.Spec.Template.Spec)
 	}
