@@ -494,3 +494,30 @@ func TestConfigMapImmutable(t *testing.T) {
 	upd.Data["a"] = "2"
 	checkErrors(t, ValidateUpdate(upd, old), []want{{field.ErrorTypeForbidden, "data", "field is immutable when `immutable` is set"}})
 }
+
+// BenchmarkDefaultAndValidatePod is the per-request cost of defaulting and validating a
+// typical pod on create, which sits on the API server's write path.
+func BenchmarkDefaultAndValidatePod(b *testing.B) {
+	pod := validPod()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		p := pod.DeepCopy()
+		defaults.Default(p)
+		if errs := Validate(p); len(errs) != 0 {
+			b.Fatal(errs)
+		}
+	}
+}
+
+func BenchmarkValidatePodUpdate(b *testing.B) {
+	old := validPod()
+	old.ResourceVersion = "1"
+	pod := old.DeepCopy()
+	pod.Spec.Containers[0].Image = "nginx:2"
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if errs := ValidateUpdate(pod, old); len(errs) != 0 {
+			b.Fatal(errs)
+		}
+	}
+}
