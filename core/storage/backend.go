@@ -89,6 +89,8 @@ type Backend struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	leases leaseManager
+
 	mu      sync.Mutex
 	cachers map[string]*cacher
 
@@ -138,6 +140,7 @@ func NewBackend(ctx context.Context, cfg Config) (*Backend, error) {
 		return nil, fmt.Errorf("storage: connect to etcd %v: %w", endpoints, err)
 	}
 	b.client = client
+	b.leases.client = client
 	if err := b.waitReady(ctx, endpoints); err != nil {
 		client.Close()
 		b.stopEmbedded()
@@ -256,8 +259,9 @@ func (b *Backend) Ready(ctx context.Context) error {
 
 // ForResource returns the store for resource (for example "pods"). newFunc returns an
 // empty object of the resource's type (&corev1.Pod{}), newListFunc an empty list
-// (&corev1.PodList{}). Stores of the same resource share one watch cache.
-func (b *Backend) ForResource(resource string, newFunc, newListFunc func() runtime.Object) Interface {
+// (&corev1.PodList{}). Stores of the same resource share one watch cache. Options:
+// WithTTL.
+func (b *Backend) ForResource(resource string, newFunc, newListFunc func() runtime.Object, opts ...ResourceOption) Interface {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	c, ok := b.cachers[resource]
@@ -265,13 +269,17 @@ func (b *Backend) ForResource(resource string, newFunc, newListFunc func() runti
 		c = newCacher(b, resource, newFunc)
 		b.cachers[resource] = c
 	}
-	return &store{
+	s := &store{
 		b:           b,
 		resource:    resource,
 		codec:       newCodec(newFunc),
 		newListFunc: newListFunc,
 		cacher:      c,
 	}
+	for _, opt := range opts {
+		opt(s)
+	}
+	return s
 }
 
 // EtcdWatchCount is the number of etcd watches the watch caches hold open: at most one

@@ -26,6 +26,7 @@ type store struct {
 	codec       *codec
 	newListFunc func() runtime.Object
 	cacher      *cacher
+	ttl         time.Duration // objects expire this long after their last write; 0: never
 }
 
 var _ Interface = (*store)(nil)
@@ -53,10 +54,14 @@ func (s *store) Create(ctx context.Context, key string, obj runtime.Object) (run
 	if err != nil {
 		return nil, err
 	}
+	putOpts, err := s.putOptions(ctx)
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	resp, err := s.b.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(data))).
+		Then(clientv3.OpPut(key, string(data), putOpts...)).
 		Commit()
 	observe("create", s.resource, start)
 	if err != nil {
@@ -152,10 +157,14 @@ func (s *store) GuaranteedUpdate(ctx context.Context, key string, pre *Precondit
 			}
 			return updated, nil
 		}
+		putOpts, err := s.putOptions(ctx)
+		if err != nil {
+			return nil, err
+		}
 		start := time.Now()
 		resp, err := s.b.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.ModRevision(key), "=", cur.rev)).
-			Then(clientv3.OpPut(key, string(data))).
+			Then(clientv3.OpPut(key, string(data), putOpts...)).
 			Else(clientv3.OpGet(key)).
 			Commit()
 		observe("update", s.resource, start)

@@ -37,6 +37,7 @@ var suite = []struct {
 	{"SlowWatcherIsClosed", testSlowWatcherIsClosed},
 	{"Bookmarks", testBookmarks},
 	{"ExpiredAfterCompaction", testExpiredAfterCompaction},
+	{"TTL", testTTL},
 }
 
 func TestEmbedded(t *testing.T) {
@@ -668,4 +669,46 @@ func testExpiredAfterCompaction(t *testing.T, newBackend backendFactory) {
 	expectEvent(t, w2, watch.Added, "a")
 	expectEvent(t, w2, watch.Added, "b")
 	expectEvent(t, w2, watch.Added, "c")
+}
+
+func testTTL(t *testing.T, newBackend backendFactory) {
+	ctx := context.Background()
+	b := newBackend(t, Config{})
+	events := b.ForResource("events", func() runtime.Object { return &corev1.Pod{} }, func() runtime.Object { return &corev1.PodList{} }, WithTTL(2*time.Second))
+	w, err := events.Watch(ctx, Prefix("events", ""), WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for _, name := range []string{"a", "b"} {
+		if _, err := events.Create(ctx, Key("events", "default", name), newPod("default", name, nil)); err != nil {
+			t.Fatal(err)
+		}
+		expectEvent(t, w, watch.Added, name)
+	}
+	// An update keeps the object on a lease (a put without one would make it immortal).
+	if _, err := events.GuaranteedUpdate(ctx, Key("events", "default", "b"), nil, func(cur runtime.Object) (runtime.Object, error) {
+		cur.(*corev1.Pod).Labels = map[string]string{"updated": "yes"}
+		return cur, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	expectEvent(t, w, watch.Modified, "b")
+	gone := map[string]bool{}
+	for len(gone) < 2 {
+		ev := nextEvent(t, w)
+		if ev.Type != watch.Deleted {
+			t.Fatalf("got %s while waiting for expiry", ev.Type)
+		}
+		gone[ev.Object.(*corev1.Pod).Name] = true
+	}
+	if n, err := events.Count(ctx, Prefix("events", "")); err != nil || n != 0 {
+		t.Fatalf("after expiry count = %d, %v", n, err)
+	}
+	// Resources without a TTL are untouched.
+	mustCreate(t, podStore(b), newPod("default", "stays", nil))
+	resp, err := b.Client().Get(ctx, Key("pods", "default", "stays"))
+	if err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].Lease != 0 {
+		t.Fatalf("pod without TTL: %v %+v", err, resp)
+	}
 }
