@@ -48,7 +48,7 @@ func table(gvk schema.GroupVersionKind, objs []runtime.Object, now time.Time) (*
 	}
 	t := &metav1.Table{
 		TypeMeta:          metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "Table"},
-		ColumnDefinitions: p.columns,
+		ColumnDefinitions: append([]metav1.TableColumnDefinition(nil), p.columns...), // callers may edit their table
 		Rows:              make([]metav1.TableRow, 0, len(objs)),
 	}
 	for _, obj := range objs {

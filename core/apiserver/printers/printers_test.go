@@ -288,3 +288,18 @@ func TestWrongType(t *testing.T) {
 		t.Fatalf("want ErrWrongType, got %v", err)
 	}
 }
+
+func BenchmarkPodTable100(b *testing.B) {
+	objs := make([]runtime.Object, 100)
+	for i := range objs {
+		objs[i] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", CreationTimestamp: created},
+			Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "a"}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{running("a", true, 0)}}}
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := table(podGVK, objs, now); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
