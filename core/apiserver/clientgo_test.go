@@ -2,12 +2,14 @@ package apiserver_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
@@ -134,5 +136,47 @@ func TestInformerSeesChanges(t *testing.T) {
 	expect("delete after")
 	if got, err := inf.Lister().Pods("default").Get("before"); err != nil || got.Name != "before" {
 		t.Fatalf("lister: %v %v", got, err)
+	}
+}
+
+func TestWatchFromCompactedVersionIsGone(t *testing.T) {
+	srv := apiservertest.Start(t, apiservertest.WithCompactionInterval(100*time.Millisecond))
+	cms := srv.Client.CoreV1().ConfigMaps("default")
+	first, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Keep writing until the compactor has passed the first revision; a watch from it
+	// must then end with an ERROR event carrying 410 Gone.
+	deadline := time.Now().Add(60 * time.Second)
+	for i := 0; ; i++ {
+		if time.Now().After(deadline) {
+			t.Fatal("history was never compacted")
+		}
+		cm, err := cms.Get(ctx, "c", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Data = map[string]string{"i": fmt.Sprint(i)}
+		if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		w, err := cms.Watch(wctx, metav1.ListOptions{ResourceVersion: first.ResourceVersion})
+		if err != nil {
+			cancel()
+			t.Fatalf("watch: %v", err)
+		}
+		ev, ok := <-w.ResultChan()
+		w.Stop()
+		cancel()
+		if ok && ev.Type == watch.Error {
+			st, _ := ev.Object.(*metav1.Status)
+			if st == nil || st.Code != 410 || st.Reason != metav1.StatusReasonExpired && st.Reason != metav1.StatusReasonGone {
+				t.Fatalf("error event: %+v", ev.Object)
+			}
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -44,6 +45,7 @@ type options struct {
 	admission  []admission.Plugin
 	logger     *slog.Logger
 	toleration int64
+	compaction time.Duration
 }
 
 // Option configures Start.
@@ -64,6 +66,9 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 // WithDefaultTolerationSeconds sets the not-ready/unreachable toleration added to pods.
 func WithDefaultTolerationSeconds(s int64) Option { return func(o *options) { o.toleration = s } }
 
+// WithCompactionInterval compacts etcd history every d (tests of 410 Gone).
+func WithCompactionInterval(d time.Duration) Option { return func(o *options) { o.compaction = d } }
+
 // Start runs an API server until the test ends (or Stop is called).
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
@@ -80,7 +85,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	api, err := apiserver.New(ctx, apiserver.Options{
 		DataDir: o.dataDir, Listen: "127.0.0.1:0", Admission: o.admission, Logger: o.logger,
-		DefaultTolerationSeconds: o.toleration,
+		DefaultTolerationSeconds: o.toleration, CompactionInterval: o.compaction,
 	})
 	if err != nil {
 		cancel()
