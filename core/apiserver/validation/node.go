@@ -130,3 +130,15 @@ func validateNamespaceUpdate(ns, old *corev1.Namespace) field.ErrorList {
 	}
 	return allErrs
 }
+
+// validateBinding checks a pods/binding request: it must name a node.
+func validateBinding(b *corev1.Binding) field.ErrorList {
+	var allErrs field.ErrorList
+	if b.Target.Kind != "" && b.Target.Kind != "Node" {
+		allErrs = append(allErrs, field.NotSupported(field.NewPath("target", "kind"), b.Target.Kind, []string{"Node", "<empty>"}))
+	}
+	if b.Target.Name == "" {
+		allErrs = append(allErrs, field.Required(field.NewPath("target", "name"), ""))
+	}
+	return allErrs
+}

@@ -47,6 +47,8 @@ func Validate(obj runtime.Object) field.ErrorList {
 		return validateReplicaSet(o)
 	case *autoscalingv1.Scale:
 		return validateScale(o)
+	case *corev1.Binding:
+		return validateBinding(o)
 	}
 	return validateUnknownMeta(obj)
 }

@@ -469,6 +469,12 @@ func TestOtherTypes(t *testing.T) {
 			}},
 		{"scale", &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: autoscalingv1.ScaleSpec{Replicas: -2}},
 			[]want{{field.ErrorTypeInvalid, "spec.replicas", "must be greater than or equal to 0"}}},
+		{"binding to a node", &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Target: corev1.ObjectReference{Kind: "Node", Name: "node-1"}}, nil},
+		{"binding without a target", &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Target: corev1.ObjectReference{Kind: "Pod"}},
+			[]want{
+				{field.ErrorTypeNotSupported, "target.kind", "Node"},
+				{field.ErrorTypeRequired, "target.name", ""},
+			}},
 		{"unknown type: metadata only", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "Bad_Name", Namespace: "default"}},
 			[]want{{field.ErrorTypeInvalid, "metadata.name", "RFC 1123 subdomain"}}},
 	}
