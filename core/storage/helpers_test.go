@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -201,4 +204,43 @@ func names(list runtime.Object) []string {
 		out = append(out, p.Name)
 	}
 	return out
+}
+
+// etcdWatchers reads etcd's own count of watchers from the /metrics endpoint of the
+// etcd process at endpoint.
+func etcdWatchers(t testing.TB, endpoint string) int {
+	t.Helper()
+	resp, err := http.Get(endpoint + "/metrics")
+	if err != nil {
+		t.Fatalf("scrape etcd metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "etcd_debugging_mvcc_watcher_total "); ok {
+			n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("etcd metric line %q: %v", line, err)
+			}
+			return int(n)
+		}
+	}
+	t.Fatalf("etcd at %s exports no etcd_debugging_mvcc_watcher_total", endpoint)
+	return 0
+}
+
+// waitEtcdWatchers waits until etcd serves exactly want watchers (watch creation is
+// asynchronous); failing after a generous wait means the count never matched.
+func waitEtcdWatchers(t testing.TB, endpoint string, want int) {
+	t.Helper()
+	got := -1
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if got = etcdWatchers(t, endpoint); got == want {
+			return
+		}
+	}
+	t.Fatalf("etcd serves %d watchers, want %d", got, want)
 }

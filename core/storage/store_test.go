@@ -538,6 +538,10 @@ func testWatchersShareOneEtcdWatch(t *testing.T, newBackend backendFactory) {
 	if got := b.EtcdWatchCount(); got != 2 {
 		t.Fatalf("watches of two resources hold %d etcd watches, want 2", got)
 	}
+	if b.etcd == nil {
+		// Ask the etcd process itself how many watchers it serves.
+		waitEtcdWatchers(t, b.cfg.Endpoints[0], 2)
+	}
 	mustCreate(t, s, newPod("default", "a", nil))
 	for _, w := range ws {
 		expectEvent(t, w, watch.Added, "a")
