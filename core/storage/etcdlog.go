@@ -19,6 +19,14 @@ type slogCore struct {
 	closing *atomic.Bool
 }
 
+// benignEtcdWarnings are printed by every embedded start and say nothing about
+// wasmkube's setup: the single member serves its client port on loopback only, and
+// etcd authentication (where simple tokens matter) is not used.
+var benignEtcdWarnings = map[string]bool{
+	"Running http and grpc server on single port. This is not recommended for production.": true,
+	"simple token is not cryptographically signed": true,
+}
+
 func newEtcdLogger(log *slog.Logger, closing *atomic.Bool) *zap.Logger {
 	return zap.New(&slogCore{log: log.With("component", "etcd"), closing: closing})
 }
@@ -50,7 +58,7 @@ func (c *slogCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
 	}
 	level := slog.LevelWarn
 	switch {
-	case c.closing.Load():
+	case c.closing.Load() || benignEtcdWarnings[e.Message]:
 		level = slog.LevelDebug
 	case e.Level >= zapcore.ErrorLevel:
 		level = slog.LevelError
