@@ -149,8 +149,11 @@ func TestV3Schemas(t *testing.T) {
 			}
 		}
 	}
-	if _, ok := paths["/api/v1/nodes/{name}/status"]; !ok {
-		t.Errorf("no node status path")
+	for _, p := range []string{"/api/v1/nodes/{name}/status", "/api/v1/namespaces/{name}/finalize", "/api/v1/namespaces/{namespace}/pods/{name}/eviction",
+		"/api/v1/namespaces/{namespace}/pods/{name}/binding", "/api/v1/pods", "/api/v1/namespaces/{namespace}/pods"} {
+		if _, ok := paths[p]; !ok {
+			t.Errorf("no path %s", p)
+		}
 	}
 	appsSchemas, appsPaths := v3Schemas(t, "apis/apps/v1")
 	if _, ok := appsSchemas["io.k8s.api.apps.v1.Deployment"]; !ok {

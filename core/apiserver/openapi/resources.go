@@ -8,6 +8,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -45,13 +46,17 @@ func scaleSub() subresource {
 // resources lists what wasmkube serves. Documents, hashes and paths all derive from it.
 var resources = []resource{
 	{gv: corev1.SchemeGroupVersion, plural: "namespaces", kind: "Namespace", obj: &corev1.Namespace{}, list: &corev1.NamespaceList{},
-		subresources: []subresource{statusOf(corev1.SchemeGroupVersion.WithKind("Namespace"), &corev1.Namespace{})}},
+		subresources: []subresource{
+			statusOf(corev1.SchemeGroupVersion.WithKind("Namespace"), &corev1.Namespace{}),
+			{name: "finalize", kind: corev1.SchemeGroupVersion.WithKind("Namespace"), obj: &corev1.Namespace{}, verbs: []string{"put"}},
+		}},
 	{gv: corev1.SchemeGroupVersion, plural: "nodes", kind: "Node", obj: &corev1.Node{}, list: &corev1.NodeList{},
 		subresources: []subresource{statusOf(corev1.SchemeGroupVersion.WithKind("Node"), &corev1.Node{})}},
 	{gv: corev1.SchemeGroupVersion, plural: "pods", kind: "Pod", namespaced: true, obj: &corev1.Pod{}, list: &corev1.PodList{},
 		subresources: []subresource{
 			statusOf(corev1.SchemeGroupVersion.WithKind("Pod"), &corev1.Pod{}),
 			{name: "binding", kind: bindingGVK, obj: &corev1.Binding{}, verbs: []string{"post"}},
+			{name: "eviction", kind: policyv1.SchemeGroupVersion.WithKind("Eviction"), obj: &policyv1.Eviction{}, verbs: []string{"post"}},
 		}},
 	{gv: corev1.SchemeGroupVersion, plural: "events", kind: "Event", namespaced: true, obj: &corev1.Event{}, list: &corev1.EventList{}},
 	{gv: corev1.SchemeGroupVersion, plural: "services", kind: "Service", namespaced: true, obj: &corev1.Service{}, list: &corev1.ServiceList{},
