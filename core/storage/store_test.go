@@ -38,6 +38,7 @@ var suite = []struct {
 	{"Bookmarks", testBookmarks},
 	{"ExpiredAfterCompaction", testExpiredAfterCompaction},
 	{"TTL", testTTL},
+	{"WatchConsistencyUnderLoad", testWatchConsistencyUnderLoad},
 }
 
 func TestEmbedded(t *testing.T) {
@@ -714,5 +715,126 @@ func testTTL(t *testing.T, newBackend backendFactory) {
 	resp, err := b.Client().Get(ctx, Key("pods", "default", "stays"))
 	if err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].Lease != 0 {
 		t.Fatalf("pod without TTL: %v %+v", err, resp)
+	}
+}
+
+// testWatchConsistencyUnderLoad runs concurrent writers while watchers start from
+// different points; every watcher must see strictly increasing revisions, and folding
+// its events over its starting state must give exactly the final list.
+func testWatchConsistencyUnderLoad(t *testing.T, newBackend backendFactory) {
+	ctx := context.Background()
+	s := podStore(newBackend(t, Config{}))
+	for i := 0; i < 10; i++ {
+		mustCreate(t, s, newPod("default", fmt.Sprintf("seed%d", i), nil))
+	}
+	type watcher struct {
+		w     watch.Interface
+		state map[string]string // name -> resourceVersion
+	}
+	startWatcher := func(rv string) *watcher {
+		t.Helper()
+		st := map[string]string{}
+		if rv != "" {
+			l, err := s.List(ctx, Prefix("pods", ""), ListOptions{ResourceVersion: rv})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range l.(*corev1.PodList).Items {
+				st[p.Name] = p.ResourceVersion
+			}
+		}
+		w, err := s.Watch(ctx, Prefix("pods", ""), WatchOptions{ResourceVersion: rv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Stop)
+		return &watcher{w: w, state: st}
+	}
+	first, err := s.List(ctx, Prefix("pods", ""), ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watchers := []*watcher{startWatcher(""), startWatcher(first.(*corev1.PodList).ResourceVersion)}
+
+	const writers, perWriter = 6, 40
+	var wg sync.WaitGroup
+	for g := 0; g < writers; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perWriter; i++ {
+				name := fmt.Sprintf("w%d-%d", g, i%8)
+				key := Key("pods", "default", name)
+				var err error
+				switch i % 3 {
+				case 0:
+					_, err = s.Create(ctx, key, newPod("default", name, nil))
+					if errors.Is(err, ErrAlreadyExists) {
+						err = nil
+					}
+				case 1:
+					_, err = s.GuaranteedUpdate(ctx, key, nil, func(cur runtime.Object) (runtime.Object, error) {
+						cur.(*corev1.Pod).Labels = map[string]string{"i": strconv.Itoa(i)}
+						return cur, nil
+					})
+				case 2:
+					if i%2 == 0 {
+						_, err = s.Delete(ctx, key, nil)
+					}
+				}
+				if err != nil && !errors.Is(err, ErrNotFound) {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	// Watchers joining mid-stream, from a recent list and from the current state.
+	mid, err := s.List(ctx, Prefix("pods", ""), ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watchers = append(watchers, startWatcher(mid.(*corev1.PodList).ResourceVersion), startWatcher(""))
+	wg.Wait()
+	// A fence object whose event ends every stream.
+	fence := mustCreate(t, s, newPod("default", "zz-fence", nil))
+	final, err := s.List(ctx, Prefix("pods", ""), ListOptions{ResourceVersion: fence.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, p := range final.(*corev1.PodList).Items {
+		want[p.Name] = p.ResourceVersion
+	}
+	for i, wt := range watchers {
+		var last int64
+		for {
+			ev := nextEvent(t, wt.w)
+			p := ev.Object.(*corev1.Pod)
+			rv := rvOf(t, p)
+			if rv <= last && ev.Type != watch.Added { // initial ADDED events share no order
+				t.Fatalf("watcher %d: revision %d after %d", i, rv, last)
+			}
+			if ev.Type != watch.Added || rv > last {
+				last = max(last, rv)
+			}
+			switch ev.Type {
+			case watch.Added, watch.Modified:
+				wt.state[p.Name] = p.ResourceVersion
+			case watch.Deleted:
+				delete(wt.state, p.Name)
+			}
+			if p.Name == "zz-fence" {
+				break
+			}
+		}
+		if len(wt.state) != len(want) {
+			t.Fatalf("watcher %d ends with %d objects, the store has %d", i, len(wt.state), len(want))
+		}
+		for name, rv := range want {
+			if wt.state[name] != rv {
+				t.Fatalf("watcher %d: %s at rv %q, the store has %q", i, name, wt.state[name], rv)
+			}
+		}
 	}
 }
