@@ -75,6 +75,9 @@ type Server struct {
 	tables         tableConvertor
 	kubeletClient  *http.Client
 
+	namespaces *nsCache
+	bgCancel   context.CancelFunc
+
 	ready    chan struct{}
 	stopping chan struct{}
 	done     chan struct{}
@@ -133,6 +136,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	ok := false
 	defer func() {
 		if !ok {
+			if s.bgCancel != nil {
+				s.bgCancel()
+			}
 			s.backend.Close()
 		}
 	}()
@@ -164,6 +170,10 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err := s.seedNamespaces(ctx); err != nil {
 		return nil, err
 	}
+	bg, bgCancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.bgCancel = bgCancel
+	s.namespaces = &nsCache{st: s.stores[corev1.SchemeGroupVersion.WithResource("namespaces")]}
+	go s.namespaces.run(bg)
 	if s.ln, err = net.Listen("tcp", opts.Listen); err != nil {
 		return nil, fmt.Errorf("apiserver: listen on %s: %w", opts.Listen, err)
 	}
@@ -198,15 +208,7 @@ func (s *Server) seedNamespaces(ctx context.Context) error {
 }
 
 func (s *Server) getNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
-	st := s.stores[corev1.SchemeGroupVersion.WithResource("namespaces")]
-	obj, err := st.s.Get(ctx, st.key("", name))
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, fmt.Errorf("%w: %s", admission.ErrNamespaceNotFound, name)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return obj.(*corev1.Namespace), nil
+	return s.namespaces.get(ctx, name)
 }
 
 // Run serves until ctx is done, then stops accepting requests, ends open watches, waits
@@ -234,6 +236,7 @@ func (s *Server) Run(ctx context.Context) error {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		_ = srv.Shutdown(sctx)
 		cancel()
+		s.bgCancel()
 		if err := s.backend.Close(); err != nil && runErr == nil {
 			runErr = err
 		}
