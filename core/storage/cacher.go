@@ -415,6 +415,11 @@ func (c *cacher) watch(ctx context.Context, s *store, prefix string, opts WatchO
 	}
 	exact := !strings.HasSuffix(prefix, "/")
 	fromState := rev == 0
+	if !fromState {
+		if err := c.checkNotFuture(ctx, prefix, rev); err != nil {
+			return nil, err
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		var initial []runtime.Object
 		if fromState {
@@ -434,6 +439,26 @@ func (c *cacher) watch(ctx context.Context, s *store, prefix string, opts WatchO
 		go w.run(initial)
 		return w, nil
 	}
+}
+
+// checkNotFuture returns ErrTooLarge for a revision etcd has not reached, as upstream
+// does, instead of a watch that waits silently for it. Only a revision beyond what the
+// cache has seen costs an etcd round trip.
+func (c *cacher) checkNotFuture(ctx context.Context, prefix string, rev int64) error {
+	c.mu.Lock()
+	seen := c.lastRev
+	c.mu.Unlock()
+	if rev <= seen {
+		return nil
+	}
+	resp, err := c.b.client.Get(ctx, compactRevKey, clientv3.WithCountOnly())
+	if err != nil {
+		return etcdErr(err, prefix)
+	}
+	if rev > resp.Header.Revision {
+		return fmt.Errorf("%w: watch %s from resourceVersion %d: the store is at %d", ErrTooLarge, prefix, rev, resp.Header.Revision)
+	}
+	return nil
 }
 
 // register adds a watcher that receives the events after rev, replaying those the ring

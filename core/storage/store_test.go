@@ -371,6 +371,12 @@ func testListAtOldRevision(t *testing.T, newBackend backendFactory) {
 	if _, err := s.List(ctx, Prefix("pods", ""), ListOptions{ResourceVersion: future}); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("list at a future rv: got %v, want ErrTooLarge", err)
 	}
+	if _, err := s.Watch(ctx, Prefix("pods", ""), WatchOptions{ResourceVersion: future}); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("watch from a future rv: got %v, want ErrTooLarge", err)
+	}
+	if _, err := s.Watch(ctx, Prefix("pods", ""), WatchOptions{ResourceVersion: "x"}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("watch from rv x: got %v, want ErrInvalid", err)
+	}
 	if _, err := s.List(ctx, Prefix("pods", ""), ListOptions{ResourceVersion: "abc"}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("list at rv abc: got %v, want ErrInvalid", err)
 	}
