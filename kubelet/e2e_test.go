@@ -40,7 +40,7 @@ type node struct {
 	stop    func()
 }
 
-func imagesDir(t *testing.T) string {
+func imagesDir(t testing.TB) string {
 	bb, pause := nodetest.ImageArchives(t)
 	dir := t.TempDir()
 	for _, f := range []string{bb, pause} {
@@ -51,7 +51,9 @@ func imagesDir(t *testing.T) string {
 	return dir
 }
 
-func startKubelet(t *testing.T, srv *apiservertest.Server, n *node, cleanupOnExit bool) {
+func startKubeletB(b *testing.B, srv *apiservertest.Server, n *node) { startKubelet(b, srv, n, true) }
+
+func startKubelet(t testing.TB, srv *apiservertest.Server, n *node, cleanupOnExit bool) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	k, err := kubelet.New(ctx, kubelet.Options{
@@ -59,7 +61,7 @@ func startKubelet(t *testing.T, srv *apiservertest.Server, n *node, cleanupOnExi
 		ContainerdAddress: n.daemon.Address(), Snapshotter: n.daemon.Snapshotter(),
 		PodCIDR: n.net.PodCIDR, Bridge: n.net.Bridge, ImagesDir: imagesDir(t),
 		ServerAddr: "127.0.0.1:0", CleanupOnExit: cleanupOnExit,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()})),
 	})
 	if err != nil {
 		cancel()
@@ -499,4 +501,12 @@ func TestKubeletRestartAdoptsRunningPods(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	assertNoTrace(t, n)
+}
+
+// logLevel is warn unless WASMKUBE_TEST_LOG=debug asks for the kubelet's step timings.
+func logLevel() slog.Level {
+	if os.Getenv("WASMKUBE_TEST_LOG") == "debug" {
+		return slog.LevelDebug
+	}
+	return slog.LevelWarn
 }

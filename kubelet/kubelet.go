@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"sync"
 	"time"
 
@@ -53,6 +54,10 @@ type Options struct {
 
 	ServerAddr string // HTTPS listen address; default :10250, 127.0.0.1:0 in tests
 
+	// ParallelPodStarts bounds how many pods create their sandbox and first containers at
+	// once; default twice the number of CPUs.
+	ParallelPodStarts int
+
 	// CleanupOnExit stops and removes every pod of the node when Run returns (wasmkube up
 	// does this on Ctrl-C). Off, pods keep running and a restarted kubelet adopts them.
 	CleanupOnExit bool
@@ -86,6 +91,8 @@ type Kubelet struct {
 	warned   map[string]bool
 	wg       sync.WaitGroup
 	runtimeV string
+
+	startSlots chan struct{}
 }
 
 // New validates opts, connects to the API server and to the runtime, and opens the HTTPS
@@ -122,6 +129,11 @@ func New(ctx context.Context, opts Options) (*Kubelet, error) {
 	}
 	k := &Kubelet{opts: opts, log: opts.Logger.With("component", "kubelet", "node", opts.NodeName),
 		workers: map[types.UID]*podWorker{}, warned: map[string]bool{}}
+	n := opts.ParallelPodStarts
+	if n <= 0 {
+		n = 2 * goruntime.NumCPU()
+	}
+	k.startSlots = make(chan struct{}, n)
 	cfg := rest.CopyConfig(opts.RESTConfig)
 	if cfg.QPS == 0 {
 		cfg.QPS, cfg.Burst = 100, 200

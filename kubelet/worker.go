@@ -159,7 +159,9 @@ func (w *podWorker) sync(ctx context.Context) (time.Duration, bool) {
 		return 0, false
 	}
 
+	t0 := time.Now()
 	requeue := w.reconcile(ctx, pod, obs)
+	t1 := time.Now()
 
 	obs, err = w.observe(ctx)
 	if err != nil {
@@ -167,7 +169,10 @@ func (w *podWorker) sync(ctx context.Context) (time.Duration, bool) {
 		return 2 * time.Second, false
 	}
 	w.syncProbes(ctx, pod, obs)
-	if err := w.writeStatus(ctx, pod, obs); err != nil && ctx.Err() == nil {
+	t2 := time.Now()
+	err = w.writeStatus(ctx, pod, obs)
+	w.k.log.Debug("pod synced", "pod", podKey(pod), "reconcile", t1.Sub(t0), "observe", t2.Sub(t1), "status", time.Since(t2))
+	if err != nil && ctx.Err() == nil {
 		w.k.log.Warn("write pod status", "pod", podKey(pod), "err", err)
 		if requeue == 0 || requeue > time.Second {
 			requeue = time.Second
@@ -189,10 +194,20 @@ func (w *podWorker) reconcile(ctx context.Context, pod *v1.Pod, obs *observed) t
 				w.k.log.Warn("stop dead sandbox", "pod", podKey(pod), "err", err)
 			}
 		}
+		// Sandboxes compete for the same CPUs (runc, shim, CNI plugins); admitting a few at a
+		// time gets each pod to Running sooner than starting all at once.
+		select {
+		case w.k.startSlots <- struct{}{}:
+		case <-ctx.Done():
+			return 0
+		}
+		tsb := time.Now()
 		var err error
 		sb, err = w.k.rt.RunPodSandbox(ctx, runtime.SandboxConfig{
 			Pod: podRef(pod), Hostname: podHostname(pod), Image: w.k.opts.PauseImage,
 		})
+		<-w.k.startSlots
+		w.k.log.Debug("sandbox created", "pod", podKey(pod), "took", time.Since(tsb), "err", err)
 		if err != nil {
 			w.k.rec.event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "", "Failed to create pod sandbox: %v", err)
 			return 5 * time.Second

@@ -76,7 +76,10 @@ func ConfList(cfg Config) ([]byte, error) {
 type Network struct {
 	cni  *libcni.CNIConfig
 	list *libcni.NetworkConfigList
-	mu   sync.Mutex // host-local serialises itself; the bridge plugin racing on first creation does not
+	// host-local serialises its allocations with a file lock, but two bridge plugins
+	// creating the bridge at once race; so ADDs run one at a time until one succeeded.
+	mu    sync.Mutex
+	ready bool
 }
 
 // New writes the conflist to cfg.Dir/net.d and prepares libcni.
@@ -131,8 +134,15 @@ func rtConf(id, netns string, pod runtime.PodRef) *libcni.RuntimeConf {
 // Setup implements runtime.Network.
 func (n *Network) Setup(ctx context.Context, id, netns string, pod runtime.PodRef) (string, error) {
 	n.mu.Lock()
+	if n.ready {
+		n.mu.Unlock()
+	} else {
+		defer n.mu.Unlock()
+	}
 	res, err := n.cni.AddNetworkList(ctx, n.list, rtConf(id, netns, pod))
-	n.mu.Unlock()
+	if err == nil && !n.ready {
+		n.ready = true
+	}
 	if err != nil {
 		return "", fmt.Errorf("cni add for pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -157,8 +167,6 @@ func (n *Network) Teardown(ctx context.Context, id, netns string, pod runtime.Po
 	if _, err := os.Stat(netns); err != nil {
 		netns = ""
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
 	if err := n.cni.DelNetworkList(ctx, n.list, rtConf(id, netns, pod)); err != nil {
 		return fmt.Errorf("cni del for pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}

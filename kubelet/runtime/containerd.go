@@ -238,7 +238,9 @@ func (r *Containerd) RunPodSandbox(ctx context.Context, cfg SandboxConfig) (_ *S
 	}
 	cleanups = append(cleanups, func() { _ = removeNetNS(nsPath) })
 
+	tNet := time.Now()
 	ip, err := r.opts.Network.Setup(ctx, id, nsPath, cfg.Pod)
+	r.log.Debug("sandbox network", "pod", cfg.Pod.Name, "took", time.Since(tNet))
 	if err != nil {
 		return nil, fmt.Errorf("sandbox %s: network setup: %w", id, err)
 	}
@@ -284,10 +286,12 @@ func (r *Containerd) RunPodSandbox(ctx context.Context, cfg SandboxConfig) (_ *S
 		return nil, fmt.Errorf("sandbox %s: create pause container: %w", id, err)
 	}
 	cleanups = append(cleanups, func() { _ = ctr.Delete(bg, client.WithSnapshotCleanup) })
+	tTask := time.Now()
 	task, err := ctr.NewTask(ctx, cio.NullIO)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox %s: create pause task: %w", id, err)
 	}
+	r.log.Debug("sandbox task", "pod", cfg.Pod.Name, "took", time.Since(tTask))
 	cleanups = append(cleanups, func() { _, _ = task.Delete(bg, client.WithProcessKill) })
 	if err := task.Start(ctx); err != nil {
 		return nil, fmt.Errorf("sandbox %s: start pause: %w", id, err)

@@ -1,0 +1,106 @@
+package kubelet_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/apiservertest"
+	"github.com/wasmkube/wasmkube/kubelet/internal/nodetest"
+)
+
+// BenchmarkPodStartup creates 20 pods at once on a real kubelet (image present, pods bound
+// to the node) and measures creation -> Running as seen by a watch. It reports p50 and p99
+// over all pods of all iterations.
+//
+//	go test -run '^$' -bench PodStartup -benchtime 5x ./kubelet/
+func BenchmarkPodStartup(b *testing.B) {
+	perRound := 20
+	if v := os.Getenv("WASMKUBE_BENCH_PODS"); v != "" {
+		perRound, _ = strconv.Atoi(v)
+	}
+	srv := apiservertest.Start(b)
+	n := &node{name: "node-bench", root: b.TempDir(), daemon: nodetest.Containerd(b)}
+	n.net = nodetest.Network(b, filepath.Join(n.root, "cni"))
+	startKubeletB(b, srv, n)
+	ctx := context.Background()
+	pods := srv.Client.CoreV1().Pods("default")
+	var all []time.Duration
+	b.ResetTimer()
+	for it := 0; it < b.N; it++ {
+		w, err := pods.Watch(ctx, metav1.ListOptions{LabelSelector: fmt.Sprintf("round=r%d", it)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		created := make([]time.Time, perRound)
+		var wg sync.WaitGroup
+		for i := 0; i < perRound; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p := &v1.Pod{
+					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-%d-%d", it, i), Namespace: "default", Labels: map[string]string{"round": fmt.Sprintf("r%d", it)}},
+					Spec: v1.PodSpec{NodeName: n.name, TerminationGracePeriodSeconds: int64p(0),
+						Containers: []v1.Container{busybox("app", "trap 'exit 0' TERM; while true; do sleep 1; done")}},
+				}
+				created[i] = time.Now()
+				if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+					b.Error(err)
+				}
+			}()
+		}
+		running := map[string]time.Duration{}
+		timeout := time.After(2 * time.Minute)
+		for len(running) < perRound {
+			select {
+			case ev := <-w.ResultChan():
+				if ev.Type != watch.Modified && ev.Type != watch.Added {
+					continue
+				}
+				p := ev.Object.(*v1.Pod)
+				if _, seen := running[p.Name]; !seen && p.Status.Phase == v1.PodRunning {
+					var i int
+					fmt.Sscanf(p.Name, fmt.Sprintf("bench-%d-%%d", it), &i)
+					running[p.Name] = time.Since(created[i])
+				}
+			case <-timeout:
+				b.Fatalf("only %d of %d pods Running after 2 minutes", len(running), perRound)
+			}
+		}
+		w.Stop()
+		wg.Wait()
+		for _, d := range running {
+			all = append(all, d)
+		}
+		b.StopTimer()
+		for i := 0; i < perRound; i++ {
+			_ = pods.Delete(ctx, fmt.Sprintf("bench-%d-%d", it, i), metav1.DeleteOptions{})
+		}
+		for i := 0; i < perRound; i++ {
+			for {
+				if _, err := pods.Get(ctx, fmt.Sprintf("bench-%d-%d", it, i), metav1.GetOptions{}); apierrors.IsNotFound(err) {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	pct := func(p float64) time.Duration { return all[int(p*float64(len(all)-1)+0.5)] }
+	b.ReportMetric(float64(pct(0.5).Milliseconds()), "p50-ms")
+	b.ReportMetric(float64(pct(0.99).Milliseconds()), "p99-ms")
+	b.ReportMetric(float64(all[len(all)-1].Milliseconds()), "max-ms")
+}
