@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/apiservertest"
 	"github.com/wasmkube/wasmkube/kubelet"
@@ -187,6 +189,19 @@ func assertNoTrace(t *testing.T, n *node) {
 	}
 }
 
+// kubectl runs the real kubectl against the test API server and returns its stdout.
+func kubectl(t *testing.T, srv *apiservertest.Server, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", srv.KubeconfigPath}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return string(out)
+}
+
 func TestNodeRegistrationAndLease(t *testing.T) {
 	srv := apiservertest.Start(t)
 	n := newNode(t, srv, "node-reg")
@@ -278,9 +293,16 @@ func TestPodLifecycleEndToEnd(t *testing.T) {
 			},
 		},
 	}
-	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	pod.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+	manifest, err := yaml.Marshal(pod)
+	if err != nil {
 		t.Fatal(err)
 	}
+	mf := filepath.Join(t.TempDir(), "web.yaml")
+	if err := os.WriteFile(mf, manifest, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, srv, "apply", "-f", mf)
 	p := waitPod(t, srv.Client, "default", "web", "Running and Ready", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning && podReady(p) })
 	if p.Status.PodIP == "" || len(p.Status.PodIPs) != 1 || p.Status.HostIP != "127.0.0.1" || p.Status.StartTime == nil {
 		t.Errorf("addresses in status: %+v", p.Status)
@@ -311,10 +333,15 @@ func TestPodLifecycleEndToEnd(t *testing.T) {
 	if code, _ := kubeletGet(t, srv, n, "/containerLogs/default/web/nope"); code != 400 {
 		t.Errorf("logs of a missing container: %d", code)
 	}
-	// The same through the API server's pods/log proxy.
-	raw, err := pods.GetLogs("web", &v1.PodLogOptions{Container: "web"}).DoRaw(ctx)
-	if err != nil || !strings.Contains(string(raw), "web starting") {
-		t.Errorf("pods/log through the API server: %q %v", raw, err)
+	// The same through the API server's pods/log proxy, with kubectl.
+	if out := kubectl(t, srv, "logs", "web", "-c", "web"); !strings.Contains(out, "web starting") {
+		t.Errorf("kubectl logs -c web: %q", out)
+	}
+	if out := kubectl(t, srv, "logs", "web", "-c", "sidecar", "--tail", "1"); out != "sidecar-ready\n" {
+		t.Errorf("kubectl logs --tail 1: %q", out)
+	}
+	if out := kubectl(t, srv, "get", "pod", "web", "--no-headers"); !strings.Contains(out, "2/2") || !strings.Contains(out, "Running") {
+		t.Errorf("kubectl get pod: %q", out)
 	}
 
 	// A second pod reaches the first by pod IP over the bridge.
@@ -340,9 +367,7 @@ func TestPodLifecycleEndToEnd(t *testing.T) {
 	}
 
 	// Deletion with a grace period: preStop, SIGTERM, teardown, final delete.
-	if err := pods.Delete(ctx, "web", metav1.DeleteOptions{GracePeriodSeconds: int64p(10)}); err != nil {
-		t.Fatal(err)
-	}
+	kubectl(t, srv, "delete", "pod", "web", "--grace-period", "10", "--wait=false")
 	if err := pods.Delete(ctx, "client", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
