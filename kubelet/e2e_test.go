@@ -403,7 +403,7 @@ func TestPodLifecycleEndToEnd(t *testing.T) {
 	assertNoTrace(t, n)
 }
 
-func TestRestartBackOffAndOOM(t *testing.T) {
+func TestRestartBackOffLivenessAndOOM(t *testing.T) {
 	srv := apiservertest.Start(t)
 	n := newNode(t, srv, "node-crash")
 	ctx := context.Background()
@@ -419,7 +419,13 @@ func TestRestartBackOffAndOOM(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "oom", Namespace: "default"},
 		Spec:       v1.PodSpec{NodeName: n.name, RestartPolicy: v1.RestartPolicyNever, Containers: []v1.Container{oom}},
 	}
-	for _, p := range []*v1.Pod{crash, oomPod} {
+	live := busybox("live", "touch /tmp/alive; sleep 2; rm /tmp/alive; sleep 1000")
+	live.LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"test", "-f", "/tmp/alive"}}}, PeriodSeconds: 1, FailureThreshold: 1}
+	livePod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "live", Namespace: "default"},
+		Spec:       v1.PodSpec{NodeName: n.name, TerminationGracePeriodSeconds: int64p(1), Containers: []v1.Container{live}},
+	}
+	for _, p := range []*v1.Pod{crash, oomPod, livePod} {
 		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -447,12 +453,30 @@ func TestRestartBackOffAndOOM(t *testing.T) {
 	if cs := containerStatus(op, "oom"); cs == nil || cs.State.Terminated == nil || cs.State.Terminated.Reason != "OOMKilled" {
 		t.Errorf("oom container status %+v", cs)
 	}
-	for _, name := range []string{"crash", "oom"} {
+	lp := waitPod(t, srv.Client, "default", "live", "restarted by its liveness probe", func(p *v1.Pod) bool {
+		cs := containerStatus(p, "live")
+		return cs != nil && cs.RestartCount >= 1
+	})
+	if cs := containerStatus(lp, "live"); cs.LastTerminationState.Terminated == nil {
+		t.Errorf("live container restarted without a recorded termination: %+v", cs)
+	}
+	evs, err := srv.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", "live").String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, e := range evs.Items {
+		seen[e.Reason] = true
+	}
+	if !seen["Unhealthy"] || !seen["Killing"] {
+		t.Errorf("liveness failure events missing: %v", seen)
+	}
+	for _, name := range []string{"crash", "oom", "live"} {
 		if err := pods.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, name := range []string{"crash", "oom"} {
+	for _, name := range []string{"crash", "oom", "live"} {
 		for i := 0; ; i++ {
 			if _, err := pods.Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 				break
