@@ -1,0 +1,108 @@
+package kubelet_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/apiservertest"
+	"github.com/wasmkube/wasmkube/kubelet"
+	"github.com/wasmkube/wasmkube/kubelet/runtime"
+)
+
+// The pod worker's ordering rules, on the in-memory runtime: init containers one at a time
+// and only after the previous one exited 0, app containers after all of them, and
+// restartPolicy deciding what happens to exited containers.
+func TestWorkerOrderingOnFakeRuntime(t *testing.T) {
+	srv := apiservertest.Start(t)
+	fake := runtime.NewFake("busybox")
+	var mu sync.Mutex
+	fake.Behavior = func(cfg runtime.ContainerConfig) (bool, int32) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case strings.HasPrefix(cfg.Name, "init"):
+			return true, 0
+		case cfg.Name == "job":
+			return true, 0
+		case cfg.Name == "flaky":
+			// Fails once, then succeeds: OnFailure restarts it exactly once.
+			if cfg.Attempt == 0 {
+				return true, 1
+			}
+			return true, 0
+		}
+		return false, 0
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	k, err := kubelet.New(ctx, kubelet.Options{RESTConfig: srv.NodeConfig(t, "fake-node"), NodeName: "fake-node", RootDir: t.TempDir(),
+		Runtime: fake, ServerAddr: "127.0.0.1:0", Logger: nil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- k.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	pods := srv.Client.CoreV1().Pods("default")
+	mk := func(name string, policy v1.RestartPolicy, inits []string, apps ...string) {
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: v1.PodSpec{NodeName: "fake-node", RestartPolicy: policy}}
+		for _, n := range inits {
+			p.Spec.InitContainers = append(p.Spec.InitContainers, v1.Container{Name: n, Image: "busybox"})
+		}
+		for _, n := range apps {
+			p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: n, Image: "busybox"})
+		}
+		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("ordered", v1.RestartPolicyAlways, []string{"init-1", "init-2"}, "app-a", "app-b")
+	waitPod(t, srv.Client, "default", "ordered", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning && podReady(p) })
+	var starts []string
+	for _, c := range fake.Calls() {
+		if n, ok := strings.CutPrefix(c, "StartContainer "); ok {
+			starts = append(starts, n)
+		}
+	}
+	if len(starts) != 4 || starts[0] != "init-1" || starts[1] != "init-2" {
+		t.Errorf("start order %v: want init-1, init-2, then the app containers", starts)
+	}
+
+	mk("onfailure", v1.RestartPolicyOnFailure, nil, "flaky", "job")
+	p := waitPod(t, srv.Client, "default", "onfailure", "Succeeded", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodSucceeded })
+	if cs := containerStatus(p, "flaky"); cs.RestartCount != 1 || cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
+		t.Errorf("flaky status %+v", cs)
+	}
+	if cs := containerStatus(p, "job"); cs.RestartCount != 0 {
+		t.Errorf("job restarted: %+v", cs)
+	}
+
+	if err := pods.Delete(ctx, "ordered", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, srv, "ordered")
+	if sbs, _ := fake.ListSandboxes(ctx, ""); len(sbs) != 1 { // the finished pod's stays, stopped
+		t.Errorf("sandboxes after deletion: %+v", sbs)
+	}
+}
+
+func waitGone(t *testing.T, srv *apiservertest.Server, name string) {
+	t.Helper()
+	for i := 0; ; i++ {
+		_, err := srv.Client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		if i > 900 {
+			t.Fatalf("pod %s never deleted: %v", name, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
