@@ -382,3 +382,9 @@ func labelsEqual(a, b map[string]string) bool {
 	}
 	return true
 }
+
+// NodeCount is the number of nodes in the scheduler's cache (what it can schedule to).
+func (s *Scheduler) NodeCount() int {
+	n, _ := s.cache.Counts()
+	return n
+}

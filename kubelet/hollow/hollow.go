@@ -154,7 +154,14 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	for i := 0; i < opts.Count; i++ {
 		n.index[NodeName(opts.Prefix, i)] = i
 	}
-	if err := n.register(ctx); err != nil {
+	// Registration is a one-off burst; it gets a faster client than the steady state.
+	regCfg := rest.CopyConfig(cfg)
+	regCfg.QPS, regCfg.Burst = max(opts.QPS, 2000), max(opts.Burst, 4000)
+	regClient, err := kubernetes.NewForConfig(regCfg)
+	if err != nil {
+		return fmt.Errorf("hollow nodes: client: %w", err)
+	}
+	if err := n.register(ctx, regClient); err != nil {
 		return err
 	}
 	n.log.Info("hollow nodes registered", "count", opts.Count, "prefix", opts.Prefix)
@@ -211,31 +218,30 @@ loop:
 	return ctx.Err()
 }
 
-func (n *nodes) register(ctx context.Context) error {
-	return parallel(ctx, n.opts.Count, 16, func(i int) error {
+func (n *nodes) register(ctx context.Context, client kubernetes.Interface) error {
+	steady := n.client
+	n.client = client
+	defer func() { n.client = steady }()
+	return parallel(ctx, n.opts.Count, 32, func(i int) error {
 		node := NewNode(n.opts.Prefix, i)
-		created, err := n.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		created, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			// A restarted process takes its nodes back: fresh status, same object.
-			cur, gerr := n.client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+			cur, gerr := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
 			if gerr != nil {
 				return fmt.Errorf("hollow node %s: %w", node.Name, gerr)
 			}
 			cur.Status = node.Status
-			created, err = n.client.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+			_, err = client.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
 		} else if err == nil && created.Status.Allocatable == nil {
 			// Status is a subresource: a create may drop it.
 			created.Status = node.Status
-			created, err = n.client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+			_, err = client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
 		}
 		if err != nil {
 			return fmt.Errorf("hollow node %s: register: %w", node.Name, err)
 		}
-		if err := n.renewLease(ctx, i); err != nil {
-			return err
-		}
-		_ = created
-		return nil
+		return n.renewLease(ctx, i)
 	})
 }
 
