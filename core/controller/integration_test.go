@@ -38,6 +38,7 @@ func testLogger() *slog.Logger {
 
 type env struct {
 	t      *testing.T
+	wg     *sync.WaitGroup // every goroutine of the test; waited for after ctx is cancelled
 	srv    *apiservertest.Server
 	client kubernetes.Interface
 	ctx    context.Context
@@ -60,8 +61,8 @@ func newEnv(t *testing.T, o envOpts) *env {
 	}
 	srv := apiservertest.Start(t, sopts...)
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &env{t: t, srv: srv, client: srv.Client, ctx: ctx}
 	var wg sync.WaitGroup
+	e := &env{t: t, wg: &wg, srv: srv, client: srv.Client, ctx: ctx}
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	if o.nodes > 0 {
 		e.hollow(ctx, &wg, o.nodes, "hollow-", o.leaseInterval)
@@ -507,18 +508,17 @@ func TestNodeFailureReschedules(t *testing.T) {
 	tol := int64(1)
 	grace := 2 * time.Second
 	e := newEnv(t, envOpts{toleration: tol, ctrl: &controller.Options{Workers: 4, NodeMonitorGracePeriod: grace, DefaultTolerationSeconds: &tol}})
-	var wg sync.WaitGroup
-	defer wg.Wait()
+	wg := e.wg
 	// Only the doomed node exists when the pods are placed, so they all land on it.
 	doomedCtx, kill := context.WithCancel(e.ctx)
 	defer kill()
-	e.hollow(doomedCtx, &wg, 1, "doomed-", 200*time.Millisecond)
+	e.hollow(doomedCtx, wg, 1, "doomed-", 300*time.Millisecond)
 	d := newDeployment("nf", 4, "busybox:1")
 	if _, err := e.client.AppsV1().Deployments("default").Create(e.ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.eventually("4 pods on the doomed node", e.rolledOut("default", "nf"))
-	e.hollow(e.ctx, &wg, 2, "live-", 200*time.Millisecond)
+	e.hollow(e.ctx, wg, 2, "live-", 300*time.Millisecond)
 	kill() // the doomed node stops heartbeating
 
 	e.eventually("pods recreated on live nodes", func() (bool, error) {
@@ -562,7 +562,7 @@ func TestNodeFailureReschedules(t *testing.T) {
 	})
 
 	// The kubelet comes back: the node is Ready again and the taints go.
-	e.hollow(e.ctx, &wg, 1, "doomed-", 200*time.Millisecond)
+	e.hollow(e.ctx, wg, 1, "doomed-", 300*time.Millisecond)
 	e.eventually("node recovered", func() (bool, error) {
 		n, err := e.client.CoreV1().Nodes().Get(e.ctx, "doomed-0", metav1.GetOptions{})
 		if err != nil {
@@ -644,13 +644,11 @@ func containsString(s []string, v string) bool {
 
 func TestLeaderFailover(t *testing.T) {
 	e := newEnv(t, envOpts{nodes: 2})
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	lead := func(id string) (context.CancelFunc, chan struct{}) {
 		ctx, cancel := context.WithCancel(e.ctx)
 		started := make(chan struct{})
 		var once sync.Once
-		e.controllers(ctx, &wg, controller.Options{Workers: 2, LeaderElect: true, Identity: id,
+		e.controllers(ctx, e.wg, controller.Options{Workers: 2, LeaderElect: true, Identity: id,
 			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond,
 			OnStartedLeading: func() { once.Do(func() { close(started) }) }})
 		return cancel, started
