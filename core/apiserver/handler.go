@@ -641,9 +641,12 @@ func (s *Server) serveWatch(ctx context.Context, rq *request, st *store) error {
 		flusher.Flush()
 	}
 	ch := wi.ResultChan()
+	stopping := s.stoppedCh()
 	for {
 		select {
 		case <-ctx.Done():
+			return nil
+		case <-stopping:
 			return nil
 		case ev, ok := <-ch:
 			if !ok {

@@ -319,7 +319,7 @@ func (s *Server) writeJoinToken() error {
 	return writeFileAtomic(filepath.Join(s.opts.DataDir, joinTokenFile), []byte(s.JoinToken()+"\n"), 0o600)
 }
 
-// stopped reports whether Run is shutting down (watch and log streams end).
+// stoppedCh is closed when Run starts shutting down; watch and log streams end then.
 func (s *Server) stoppedCh() <-chan struct{} { return s.stopping }
 
 func validNodeName(name string) error {
