@@ -93,6 +93,29 @@ type Kubelet struct {
 	runtimeV string
 
 	startSlots chan struct{}
+	images     map[string]time.Time // image ref -> when last seen present
+}
+
+// imageKnown reports whether ref was seen present in the last minute, which spares an
+// ImageStatus round trip per container start. Images are rarely removed under a running
+// kubelet; a removed one fails container creation and is checked again on the retry.
+func (k *Kubelet) imageKnown(ref string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	t, ok := k.images[ref]
+	return ok && time.Since(t) < time.Minute
+}
+
+func (k *Kubelet) setImageKnown(ref string) {
+	k.mu.Lock()
+	k.images[ref] = time.Now()
+	k.mu.Unlock()
+}
+
+func (k *Kubelet) forgetImage(ref string) {
+	k.mu.Lock()
+	delete(k.images, ref)
+	k.mu.Unlock()
 }
 
 // New validates opts, connects to the API server and to the runtime, and opens the HTTPS
@@ -128,7 +151,7 @@ func New(ctx context.Context, opts Options) (*Kubelet, error) {
 		return nil, fmt.Errorf("kubelet root dir: %w", err)
 	}
 	k := &Kubelet{opts: opts, log: opts.Logger.With("component", "kubelet", "node", opts.NodeName),
-		workers: map[types.UID]*podWorker{}, warned: map[string]bool{}}
+		workers: map[types.UID]*podWorker{}, warned: map[string]bool{}, images: map[string]time.Time{}}
 	n := opts.ParallelPodStarts
 	if n <= 0 {
 		n = 2 * goruntime.NumCPU()

@@ -239,4 +239,3 @@ func TestContainerEnvAndVolumes(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
-

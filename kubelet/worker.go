@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -346,11 +347,15 @@ func (w *podWorker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	if err != nil {
 		return err
 	}
+	policy := c.ImagePullPolicy
+	if policy != v1.PullAlways && w.k.imageKnown(ref) {
+		w.k.rec.event(pod, v1.EventTypeNormal, "Pulled", c.Name, "Container image %q already present on machine", c.Image)
+		return nil
+	}
 	present, err := w.k.rt.ImageStatus(ctx, ref)
 	if err != nil {
 		return err
 	}
-	policy := c.ImagePullPolicy
 	if policy == "" {
 		policy = v1.PullIfNotPresent
 	}
@@ -367,7 +372,9 @@ func (w *podWorker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Containe
 			return fmt.Errorf("pull %s: %w", c.Image, err)
 		}
 		w.k.rec.event(pod, v1.EventTypeNormal, "Pulled", c.Name, "Successfully pulled image %q in %s", c.Image, time.Since(start).Round(time.Millisecond))
+		w.k.setImageKnown(ref)
 	default:
+		w.k.setImageKnown(ref)
 		w.k.rec.event(pod, v1.EventTypeNormal, "Pulled", c.Name, "Container image %q already present on machine", c.Image)
 	}
 	return nil
@@ -391,6 +398,9 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, sb *runtime
 	}
 	id, err := w.k.rt.CreateContainer(ctx, sb.ID, *cfg)
 	if err != nil {
+		if errors.Is(err, runtime.ErrNotFound) {
+			w.k.forgetImage(cfg.Image)
+		}
 		w.setWaiting(c.Name, &Waiting{Reason: "CreateContainerError", Message: err.Error()})
 		w.k.rec.event(pod, v1.EventTypeWarning, "Failed", c.Name, "Error: %v", err)
 		return
@@ -404,7 +414,9 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, sb *runtime
 	}
 	w.setWaiting(c.Name, nil)
 	w.k.rec.event(pod, v1.EventTypeNormal, "Started", c.Name, "Started container %s", c.Name)
-	w.pruneOldAttempts(ctx, c.Name, attempt)
+	if attempt >= 2 {
+		w.pruneOldAttempts(ctx, c.Name, attempt)
+	}
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		t := probe.Target{Pod: pod, Container: c, ContainerID: id, PodIP: sb.IP}
 		if err := w.k.postStart.PostStart(ctx, t, c.Lifecycle.PostStart); err != nil {
