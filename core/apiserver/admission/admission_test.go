@@ -134,4 +134,3 @@ func TestValidationAndNodeRestriction(t *testing.T) {
 		t.Fatal("a user outside system:nodes was treated as a node")
 	}
 }
-
