@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/apiservertest"
@@ -178,5 +179,80 @@ func TestWatchFromCompactedVersionIsGone(t *testing.T) {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestPagingDeleteCollectionMetadataAndYAML(t *testing.T) {
+	srv := apiservertest.Start(t)
+	pods := srv.Client.CoreV1().Pods("default")
+	for i := 0; i < 7; i++ {
+		p := testPod(fmt.Sprintf("p%d", i))
+		if i%2 == 0 {
+			p.Labels["even"] = "true"
+		}
+		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// limit/continue pages through a consistent snapshot.
+	var names []string
+	opts := metav1.ListOptions{Limit: 3}
+	for pages := 0; ; pages++ {
+		l, err := pods.List(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range l.Items {
+			names = append(names, p.Name)
+		}
+		if l.Continue == "" {
+			if pages != 2 {
+				t.Fatalf("%d pages, want 3", pages+1)
+			}
+			break
+		}
+		opts.Continue = l.Continue
+	}
+	if len(names) != 7 {
+		t.Fatalf("paged names %v", names)
+	}
+	// Metadata-only clients (garbage collector style) get PartialObjectMetadata.
+	mc, err := metadata.NewForConfig(srv.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ml, err := mc.Resource(corev1.SchemeGroupVersion.WithResource("pods")).Namespace("default").List(ctx, metav1.ListOptions{LabelSelector: "even=true"})
+	if err != nil || len(ml.Items) != 4 || ml.Items[0].UID == "" {
+		t.Fatalf("metadata list: %v %d", err, len(ml.Items))
+	}
+	// deletecollection with a selector.
+	if err := pods.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "even=true"}); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := pods.List(ctx, metav1.ListOptions{})
+	if len(l.Items) != 3 {
+		t.Fatalf("%d pods left after deletecollection, want 3", len(l.Items))
+	}
+	// YAML bodies.
+	code, st := rawRequest(t, srv, "POST", "/api/v1/namespaces/default/configmaps", "application/yaml",
+		[]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\ndata:\n  k: v\n"))
+	if code != 201 {
+		t.Fatalf("yaml create: %d %s", code, st.Message)
+	}
+	cm, err := srv.Client.CoreV1().ConfigMaps("default").Get(ctx, "from-yaml", metav1.GetOptions{})
+	if err != nil || cm.Data["k"] != "v" {
+		t.Fatalf("yaml object: %v %v", err, cm)
+	}
+	// Updating a missing object is 404; dry-run delete keeps the object.
+	cm2 := cm.DeepCopy()
+	cm2.Name, cm2.ResourceVersion = "missing", ""
+	if _, err := srv.Client.CoreV1().ConfigMaps("default").Update(ctx, cm2, metav1.UpdateOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("update of a missing object: %v", err)
+	}
+	if err := srv.Client.CoreV1().ConfigMaps("default").Delete(ctx, "from-yaml", metav1.DeleteOptions{DryRun: []string{"All"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Client.CoreV1().ConfigMaps("default").Get(ctx, "from-yaml", metav1.GetOptions{}); err != nil {
+		t.Fatalf("dry-run delete removed the object: %v", err)
 	}
 }
