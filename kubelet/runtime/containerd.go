@@ -697,12 +697,41 @@ func (r *Containerd) statusFromInfo(ctx context.Context, c client.Container, inf
 		st.State = ContainerRunning
 	case client.Stopped:
 		st.State, st.ExitCode, st.FinishedAt = ContainerExited, int32(ts.ExitStatus), ts.ExitTime
+		if st.ExitCode == 137 && !st.OOMKilled && r.oomKilled(ctx, c) {
+			// The exit was seen before containerd's OOM event was handled: ask the cgroup.
+			st.OOMKilled = true
+			_, _ = c.SetLabels(ctx, map[string]string{LabelOOM: "true"})
+		}
 	case client.Created:
 		st.State = ContainerCreated
 	default:
 		st.State = ContainerUnknown
 	}
 	return st, nil
+}
+
+// oomKilled reads the container's memory cgroup (still present while its exited task is
+// not deleted) for an OOM kill: memory.oom_control on cgroup v1, memory.events on v2.
+func (r *Containerd) oomKilled(ctx context.Context, c client.Container) bool {
+	spec, err := c.Spec(ctx)
+	if err != nil || spec.Linux == nil || spec.Linux.CgroupsPath == "" {
+		return false
+	}
+	for _, f := range []string{
+		filepath.Join("/sys/fs/cgroup/memory", spec.Linux.CgroupsPath, "memory.oom_control"),
+		filepath.Join("/sys/fs/cgroup", spec.Linux.CgroupsPath, "memory.events"),
+	} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if n, ok := strings.CutPrefix(line, "oom_kill "); ok && strings.TrimSpace(n) != "0" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // ExecSync implements Runtime.
