@@ -50,6 +50,9 @@ type Options struct {
 	Admission []admission.Plugin
 	// ServiceCIDR is the IPv4 range of service cluster IPs; DefaultServiceCIDR when empty.
 	ServiceCIDR string
+	// EventTTL is how long events live after their last write; one hour (as upstream)
+	// when zero.
+	EventTTL time.Duration
 	// CompactionInterval of etcd history; storage's default when zero.
 	CompactionInterval time.Duration
 	// Logger; slog.Default() when nil.
@@ -98,6 +101,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.EventTTL <= 0 {
+		opts.EventTTL = time.Hour
 	}
 	if opts.ServiceCIDR == "" {
 		opts.ServiceCIDR = DefaultServiceCIDR
@@ -161,7 +167,11 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		if r.createOnly {
 			continue
 		}
-		st := &store{res: r, s: s.backend.ForResource(r.gvr.Resource, r.newFunc, r.newList), chain: s.chain}
+		var ropts []storage.ResourceOption
+		if r.kind == "Event" {
+			ropts = append(ropts, storage.WithTTL(opts.EventTTL))
+		}
+		st := &store{res: r, s: s.backend.ForResource(r.gvr.Resource, r.newFunc, r.newList, ropts...), chain: s.chain}
 		if r.kind == "Service" {
 			st.alloc = alloc
 		}
