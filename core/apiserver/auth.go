@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
 )
@@ -39,6 +41,12 @@ type authenticator struct {
 	path   string
 	file   tokenFile
 	byHash map[[32]byte]admission.UserInfo
+
+	// shared is set on an external etcd: node tokens are published there and unknown
+	// tokens re-read from there (at most once per refreshInterval).
+	shared      *sharedIdentity
+	refreshMu   sync.Mutex
+	lastRefresh time.Time
 }
 
 func loadOrCreateTokens(dataDir string) (*authenticator, error) {
@@ -91,10 +99,48 @@ func (a *authenticator) authenticate(token string) (admission.UserInfo, bool) {
 	if token == "" {
 		return admission.UserInfo{}, false
 	}
+	h := sha256.Sum256([]byte(token))
 	a.mu.RLock()
-	u, ok := a.byHash[sha256.Sum256([]byte(token))]
+	u, ok := a.byHash[h]
+	a.mu.RUnlock()
+	if ok || a.shared == nil || !a.refresh() {
+		return u, ok
+	}
+	a.mu.RLock()
+	u, ok = a.byHash[h]
 	a.mu.RUnlock()
 	return u, ok
+}
+
+// refresh merges the node tokens published by other API servers; it reports whether it
+// read them (it does at most once per refreshInterval).
+func (a *authenticator) refresh() bool {
+	a.refreshMu.Lock()
+	defer a.refreshMu.Unlock()
+	if time.Since(a.lastRefresh) < refreshInterval {
+		return false
+	}
+	a.lastRefresh = time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	tf, err := a.shared.tokens(ctx)
+	if err != nil {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	changed := false
+	for node, tok := range tf.Nodes {
+		if a.file.Nodes[node] != tok {
+			a.file.Nodes[node] = tok
+			changed = true
+		}
+	}
+	if changed {
+		_ = a.saveLocked()
+		a.rebuildLocked()
+	}
+	return changed
 }
 
 // nodeToken returns the token of node, issuing and persisting one on first use.
@@ -105,6 +151,15 @@ func (a *authenticator) nodeToken(node string) (string, error) {
 		return t, nil
 	}
 	t := randomToken(24)
+	if a.shared != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		winner, err := a.shared.addNodeToken(ctx, node, t)
+		cancel()
+		if err != nil {
+			return "", fmt.Errorf("publish node token: %w", err)
+		}
+		t = winner
+	}
 	a.file.Nodes[node] = t
 	if err := a.saveLocked(); err != nil {
 		delete(a.file.Nodes, node)

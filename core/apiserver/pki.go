@@ -77,7 +77,8 @@ func loadOrCreatePKI(dir string, hosts []string) (*pki, error) {
 	srvCrt, srvKey := filepath.Join(dir, "serving.crt"), filepath.Join(dir, "serving.key")
 	if s, err := tls.LoadX509KeyPair(srvCrt, srvKey); err == nil {
 		leaf, perr := x509.ParseCertificate(s.Certificate[0])
-		if perr == nil && coversHosts(leaf, hosts) && time.Now().Before(leaf.NotAfter.Add(-24*time.Hour)) {
+		if perr == nil && coversHosts(leaf, hosts) && leaf.CheckSignatureFrom(p.caCert) == nil &&
+			time.Now().Before(leaf.NotAfter.Add(-24*time.Hour)) {
 			p.serving = s
 			return p, nil
 		}

@@ -125,14 +125,6 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		ready: make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}),
 	}
 	s.openapi = openapiHandler()
-	if s.pki, err = loadOrCreatePKI(filepath.Join(opts.DataDir, "pki"), servingHosts(host)); err != nil {
-		return nil, fmt.Errorf("apiserver: %w", err)
-	}
-	if s.auth, err = loadOrCreateTokens(opts.DataDir); err != nil {
-		return nil, fmt.Errorf("apiserver: %w", err)
-	}
-	s.kubeletClient = newKubeletClient()
-
 	s.backend, err = storage.NewBackend(ctx, storage.Config{
 		DataDir: opts.DataDir, Endpoints: opts.EtcdEndpoints, CompactionInterval: opts.CompactionInterval, Logger: opts.Logger,
 	})
@@ -148,6 +140,29 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 			s.backend.Close()
 		}
 	}()
+	pkiDir := filepath.Join(opts.DataDir, "pki")
+	var shared *sharedIdentity
+	if len(opts.EtcdEndpoints) > 0 {
+		shared = newSharedIdentity(s.backend, opts.DataDir)
+		err := shared.sync(ctx, func() error {
+			if _, err := loadOrCreatePKI(pkiDir, servingHosts(host)); err != nil {
+				return err
+			}
+			_, err := loadOrCreateTokens(opts.DataDir)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("apiserver: %w", err)
+		}
+	}
+	if s.pki, err = loadOrCreatePKI(pkiDir, servingHosts(host)); err != nil {
+		return nil, fmt.Errorf("apiserver: %w", err)
+	}
+	if s.auth, err = loadOrCreateTokens(opts.DataDir); err != nil {
+		return nil, fmt.Errorf("apiserver: %w", err)
+	}
+	s.auth.shared = shared
+	s.kubeletClient = newKubeletClient()
 	plugins := []admission.Plugin{
 		admission.NamespaceLifecycle{Get: s.getNamespace},
 		admission.NodeRestriction{},

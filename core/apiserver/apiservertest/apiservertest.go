@@ -46,6 +46,7 @@ type options struct {
 	logger     *slog.Logger
 	toleration int64
 	compaction time.Duration
+	etcd       []string
 }
 
 // Option configures Start.
@@ -69,6 +70,10 @@ func WithDefaultTolerationSeconds(s int64) Option { return func(o *options) { o.
 // WithCompactionInterval compacts etcd history every d (tests of 410 Gone).
 func WithCompactionInterval(d time.Duration) Option { return func(o *options) { o.compaction = d } }
 
+// WithEtcdEndpoints uses an external etcd cluster instead of an embedded one (several
+// servers started with the same endpoints serve one cluster).
+func WithEtcdEndpoints(urls ...string) Option { return func(o *options) { o.etcd = urls } }
+
 // Start runs an API server until the test ends (or Stop is called).
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
@@ -86,6 +91,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 	api, err := apiserver.New(ctx, apiserver.Options{
 		DataDir: o.dataDir, Listen: "127.0.0.1:0", Admission: o.admission, Logger: o.logger,
 		DefaultTolerationSeconds: o.toleration, CompactionInterval: o.compaction,
+		EtcdEndpoints: o.etcd,
 	})
 	if err != nil {
 		cancel()
