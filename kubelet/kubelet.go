@@ -79,6 +79,7 @@ type Kubelet struct {
 	client    kubernetes.Interface
 	rt        runtime.Runtime
 	ctrd      *runtime.Containerd
+	net       *cni.Network
 	prober    probe.Prober
 	preStop   hook.PreStopRunner
 	postStart hook.PostStartRunner
@@ -184,7 +185,7 @@ func New(ctx context.Context, opts Options) (*Kubelet, error) {
 			c.Close()
 			return nil, err
 		}
-		k.rt, k.ctrd = c, c
+		k.rt, k.ctrd, k.net = c, c, net
 	} else if k.runtimeV, err = k.rt.Version(ctx); err != nil {
 		return nil, err
 	}
@@ -451,6 +452,11 @@ func (k *Kubelet) cleanupAll() {
 	for _, c := range cs {
 		_ = k.rt.StopContainer(ctx, c.ID, 0)
 		_ = k.rt.RemoveContainer(ctx, c.ID)
+	}
+	if k.net != nil {
+		if err := k.net.RemoveBridge(); err != nil {
+			k.log.Warn("remove bridge on exit", "err", err)
+		}
 	}
 }
 

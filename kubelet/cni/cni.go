@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 
@@ -74,7 +75,8 @@ func ConfList(cfg Config) ([]byte, error) {
 
 // Network is a runtime.Network on libcni.
 type Network struct {
-	cni  *libcni.CNIConfig
+	bridge string
+	cni    *libcni.CNIConfig
 	list *libcni.NetworkConfigList
 	// host-local serialises its allocations with a file lock, but two bridge plugins
 	// creating the bridge at once race; so ADDs run one at a time until one succeeded.
@@ -113,7 +115,7 @@ func New(cfg Config) (*Network, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cni: parse conflist: %w", err)
 	}
-	return &Network{cni: libcni.NewCNIConfigWithCacheDir([]string{cfg.BinDir}, filepath.Join(cfg.Dir, "cache"), nil), list: list}, nil
+	return &Network{bridge: cfg.Bridge, cni: libcni.NewCNIConfigWithCacheDir([]string{cfg.BinDir}, filepath.Join(cfg.Dir, "cache"), nil), list: list}, nil
 }
 
 func rtConf(id, netns string, pod runtime.PodRef) *libcni.RuntimeConf {
@@ -174,3 +176,19 @@ func (n *Network) Teardown(ctx context.Context, id, netns string, pod runtime.Po
 }
 
 var _ runtime.Network = (*Network)(nil)
+
+// RemoveBridge deletes the node's bridge once no pod is attached to it (on a clean
+// shutdown); a missing bridge is not an error.
+func (n *Network) RemoveBridge() error {
+	if _, err := os.Stat(filepath.Join("/sys/class/net", n.bridge)); err != nil {
+		return nil
+	}
+	members, _ := os.ReadDir(filepath.Join("/sys/class/net", n.bridge, "brif"))
+	if len(members) > 0 {
+		return fmt.Errorf("cni: bridge %s still has %d interfaces attached", n.bridge, len(members))
+	}
+	if out, err := exec.Command("ip", "link", "del", n.bridge).CombinedOutput(); err != nil {
+		return fmt.Errorf("cni: delete bridge %s: %v: %s", n.bridge, err, out)
+	}
+	return nil
+}

@@ -14,6 +14,7 @@ import (
 	goruntime "runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	client "github.com/containerd/containerd/v2/client"
@@ -42,10 +43,33 @@ func Containerd(t testing.TB) *kcontainerd.Daemon {
 	}
 	t.Cleanup(func() {
 		d.Stop()
+		killShims(d.Address())
 		unmountUnder(dir)
 		os.RemoveAll(dir)
 	})
 	return d
+}
+
+// killShims ends the runc shims of this test's daemon (found by its socket path on their
+// command line) that a failed test left behind; shims outlive their daemon by design.
+func killShims(address string) {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(b), "containerd-shim") {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		for i, a := range args {
+			if a == "-address" && i+1 < len(args) && args[i+1] == address {
+				var pid int
+				fmt.Sscanf(filepath.Base(filepath.Dir(p)), "%d", &pid)
+				if pid > 0 {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}
+	}
 }
 
 // unmountUnder lazily unmounts anything a failed test left mounted below dir, so RemoveAll
