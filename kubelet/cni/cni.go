@@ -77,7 +77,7 @@ func ConfList(cfg Config) ([]byte, error) {
 type Network struct {
 	bridge string
 	cni    *libcni.CNIConfig
-	list *libcni.NetworkConfigList
+	list   *libcni.NetworkConfigList
 	// host-local serialises its allocations with a file lock, but two bridge plugins
 	// creating the bridge at once race; so ADDs run one at a time until one succeeded.
 	mu    sync.Mutex

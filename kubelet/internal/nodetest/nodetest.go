@@ -65,11 +65,31 @@ func killShims(address string) {
 				var pid int
 				fmt.Sscanf(filepath.Base(filepath.Dir(p)), "%d", &pid)
 				if pid > 0 {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
+					killTree(pid)
 				}
 			}
 		}
 	}
+}
+
+// killTree kills pid's descendants (the containers a shim runs), then pid.
+func killTree(pid int) {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, st := range stats {
+		b, err := os.ReadFile(st)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...; comm may hold spaces, so split after the last ')'.
+		rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+		var state string
+		var child, ppid int
+		fmt.Sscanf(filepath.Base(filepath.Dir(st)), "%d", &child)
+		if _, err := fmt.Sscanf(rest, " %s %d", &state, &ppid); err == nil && ppid == pid && child > 0 {
+			killTree(child)
+		}
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
 }
 
 // unmountUnder lazily unmounts anything a failed test left mounted below dir, so RemoveAll
