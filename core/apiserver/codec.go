@@ -167,6 +167,7 @@ const (
 	outYAML
 	outTable
 	outPartial // PartialObjectMetadata(List)
+	outProtobuf
 )
 
 // negotiate picks the first media type in Accept the server can produce.
@@ -197,14 +198,28 @@ func negotiate(accept string) (outputFormat, error) {
 			if params["as"] == "" {
 				return outYAML, nil
 			}
+		case protobufType:
+			if params["as"] == "" {
+				return outProtobuf, nil
+			}
 		}
 	}
 	return 0, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", schema.GroupResource{}, "",
 		fmt.Sprintf("only the following media types are accepted: application/json, application/yaml, application/json;as=Table;g=meta.k8s.io;v=v1 (asked for %q)", accept), 0, false)
 }
 
-// writeJSON writes obj with code. YAML is produced when asked for.
+// writeJSON writes obj with code: JSON, or YAML or protobuf when asked for (protobuf
+// only for API objects; anything else falls back to JSON).
 func writeJSON(w http.ResponseWriter, code int, obj any, format outputFormat) {
+	if ro, ok := obj.(runtime.Object); ok && format == outProtobuf {
+		var buf bytes.Buffer
+		if err := protoSerializer.Encode(ro, &buf); err == nil {
+			w.Header().Set("Content-Type", protobufType)
+			w.WriteHeader(code)
+			_, _ = w.Write(buf.Bytes())
+			return
+		}
+	}
 	b, err := json.Marshal(obj)
 	ct := "application/json"
 	if err == nil && format == outYAML {

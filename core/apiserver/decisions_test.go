@@ -152,12 +152,13 @@ func TestNegotiate(t *testing.T) {
 		{"", outJSON, false},
 		{"application/json", outJSON, false},
 		{"application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json", outTable, false},
-		{"application/vnd.kubernetes.protobuf,application/json", outJSON, false},
+		{"application/vnd.kubernetes.protobuf,application/json", outProtobuf, false},
+		{"application/vnd.kubernetes.protobuf;as=Table,application/json", outJSON, false},
 		{"application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json", outPartial, false},
 		{"application/json;as=Table;v=v2;g=meta.k8s.io,application/json", outJSON, false},
 		{"application/yaml", outYAML, false},
 		{"*/*", outJSON, false},
-		{"application/vnd.kubernetes.protobuf", 0, true},
+		{"text/html", 0, true},
 	}
 	for _, c := range cases {
 		got, err := negotiate(c.accept)
