@@ -3,7 +3,6 @@ package scheduler_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/apiservertest"
 	"github.com/wasmkube/wasmkube/core/scheduler"
@@ -45,7 +45,13 @@ func newCluster(t *testing.T, n int) *cluster {
 	srv := apiservertest.Start(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	c := &cluster{t: t, srv: srv, client: srv.Client, ctx: ctx}
+	cfg := rest.CopyConfig(srv.Config)
+	cfg.QPS, cfg.Burst = 1000, 2000
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{t: t, srv: srv, client: client, ctx: ctx}
 	if n > 0 {
 		c.hollow(ctx, n, "hollow-")
 	}
@@ -257,5 +263,4 @@ func TestScheduleRunAndInsufficientCPU(t *testing.T) {
 		e.RejectCounts[0] != (runtime.RejectCount{Plugin: "NodeResourcesFit", Reason: "Insufficient cpu", Count: 3}) {
 		t.Fatalf("explanation of huge: %+v", e)
 	}
-	fmt.Fprintln(io.Discard, e)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/wasmkube/wasmkube/core/scheduler/config"
 	"github.com/wasmkube/wasmkube/core/scheduler/framework"
@@ -136,6 +137,15 @@ func (s *Scheduler) Reload(data []byte) error {
 	s.metrics.reloads.WithLabelValues("success").Inc()
 	s.log.Info("config reloaded", "profiles", s.Profiles())
 	s.queue.MoveAllToActiveOrBackoff(nil)
+	// Pods for profiles that did not exist before were ignored until now.
+	if s.factory != nil {
+		pods, _ := s.factory.Core().V1().Pods().Lister().List(labels.Everything())
+		for _, p := range pods {
+			if s.pending(p) && !s.cache.IsAssumedPod(p) {
+				s.queue.Add(p)
+			}
+		}
+	}
 	return nil
 }
 

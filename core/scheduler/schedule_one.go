@@ -65,6 +65,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp *queue.QueuedPodInfo) {
 		e.Node = host
 		if b, err := json.Marshal(e); err == nil {
 			state.Write(defaultbinder.AnnotationsKey, defaultbinder.Annotations{ExplainAnnotation: string(b)})
+			s.pendingExplain.Store(pod.UID, string(b))
 		}
 	}
 	s.bindWG.Add(1)
@@ -107,6 +108,7 @@ func (s *Scheduler) bind(ctx context.Context, fwk *runtime.Framework, state *fra
 		return
 	}
 	if st := fwk.RunBindPlugins(ctx, state, assumed, host); !st.IsSuccess() {
+		s.pendingExplain.Delete(assumed.UID)
 		fail(st)
 		return
 	}
@@ -167,6 +169,41 @@ func (s *Scheduler) handleFailure(ctx context.Context, fwk *runtime.Framework, s
 	s.queue.AddUnschedulable(qp, unschedulable)
 	s.recorder.Event(pod, v1.EventTypeWarning, "FailedScheduling", msg)
 	s.updateStatus(ctx, pod, reason, msg, nominated, explanation)
+}
+
+// explainBound makes sure a pod just seen bound carries the explanation of the cycle
+// that bound it. The Binding carries it as an annotation, which an API server that
+// follows upstream copies onto the pod; when the pod arrives without it, it is patched
+// on (one more write, off the scheduling path).
+func (s *Scheduler) explainBound(p *v1.Pod) {
+	v, ok := s.pendingExplain.LoadAndDelete(p.UID)
+	if !ok || p.Annotations[ExplainAnnotation] == v.(string) {
+		return
+	}
+	ann, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{ExplainAnnotation: v.(string)}}})
+	select {
+	case s.patches <- patchReq{ns: p.Namespace, name: p.Name, patch: ann}:
+	default:
+		// Under a burst the explanation is dropped rather than slowing the informer.
+	}
+}
+
+type patchReq struct {
+	ns, name string
+	patch    []byte
+}
+
+func (s *Scheduler) runPatcher(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case r := <-s.patches:
+			if _, err := s.client.CoreV1().Pods(r.ns).Patch(ctx, r.name, types.MergePatchType, r.patch, metav1.PatchOptions{}); err != nil {
+				s.log.Debug("annotate bound pod with explanation", "pod", r.ns+"/"+r.name, "err", err)
+			}
+		}
+	}
 }
 
 // updateStatus sets PodScheduled=False (and nominatedNodeName) unless the pod already

@@ -87,6 +87,11 @@ type Scheduler struct {
 	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
 
+	// pendingExplain holds explanations of pods being bound, by UID, until the pod is
+	// seen bound (see explainBound); patches feeds runPatcher.
+	pendingExplain sync.Map
+	patches        chan patchReq
+
 	reloadMu sync.Mutex
 	leading  atomic.Bool
 	bindWG   sync.WaitGroup
@@ -140,6 +145,7 @@ func New(ctx context.Context, opts Options) (*Scheduler, error) {
 		cache:    schedcache.New(),
 		snapshot: schedcache.NewSnapshot(),
 		queue:    queue.New(opts.Queue),
+		patches:  make(chan patchReq, 4096),
 	}
 	s.metrics = newMetrics(s.queue)
 	s.broadcaster = record.NewBroadcaster(record.WithContext(ctx))
@@ -204,6 +210,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 	}
 	go s.queue.Run(ctx.Done())
+	for range 2 {
+		go s.runPatcher(ctx)
+	}
 	if s.opts.ConfigFile != "" {
 		go s.watchConfig(ctx)
 	}
@@ -316,6 +325,7 @@ func (s *Scheduler) onPodUpdate(old, p *v1.Pod) {
 	if p.Spec.NodeName != "" {
 		if old.Spec.NodeName == "" {
 			s.queue.Delete(p)
+			s.explainBound(p)
 		}
 		if terminated(p) {
 			if err := s.cache.RemovePod(p); err != nil {
@@ -341,6 +351,7 @@ func (s *Scheduler) onPodUpdate(old, p *v1.Pod) {
 
 func (s *Scheduler) onPodDelete(p *v1.Pod) {
 	s.queue.DeleteNominated(p)
+	s.pendingExplain.Delete(p.UID)
 	if p.Spec.NodeName != "" {
 		if err := s.cache.RemovePod(p); err != nil {
 			s.log.Error("cache: remove pod", "pod", p.Namespace+"/"+p.Name, "err", err)

@@ -141,6 +141,9 @@ func (q *Queue) Add(pod *v1.Pod) {
 		qp.PodInfo = framework.NewPodInfo(pod)
 		return
 	}
+	if q.inFlight[pod.UID] {
+		return
+	}
 	qp := &QueuedPodInfo{PodInfo: framework.NewPodInfo(pod), Timestamp: now, Created: now}
 	heap.Push(q.active, qp)
 	q.updateNominatedLocked(pod)
