@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
@@ -84,6 +85,7 @@ type Backend struct {
 	log    *slog.Logger
 	client *clientv3.Client
 	etcd   *embed.Etcd // nil for an external cluster
+	lock   *os.File    // flock on DataDir/etcd.lock while the embedded etcd runs
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -110,8 +112,14 @@ func NewBackend(ctx context.Context, cfg Config) (*Backend, error) {
 		if cfg.DataDir == "" {
 			return nil, errors.New("storage: Config.DataDir is required for the embedded etcd (or set Config.Endpoints)")
 		}
+		lock, err := lockDataDir(cfg.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		b.lock = lock
 		e, err := startEmbedded(ctx, filepath.Join(cfg.DataDir, "etcd"), cfg.Logger, &b.closing)
 		if err != nil {
+			lock.Close()
 			return nil, err
 		}
 		b.etcd = e
@@ -193,6 +201,25 @@ func (b *Backend) waitReady(ctx context.Context, endpoints []string) error {
 	}
 }
 
+// lockDataDir takes an exclusive lock on DataDir/etcd.lock. Without it a second
+// process (or Backend) on the same data dir would block forever inside etcd waiting for
+// the database file; with it, it fails at once and says why.
+func lockDataDir(dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("storage: create data dir: %w", err)
+	}
+	path := filepath.Join(dir, "etcd.lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("storage: data dir %s is in use by another wasmkube server (lock %s held): stop it or choose another --data-dir: %w", dir, path, err)
+	}
+	return f, nil
+}
+
 // startEmbedded starts a single-member etcd in dir. Client and peer listeners bind
 // 127.0.0.1 port 0, so any number of embedded instances run side by side; the client
 // connects to whatever port the kernel picked.
@@ -240,6 +267,9 @@ func (b *Backend) stopEmbedded() {
 	b.closing.Store(true)
 	if b.etcd != nil {
 		b.etcd.Close()
+	}
+	if b.lock != nil {
+		b.lock.Close() // releases the flock
 	}
 }
 

@@ -56,6 +56,30 @@ func TestRestartKeepsEverything(t *testing.T) {
 	expectEvent(t, w, watch.Added, "c")
 }
 
+// TestDataDirInUse: a second Backend on a data dir in use fails at once with a clear
+// error (etcd itself would wait forever for its database lock), and the dir is usable
+// again after Close.
+func TestDataDirInUse(t *testing.T) {
+	dir := t.TempDir()
+	b1, err := NewBackend(context.Background(), Config{DataDir: dir, CompactionInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if b2, err := NewBackend(ctx, Config{DataDir: dir}); err == nil || !strings.Contains(err.Error(), "in use") {
+		if b2 != nil {
+			b2.Close()
+		}
+		t.Fatalf("second backend on %s: got %v, want an 'in use' error", dir, err)
+	}
+	b1.Close()
+	b3 := openBackend(t, Config{DataDir: dir})
+	if err := b3.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestManyEmbeddedInParallel(t *testing.T) {
 	const n = 4
 	var wg sync.WaitGroup
