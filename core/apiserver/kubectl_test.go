@@ -253,3 +253,21 @@ func TestKubectlGetWatchStreams(t *testing.T) {
 		}
 	}
 }
+
+func TestKubectlNodeCredentialForbidden(t *testing.T) {
+	srv := apiservertest.Start(t)
+	k := newKubectl(t, srv)
+	k.ok("create", "-f", k.file("nodes.yaml", "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n2}\n"))
+	tok := srv.NodeConfig(t, "n1").BearerToken
+	if out := k.ok("--token", tok, "label", "node", "n1", "zone=a"); !strings.Contains(out, "node/n1 labeled") {
+		t.Fatalf("node labels itself: %s", out)
+	}
+	out, err := k.run("--token", tok, "label", "node", "n2", "zone=a")
+	if err == nil || !strings.Contains(out, "Forbidden") || !strings.Contains(out, `node "n1" may only modify its own Node object`) {
+		t.Fatalf("node labels another node: %v\n%s", err, out)
+	}
+	out, err = k.run("--token", tok, "run", "x", "--image=busybox")
+	if err == nil || !strings.Contains(out, "Forbidden") {
+		t.Fatalf("node creates a pod: %v\n%s", err, out)
+	}
+}
