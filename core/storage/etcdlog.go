@@ -24,7 +24,7 @@ type slogCore struct {
 // etcd authentication (where simple tokens matter) is not used.
 var benignEtcdWarnings = map[string]bool{
 	"Running http and grpc server on single port. This is not recommended for production.": true,
-	"simple token is not cryptographically signed": true,
+	"simple token is not cryptographically signed":                                         true,
 }
 
 func newEtcdLogger(log *slog.Logger, closing *atomic.Bool) *zap.Logger {
