@@ -69,6 +69,9 @@ func (s *statusWriter) Flush() {
 
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
+// defaultRequestTimeout bounds every request but watches and log streams.
+const defaultRequestTimeout = 60 * time.Second
+
 var errNotFoundPath = apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", "the server could not find the requested resource", 0, false)
 
 // ServeHTTP is the whole API: health and version (anonymous), join (join secret), and
@@ -256,6 +259,21 @@ func (s *Server) serveResource(rq *request) error {
 	info := rq.info
 	st := s.stores[info.res.gvr]
 	ctx := rq.r.Context()
+	// Requests other than watches and log streams are bounded, as upstream: 60s, or the
+	// client's ?timeout= (kubectl --request-timeout) if shorter.
+	if info.verb != "watch" && info.subresource != "log" {
+		limit := defaultRequestTimeout
+		if v := rq.query.Get("timeout"); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return apierrors.NewBadRequest(fmt.Sprintf("invalid timeout %q: must be a positive duration such as 30s", v))
+			}
+			limit = min(limit, d)
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+	}
 
 	switch info.subresource {
 	case "binding":
