@@ -108,6 +108,7 @@ func NewBackend(ctx context.Context, cfg Config) (*Backend, error) {
 	cfg.setDefaults()
 	b := &Backend{cfg: cfg, log: cfg.Logger.With("component", "storage"), cachers: map[string]*cacher{}}
 	var endpoints []string
+	var tlsConfig *tls.Config // only for an external cluster; the embedded one is loopback
 	if len(cfg.Endpoints) == 0 {
 		if cfg.DataDir == "" {
 			return nil, errors.New("storage: Config.DataDir is required for the embedded etcd (or set Config.Endpoints)")
@@ -128,11 +129,10 @@ func NewBackend(ctx context.Context, cfg Config) (*Backend, error) {
 		}
 	} else {
 		endpoints = cfg.Endpoints
-	}
-	tlsConfig, err := cfg.clientTLS()
-	if err != nil {
-		b.stopEmbedded()
-		return nil, err
+		var err error
+		if tlsConfig, err = cfg.clientTLS(); err != nil {
+			return nil, err
+		}
 	}
 	client, err := clientv3.New(clientv3.Config{
 		Endpoints:          endpoints,
