@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,15 +28,21 @@ const (
 // ErrNotInstalled is returned by Start when the containerd binary cannot be found.
 var ErrNotInstalled = errors.New("containerd binary not found in PATH (install it with `apt-get install containerd runc`)")
 
-// Daemon is a running containerd process started by Start.
+// Daemon is a containerd process started by Start and restarted when it dies.
 type Daemon struct {
 	dir         string
 	address     string
 	snapshotter string
-	cmd         *exec.Cmd
-	done        chan struct{}
-	waitErr     error
+	bin, cfg    string
+	done        chan struct{} // closed once Stop has ended the daemon for good
 	stopOnce    sync.Once
+
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	exited   chan struct{} // closed when the current process exits
+	waitErr  error
+	stopping bool
+	restarts int
 }
 
 // Start launches containerd with root, state and socket under dir and returns once the daemon
@@ -66,25 +73,11 @@ func Start(ctx context.Context, dir string) (*Daemon, error) {
 	if err := os.WriteFile(cfgPath, []byte(Config(dir)), 0o600); err != nil {
 		return nil, fmt.Errorf("write containerd config: %w", err)
 	}
-	_ = os.Remove(d.address) // stale socket of a previous, killed daemon
-	logf, err := os.OpenFile(filepath.Join(dir, "containerd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open containerd log: %w", err)
+	d.bin, d.cfg = bin, cfgPath
+	if err := d.launch(); err != nil {
+		return nil, err
 	}
-	d.cmd = exec.Command(bin, "--config", cfgPath)
-	d.cmd.Stdout, d.cmd.Stderr = logf, logf
-	// Own process group: a Ctrl-C on the terminal reaches wasmkube, which stops its pods
-	// first and the daemon last, instead of containerd dying under running containers.
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := d.cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start containerd: %w", err)
-	}
-	go func() {
-		d.waitErr = d.cmd.Wait()
-		logf.Close()
-		close(d.done)
-	}()
+	go d.supervise()
 	if err := d.waitReady(ctx); err != nil {
 		d.Stop()
 		return nil, err
@@ -92,12 +85,107 @@ func Start(ctx context.Context, dir string) (*Daemon, error) {
 	return d, nil
 }
 
+// launch starts one containerd process.
+func (d *Daemon) launch() error {
+	_ = os.Remove(d.address) // stale socket of a previous, killed daemon
+	logf, err := os.OpenFile(filepath.Join(d.dir, "containerd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("open containerd log: %w", err)
+	}
+	cmd := exec.Command(d.bin, "--config", d.cfg)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Own process group: a Ctrl-C on the terminal reaches wasmkube, which stops its pods
+	// first and the daemon last, instead of containerd dying under running containers.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start containerd: %w", err)
+	}
+	exited := make(chan struct{})
+	d.mu.Lock()
+	d.cmd, d.exited = cmd, exited
+	d.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		logf.Close()
+		d.mu.Lock()
+		d.waitErr = err
+		d.mu.Unlock()
+		close(exited)
+	}()
+	return nil
+}
+
+// supervise restarts the daemon when it exits without Stop, backing off from 1 s to 30 s.
+// Running containers survive (their shims do not depend on the daemon) and clients
+// reconnect on their own.
+func (d *Daemon) supervise() {
+	backoff := time.Second
+	for {
+		d.mu.Lock()
+		exited := d.exited
+		d.mu.Unlock()
+		<-exited
+		d.mu.Lock()
+		stopping, werr := d.stopping, d.waitErr
+		d.mu.Unlock()
+		if stopping {
+			close(d.done)
+			return
+		}
+		slog.Warn("containerd exited; restarting it", "err", werr, "in", backoff, "log", filepath.Join(d.dir, "containerd.log"))
+		time.Sleep(backoff)
+		d.mu.Lock()
+		stopping = d.stopping
+		d.mu.Unlock()
+		if stopping {
+			close(d.done)
+			return
+		}
+		if err := d.launch(); err != nil {
+			slog.Error("restart containerd", "err", err)
+			backoff = min(2*backoff, 30*time.Second)
+			// Try again after the back-off; a closed channel makes the loop retry at once.
+			ch := make(chan struct{})
+			close(ch)
+			d.mu.Lock()
+			d.exited = ch
+			d.mu.Unlock()
+			continue
+		}
+		d.mu.Lock()
+		d.restarts++
+		d.mu.Unlock()
+		backoff = time.Second
+	}
+}
+
+// Restarts is how many times the daemon was restarted after dying.
+func (d *Daemon) Restarts() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.restarts
+}
+
+// Pid is the current daemon process id.
+func (d *Daemon) Pid() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cmd.Process.Pid
+}
+
 func (d *Daemon) waitReady(ctx context.Context) error {
 	deadline := time.Now().Add(30 * time.Second)
+	d.mu.Lock()
+	exited := d.exited
+	d.mu.Unlock()
 	for {
 		select {
-		case <-d.done:
-			return fmt.Errorf("containerd exited during start-up (%v); see %s", d.waitErr, filepath.Join(d.dir, "containerd.log"))
+		case <-exited:
+			d.mu.Lock()
+			werr := d.waitErr
+			d.mu.Unlock()
+			return fmt.Errorf("containerd exited during start-up (%v); see %s", werr, filepath.Join(d.dir, "containerd.log"))
 		case <-ctx.Done():
 			return ctx.Err()
 		default:
@@ -131,20 +219,23 @@ func (d *Daemon) Snapshotter() string { return d.snapshotter }
 // Done is closed when the daemon process exits.
 func (d *Daemon) Done() <-chan struct{} { return d.done }
 
-// Stop sends SIGTERM, waits up to 10 s, then kills the daemon. Running containers (their
-// shims) survive a daemon stop by containerd's design; remove them before calling Stop.
+// Stop sends SIGTERM, waits up to 10 s, then kills the daemon; it is not restarted.
+// Running containers (their shims) survive a daemon stop by containerd's design; remove them
+// before calling Stop.
 func (d *Daemon) Stop() error {
 	d.stopOnce.Do(func() {
-		if d.cmd.Process == nil {
-			return
-		}
-		_ = d.cmd.Process.Signal(syscall.SIGTERM)
+		d.mu.Lock()
+		d.stopping = true
+		cmd, exited := d.cmd, d.exited
+		d.mu.Unlock()
+		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-d.done:
+		case <-exited:
 		case <-time.After(10 * time.Second):
-			_ = d.cmd.Process.Kill()
-			<-d.done
+			_ = cmd.Process.Kill()
+			<-exited
 		}
+		<-d.done
 	})
 	return nil
 }

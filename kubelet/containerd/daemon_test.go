@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	client "github.com/containerd/containerd/v2/client"
 )
@@ -43,6 +45,32 @@ func TestStartAnswersAndStops(t *testing.T) {
 	if d.Snapshotter() != SnapshotterOverlay && d.Snapshotter() != SnapshotterNative {
 		t.Fatalf("snapshotter %q", d.Snapshotter())
 	}
+
+	// Killed behind its back, the daemon comes back on the same socket.
+	if err := syscall.Kill(d.Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; d.Restarts() == 0; i++ {
+		if i > 500 {
+			t.Fatal("containerd was not restarted")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for i := 0; ; i++ {
+		c, err := client.New(d.Address())
+		if err == nil {
+			_, err = c.Version(context.Background())
+			c.Close()
+		}
+		if err == nil {
+			break
+		}
+		if i > 500 {
+			t.Fatalf("restarted containerd does not answer: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
 	d.Stop()
 	select {
 	case <-d.Done():
