@@ -507,13 +507,16 @@ func TestRecreateAndPause(t *testing.T) {
 func TestNodeFailureReschedules(t *testing.T) {
 	tol := int64(1)
 	grace := 2 * time.Second
-	e := newEnv(t, envOpts{toleration: tol, ctrl: &controller.Options{Workers: 4, NodeMonitorGracePeriod: grace, DefaultTolerationSeconds: &tol}})
+	e := newEnv(t, envOpts{toleration: tol, ctrl: &controller.Options{Workers: 4, NodeMonitorGracePeriod: grace,
+		DefaultTolerationSeconds: &tol, PodGCPeriod: 500 * time.Millisecond}})
 	wg := e.wg
 	// Only the doomed node exists when the pods are placed, so they all land on it.
 	doomedCtx, kill := context.WithCancel(e.ctx)
 	defer kill()
 	e.hollow(doomedCtx, wg, 1, "doomed-", 300*time.Millisecond)
 	d := newDeployment("nf", 4, "busybox:1")
+	oneSecond := int64(1)
+	d.Spec.Template.Spec.TerminationGracePeriodSeconds = &oneSecond
 	if _, err := e.client.AppsV1().Deployments("default").Create(e.ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -559,6 +562,20 @@ func TestNodeFailureReschedules(t *testing.T) {
 			seen[ev.Reason] = true
 		}
 		return seen["NodeNotReady"] && seen["TaintManagerEviction"], fmt.Errorf("events %v", seen)
+	})
+	// The evicted pods' kubelet is gone: once their grace period is over the pod GC
+	// removes them, so nothing stays Terminating.
+	e.eventually("evicted pods removed", func() (bool, error) {
+		pods, err := e.client.CoreV1().Pods("default").List(e.ctx, metav1.ListOptions{LabelSelector: "app=nf"})
+		if err != nil {
+			return false, err
+		}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == "doomed-0" {
+				return false, fmt.Errorf("pod %s still on the dead node", p.Name)
+			}
+		}
+		return len(pods.Items) == 4, fmt.Errorf("%d pods", len(pods.Items))
 	})
 
 	// The kubelet comes back: the node is Ready again and the taints go.

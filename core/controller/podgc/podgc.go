@@ -1,6 +1,7 @@
 // Package podgc deletes pods nobody else will: pods bound to nodes that no longer exist
-// (their kubelet will never finish them), terminating pods that were never scheduled, and
-// the oldest finished (Succeeded/Failed) pods beyond a threshold.
+// (their kubelet will never finish them), terminating pods that were never scheduled,
+// terminating pods whose grace period ran out on an unreachable node, and the oldest
+// finished (Succeeded/Failed) pods beyond a threshold.
 package podgc
 
 import (
@@ -34,18 +35,25 @@ type Options struct {
 type Plan struct {
 	Orphaned       []*corev1.Pod // bound to a node that does not exist
 	Unscheduled    []*corev1.Pod // terminating and never scheduled
+	Unreachable    []*corev1.Pod // terminating past their grace period on an unreachable node
 	TerminatedOver []*corev1.Pod // oldest finished pods beyond the threshold
 }
 
-// Decide builds the plan from the cached pods; nodeExists answers from the node cache (the
+// Decide builds the plan from the cached pods; node answers from the node cache (the
 // controller confirms absence with the API before deleting).
-func Decide(pods []*corev1.Pod, nodeExists func(string) bool, threshold int) Plan {
+func Decide(pods []*corev1.Pod, node func(string) (*corev1.Node, bool), threshold int, now time.Time) Plan {
 	var p Plan
 	var terminated []*corev1.Pod
 	for _, pod := range pods {
+		n, exists := (*corev1.Node)(nil), false
+		if pod.Spec.NodeName != "" {
+			n, exists = node(pod.Spec.NodeName)
+		}
 		switch {
-		case pod.Spec.NodeName != "" && !nodeExists(pod.Spec.NodeName):
+		case pod.Spec.NodeName != "" && !exists:
 			p.Orphaned = append(p.Orphaned, pod)
+		case pod.DeletionTimestamp != nil && exists && unreachable(n) && !now.Before(pod.DeletionTimestamp.Time):
+			p.Unreachable = append(p.Unreachable, pod)
 		case pod.Spec.NodeName == "" && pod.DeletionTimestamp != nil:
 			p.Unscheduled = append(p.Unscheduled, pod)
 		case pod.DeletionTimestamp == nil && (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed):
@@ -59,6 +67,17 @@ func Decide(pods []*corev1.Pod, nodeExists func(string) bool, threshold int) Pla
 		p.TerminatedOver = terminated[:len(terminated)-threshold]
 	}
 	return p
+}
+
+// unreachable reports whether the node carries the unreachable NoExecute taint: its kubelet
+// has stopped reporting and will not finish its pods' deletions.
+func unreachable(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeUnreachable && t.Effect == corev1.TaintEffectNoExecute {
+			return true
+		}
+	}
+	return false
 }
 
 // Controller is the pod garbage collector.
@@ -111,7 +130,10 @@ func (c *Controller) Pass(ctx context.Context) int {
 	if err != nil {
 		return 0
 	}
-	plan := Decide(pods, func(n string) bool { _, err := c.nodeLister.Get(n); return err == nil }, c.opts.TerminatedThreshold)
+	plan := Decide(pods, func(name string) (*corev1.Node, bool) {
+		n, err := c.nodeLister.Get(name)
+		return n, err == nil
+	}, c.opts.TerminatedThreshold, time.Now())
 	deleted := 0
 	// The node cache may lag behind a node that was just created: ask the API once per node.
 	gone := map[string]bool{}
@@ -128,6 +150,11 @@ func (c *Controller) Pass(ctx context.Context) int {
 	}
 	for _, p := range plan.Unscheduled {
 		if c.delete(ctx, p, true, "terminating and never scheduled") {
+			deleted++
+		}
+	}
+	for _, p := range plan.Unreachable {
+		if c.delete(ctx, p, true, "grace period over on unreachable node "+p.Spec.NodeName) {
 			deleted++
 		}
 	}

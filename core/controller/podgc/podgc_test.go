@@ -32,8 +32,23 @@ func TestDecide(t *testing.T) {
 		mk("done-old", "live", corev1.PodSucceeded, 1, false),
 		mk("done-mid", "live", corev1.PodFailed, 2, false),
 		mk("done-new", "live", corev1.PodSucceeded, 3, false),
+		mk("stuck-on-dead-node", "dead", corev1.PodRunning, 1, true),
+		mk("terminating-on-live-node", "live", corev1.PodRunning, 1, true),
 	}
-	plan := Decide(pods, func(n string) bool { return n == "live" }, 1)
+	dead := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "dead"}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{
+		{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}}}}
+	live := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "live"}}
+	nodes := func(n string) (*corev1.Node, bool) {
+		switch n {
+		case "dead":
+			return dead, true
+		case "live":
+			return live, true
+		}
+		return nil, false
+	}
+	now := time.Now().Add(time.Minute) // after every deletionTimestamp above
+	plan := Decide(pods, nodes, 1, now)
 	check := func(what string, got []*corev1.Pod, want ...string) {
 		t.Helper()
 		if len(got) != len(want) {
@@ -48,7 +63,12 @@ func TestDecide(t *testing.T) {
 	check("orphaned", plan.Orphaned, "on-gone-node")
 	check("unscheduled", plan.Unscheduled, "unscheduled-deleting")
 	check("terminated", plan.TerminatedOver, "done-old", "done-mid")
-	if p := Decide(pods, func(string) bool { return true }, -1); len(p.TerminatedOver) != 0 {
+	check("unreachable", plan.Unreachable, "stuck-on-dead-node")
+	// Within its grace period the pod is left to its kubelet.
+	if p := Decide(pods, nodes, 1, time.Now().Add(-time.Minute)); len(p.Unreachable) != 0 {
+		t.Fatal("pod force-deleted before its grace period ended")
+	}
+	if p := Decide(pods, nodes, -1, now); len(p.TerminatedOver) != 0 {
 		t.Fatal("negative threshold must keep all")
 	}
 }
