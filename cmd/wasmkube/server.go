@@ -14,7 +14,10 @@ import (
 	"github.com/wasmkube/wasmkube/core/apiserver"
 )
 
-func init() {
+func init() { rootCmd.AddCommand(newServerCmd()) }
+
+// newServerCmd builds `wasmkube server`.
+func newServerCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run the Kubernetes-compatible API server (on an embedded etcd unless --etcd-endpoints)",
@@ -57,7 +60,7 @@ the config file keys:
 	f.Int64("default-toleration-seconds", 300, "tolerationSeconds of the not-ready/unreachable tolerations added to pods")
 	f.String("log-level", "info", "log level: debug, info, warn, error")
 	f.String("config", "", "YAML config file (keys under server.)")
-	rootCmd.AddCommand(cmd)
+	return cmd
 }
 
 // serverFlagKeys maps flags to config keys and environment variables.
