@@ -209,7 +209,7 @@ func (s *Server) parsePath(method, path string, q url.Values) (*requestInfo, err
 		}
 	case http.MethodPost:
 		switch {
-		case ri.name == "" && !res.createOnly || res.createOnly && ri.name == "":
+		case ri.name == "":
 			ri.verb = "create"
 		case ri.subresource == "binding" || ri.subresource == "eviction":
 			ri.verb = "create"
@@ -594,7 +594,7 @@ func (s *Server) serveWatch(ctx context.Context, rq *request, st *store) error {
 		start()
 		var out any = obj
 		if t != watch.Error && t != watch.Bookmark {
-			o, err := s.transform(rq, obj, false)
+			o, err := s.transform(rq, obj)
 			if err != nil {
 				return err
 			}

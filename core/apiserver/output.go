@@ -63,7 +63,7 @@ func metaList(list runtime.Object) (string, error) {
 
 // respond writes obj in the format the client asked for.
 func (s *Server) respond(rq *request, code int, obj runtime.Object) error {
-	out, err := s.transform(rq, obj, true)
+	out, err := s.transform(rq, obj)
 	if err != nil {
 		return err
 	}
@@ -73,15 +73,13 @@ func (s *Server) respond(rq *request, code int, obj runtime.Object) error {
 
 // transform turns a stored object or list into what goes on the wire: itself, a Table,
 // or PartialObjectMetadata.
-func (s *Server) transform(rq *request, obj runtime.Object, _ bool) (any, error) {
+func (s *Server) transform(rq *request, obj runtime.Object) (any, error) {
 	res := rq.info.res
 	isList := meta.IsListType(obj)
 	if isList {
 		ensureKind(obj, res.gvr.GroupVersion().WithKind(res.kind+"List"))
-	} else if _, err := meta.Accessor(obj); err == nil {
-		if _, isRes := obj.(interface{ GetObjectKind() schema.ObjectKind }); isRes {
-			ensureKind(obj, res.gvk())
-		}
+	} else if rq.info.subresource == "" || rq.info.subresource == "status" || rq.info.subresource == "finalize" {
+		ensureKind(obj, res.gvk())
 	}
 	// Subresources with their own kinds (Scale, Status) are never converted.
 	if rq.format != outTable && rq.format != outPartial || rq.info.subresource != "" {

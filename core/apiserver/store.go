@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"net/http"
 	"reflect"
 	"strings"
 	"time"
@@ -636,12 +635,4 @@ func (st *store) supportsField(f string) bool {
 		}
 	}
 	return false
-}
-
-// httpCodeFor returns the success code of a write.
-func httpCodeFor(created bool) int {
-	if created {
-		return http.StatusCreated
-	}
-	return http.StatusOK
 }
