@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -153,4 +154,69 @@ func BenchmarkList(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(pods*b.N)/b.Elapsed().Seconds(), "objects/s")
+}
+
+// BenchmarkWatchIndex: 500 kubelet-like watchers, each selecting the pods of its own
+// node; one op is one pod created on some node and seen by that node's watcher. With the
+// index only that watcher is handed the event; without it all 500 are, and 499 filter it
+// out.
+//
+//	go test ./core/storage -run '^$' -bench BenchmarkWatchIndex -benchtime 5000x
+func BenchmarkWatchIndex(b *testing.B) {
+	for _, indexed := range []bool{true, false} {
+		b.Run(fmt.Sprintf("indexed=%v", indexed), func(b *testing.B) {
+			const nodes = 500
+			backend := embeddedFactory(b, Config{WatchBuffer: 1 << 16, Logger: slog.New(slog.DiscardHandler)})
+			nodeOf := func(obj runtime.Object) string { return obj.(*corev1.Pod).Spec.NodeName }
+			var opts []ResourceOption
+			if indexed {
+				opts = append(opts, WithWatchIndex(nodeOf))
+			}
+			s := backend.ForResource("pods", func() runtime.Object { return &corev1.Pod{} }, func() runtime.Object { return &corev1.PodList{} }, opts...)
+			ctx := context.Background()
+			var wg sync.WaitGroup
+			for n := 0; n < nodes; n++ {
+				node := fmt.Sprintf("node-%d", n)
+				w, err := s.Watch(ctx, Prefix("pods", ""), WatchOptions{ResourceVersion: "1", IndexValue: node,
+					Predicate: func(obj runtime.Object) bool { return nodeOf(obj) == node }})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer w.Stop()
+				want := b.N / nodes
+				if n < b.N%nodes {
+					want++
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < want; i++ {
+						if _, ok := <-w.ResultChan(); !ok {
+							b.Error("watcher closed early")
+							return
+						}
+					}
+				}()
+			}
+			b.ResetTimer()
+			var seq atomic.Int64
+			var wwg sync.WaitGroup
+			for g := 0; g < 32; g++ {
+				wwg.Add(1)
+				go func() {
+					defer wwg.Done()
+					for i := seq.Add(1) - 1; i < int64(b.N); i = seq.Add(1) - 1 {
+						p := newPod("default", fmt.Sprintf("idx-%d", i), nil)
+						p.Spec.NodeName = fmt.Sprintf("node-%d", i%nodes)
+						if _, err := s.Create(ctx, Key("pods", "default", p.Name), p); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wwg.Wait()
+			wg.Wait()
+		})
+	}
 }

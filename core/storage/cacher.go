@@ -177,24 +177,32 @@ type cacher struct {
 
 	mu       sync.Mutex
 	ring     ring
-	floor    int64 // every event with a revision above floor is in ring or still to come
-	lastRev  int64 // every event up to lastRev has been received
-	watchers map[*cacheWatcher]struct{}
-	started  bool
-	stopped  bool
-	cancel   context.CancelFunc
-	done     chan struct{}
+	floor    int64                      // every event with a revision above floor is in ring or still to come
+	lastRev  int64                      // every event up to lastRev has been received
+	watchers map[*cacheWatcher]struct{} // every watcher
+	// Watchers are also filed under the index value they asked for (WithWatchIndex), or
+	// as unindexed; an event is queued only for unindexed watchers and those filed under
+	// its object's value before or after the change.
+	index     func(runtime.Object) string
+	unindexed map[*cacheWatcher]struct{}
+	byIndex   map[string]map[*cacheWatcher]struct{}
+	started   bool
+	stopped   bool
+	cancel    context.CancelFunc
+	done      chan struct{}
 }
 
 func newCacher(b *Backend, resource string, newFunc func() runtime.Object) *cacher {
 	return &cacher{
-		b:        b,
-		resource: resource,
-		prefix:   Prefix(resource, ""),
-		codec:    newCodec(newFunc),
-		newFunc:  newFunc,
-		ring:     ring{buf: make([]*event, b.cfg.WatchCacheSize)},
-		watchers: map[*cacheWatcher]struct{}{},
+		b:         b,
+		resource:  resource,
+		prefix:    Prefix(resource, ""),
+		codec:     newCodec(newFunc),
+		newFunc:   newFunc,
+		ring:      ring{buf: make([]*event, b.cfg.WatchCacheSize)},
+		watchers:  map[*cacheWatcher]struct{}{},
+		unindexed: map[*cacheWatcher]struct{}{},
+		byIndex:   map[string]map[*cacheWatcher]struct{}{},
 	}
 }
 
@@ -298,19 +306,63 @@ func (c *cacher) process(events []*clientv3.Event) {
 			c.floor = old.rev
 		}
 		c.lastRev = e.rev
-		for w := range c.watchers {
-			if !w.matches(e.key) {
-				continue
+		for w := range c.unindexed {
+			c.deliverLocked(w, e)
+		}
+		if len(c.byIndex) > 0 {
+			cur, prev := c.indexValues(e)
+			for w := range c.byIndex[cur] {
+				c.deliverLocked(w, e)
 			}
-			select {
-			case w.in <- e:
-			default:
-				// Too slow: close it rather than let it hold up the others.
-				c.b.log.Info("closing watcher that fell behind", "resource", c.resource, "prefix", w.prefix, "buffer", cap(w.in))
-				c.removeLocked(w)
+			if prev != cur {
+				for w := range c.byIndex[prev] {
+					c.deliverLocked(w, e)
+				}
 			}
 		}
 	}
+}
+
+func (c *cacher) deliverLocked(w *cacheWatcher, e *event) {
+	if !w.matches(e.key) {
+		return
+	}
+	select {
+	case w.in <- e:
+		w.queued++
+	default:
+		// Too slow: close it rather than let it hold up the others.
+		c.b.log.Info("closing watcher that fell behind", "resource", c.resource, "prefix", w.prefix, "buffer", cap(w.in))
+		c.removeLocked(w)
+	}
+}
+
+// indexValues returns the index values of e's object after and before the change ("" for
+// a state that does not exist or cannot be decoded).
+func (c *cacher) indexValues(e *event) (cur, prev string) {
+	if e.typ == evCreate || e.typ == evUpdate {
+		if obj, err := e.object(); err == nil {
+			cur = c.index(obj)
+		}
+	}
+	if e.typ == evUpdate || e.typ == evDelete {
+		if obj, err := e.previous(); err == nil {
+			prev = c.index(obj)
+		}
+	}
+	return cur, prev
+}
+
+// wants reports whether w, indexed or not, is sent e.
+func (c *cacher) wants(w *cacheWatcher, e *event) bool {
+	if !w.matches(e.key) {
+		return false
+	}
+	if w.indexValue == "" {
+		return true
+	}
+	cur, prev := c.indexValues(e)
+	return cur == w.indexValue || prev == w.indexValue
 }
 
 func (c *cacher) progressTo(rev int64) {
@@ -376,6 +428,13 @@ func (c *cacher) remove(w *cacheWatcher) {
 func (c *cacher) removeLocked(w *cacheWatcher) {
 	if _, ok := c.watchers[w]; ok {
 		delete(c.watchers, w)
+		delete(c.unindexed, w)
+		if set := c.byIndex[w.indexValue]; set != nil {
+			delete(set, w)
+			if len(set) == 0 {
+				delete(c.byIndex, w.indexValue)
+			}
+		}
 		close(w.in)
 	}
 }
@@ -481,9 +540,12 @@ func (c *cacher) register(prefix string, exact bool, rev int64, opts WatchOption
 		bookmarks: opts.AllowBookmarks,
 		result:    make(chan watch.Event),
 	}
+	if c.index != nil {
+		w.indexValue = opts.IndexValue
+	}
 	var replay []*event
 	for _, e := range c.ring.since(rev) {
-		if w.matches(e.key) {
+		if c.wants(w, e) {
 			replay = append(replay, e)
 		}
 	}
@@ -491,11 +553,20 @@ func (c *cacher) register(prefix string, exact bool, rev int64, opts WatchOption
 	for _, e := range replay {
 		w.in <- e
 	}
+	w.queued = len(replay)
 	if c.lastRev > rev {
 		// Everything up to lastRev is in the replay: let bookmarks say so.
 		w.in <- &event{typ: evProgress, rev: c.lastRev}
 	}
 	c.watchers[w] = struct{}{}
+	if w.indexValue == "" {
+		c.unindexed[w] = struct{}{}
+	} else {
+		if c.byIndex[w.indexValue] == nil {
+			c.byIndex[w.indexValue] = map[*cacheWatcher]struct{}{}
+		}
+		c.byIndex[w.indexValue][w] = struct{}{}
+	}
 	return w, nil
 }
 
@@ -508,10 +579,14 @@ type cacheWatcher struct {
 	pred      Predicate
 	minRev    int64
 	bookmarks bool
-	in        chan *event
-	result    chan watch.Event
-	ctx       context.Context
-	cancel    context.CancelFunc
+	// indexValue files the watcher under this value of the resource's watch index; ""
+	// when unindexed.
+	indexValue string
+	queued     int // events handed to this watcher (guarded by the cacher's mu)
+	in         chan *event
+	result     chan watch.Event
+	ctx        context.Context
+	cancel     context.CancelFunc
 }
 
 func (w *cacheWatcher) matches(key string) bool {

@@ -60,6 +60,11 @@ type WatchOptions struct {
 	// AllowBookmarks sends BOOKMARK events (an object of the resource's type whose
 	// metadata carries only resourceVersion) at least every minute.
 	AllowBookmarks bool
+	// IndexValue, for a resource with a watch index (WithWatchIndex), limits the watch to
+	// objects whose index value before or after a change equals it (for example the node
+	// name of a kubelet's pod watch). It narrows what is queued, not what matches: the
+	// Predicate must still select the same objects. Ignored without an index.
+	IndexValue string
 }
 
 // UpdateFunc computes the new object from the current one. Returning an error aborts the

@@ -39,6 +39,7 @@ var suite = []struct {
 	{"ExpiredAfterCompaction", testExpiredAfterCompaction},
 	{"TTL", testTTL},
 	{"WatchConsistencyUnderLoad", testWatchConsistencyUnderLoad},
+	{"WatchIndex", testWatchIndex},
 }
 
 func TestEmbedded(t *testing.T) {
@@ -841,6 +842,86 @@ func testWatchConsistencyUnderLoad(t *testing.T, newBackend backendFactory) {
 			if wt.state[name] != rv {
 				t.Fatalf("watcher %d: %s at rv %q, the store has %q", i, name, wt.state[name], rv)
 			}
+		}
+	}
+}
+
+func testWatchIndex(t *testing.T, newBackend backendFactory) {
+	ctx := context.Background()
+	b := newBackend(t, Config{})
+	nodeOf := func(obj runtime.Object) string { return obj.(*corev1.Pod).Spec.NodeName }
+	s := b.ForResource("pods", func() runtime.Object { return &corev1.Pod{} }, func() runtime.Object { return &corev1.PodList{} }, WithWatchIndex(nodeOf))
+	onNode := func(node, name string) *corev1.Pod {
+		p := newPod("default", name, nil)
+		p.Spec.NodeName = node
+		return p
+	}
+	mustCreate(t, s, onNode("n1", "early")) // before the watch, replayed from the ring
+	first, err := s.List(ctx, Prefix("pods", ""), ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startRV := strconv.FormatInt(rvOf(t, first)-1, 10)
+	watchNode := func(node string) watch.Interface {
+		w, err := s.Watch(ctx, Prefix("pods", ""), WatchOptions{
+			ResourceVersion: startRV,
+			IndexValue:      node,
+			Predicate:       func(obj runtime.Object) bool { return nodeOf(obj) == node },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Stop)
+		return w
+	}
+	n1, n2 := watchNode("n1"), watchNode("n2")
+	all, err := s.Watch(ctx, Prefix("pods", ""), WatchOptions{ResourceVersion: startRV})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer all.Stop()
+	expectEvent(t, n1, watch.Added, "early")
+	expectEvent(t, all, watch.Added, "early")
+
+	mustCreate(t, s, onNode("n2", "a"))
+	mustCreate(t, s, onNode("n1", "b"))
+	// b moves from n1 to n2: n1 sees it leave, n2 sees it arrive.
+	if _, err := s.GuaranteedUpdate(ctx, Key("pods", "default", "b"), nil, func(cur runtime.Object) (runtime.Object, error) {
+		cur.(*corev1.Pod).Spec.NodeName = "n2"
+		return cur, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Delete(ctx, Key("pods", "default", "a"), nil); err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, s, onNode("n1", "fence"))
+
+	expectEvent(t, n1, watch.Added, "b")
+	expectEvent(t, n1, watch.Deleted, "b")
+	expectEvent(t, n1, watch.Added, "fence")
+	expectEvent(t, n2, watch.Added, "a")
+	expectEvent(t, n2, watch.Added, "b")
+	expectEvent(t, n2, watch.Deleted, "a")
+	expectEvent(t, all, watch.Added, "a")
+	expectEvent(t, all, watch.Added, "b")
+	expectEvent(t, all, watch.Modified, "b")
+	expectEvent(t, all, watch.Deleted, "a")
+	expectEvent(t, all, watch.Added, "fence")
+
+	// Indexed watchers were queued only their own node's events.
+	c := s.(*store).cacher
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.byIndex["n1"]) != 1 || len(c.byIndex["n2"]) != 1 || len(c.unindexed) != 1 {
+		t.Fatalf("watchers filed as n1:%d n2:%d unindexed:%d, want 1 each", len(c.byIndex["n1"]), len(c.byIndex["n2"]), len(c.unindexed))
+	}
+	// Of the 6 writes, n1 was handed early, b's creation and move and the fence; n2 a's
+	// creation and deletion and b's move; the unindexed watcher all 6.
+	for w := range c.watchers {
+		want := map[string]int{"n1": 4, "n2": 3, "": 6}[w.indexValue]
+		if w.queued != want {
+			t.Errorf("watcher %q was handed %d events, want %d", w.indexValue, w.queued, want)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // ResourceOption configures one resource's store in ForResource.
@@ -19,6 +20,21 @@ type ResourceOption func(*store)
 // close together share a lease instead of granting one each.
 func WithTTL(ttl time.Duration) ResourceOption {
 	return func(s *store) { s.ttl = ttl }
+}
+
+// WithWatchIndex gives the resource's watch cache an index, like upstream's trigger
+// functions (pods by spec.nodeName): a watch with WatchOptions.IndexValue set is sent
+// only the events of objects whose index value, before or after the change, equals it,
+// so a thousand kubelets each watching their own pods do not each receive and filter
+// every pod event. The first store of a resource to pass the option sets the index.
+func WithWatchIndex(index func(obj runtime.Object) string) ResourceOption {
+	return func(s *store) {
+		s.cacher.mu.Lock()
+		defer s.cacher.mu.Unlock()
+		if s.cacher.index == nil {
+			s.cacher.index = index
+		}
+	}
 }
 
 // leaseManager hands out shared leases: a lease granted for a TTL is reused by every
