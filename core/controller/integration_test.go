@@ -793,4 +793,3 @@ func TestEndpointsFollowPods(t *testing.T) {
 		return false, nil
 	})
 }
-

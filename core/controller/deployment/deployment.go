@@ -675,7 +675,9 @@ func (c *Controller) writeStatus(ctx context.Context, d *appsv1.Deployment, st a
 	cp := d.DeepCopy()
 	cp.Status = st
 	_, err := c.client.AppsV1().Deployments(cp.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
-	if apierrors.IsNotFound(err) {
+	// A conflict means a newer Deployment exists; its watch event queues the key again, so
+	// this is not a failure to back off from.
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
 	}
 	if err != nil {
