@@ -3,6 +3,8 @@ package apiserver_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,8 +12,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/apiservertest"
@@ -254,5 +258,55 @@ func TestPagingDeleteCollectionMetadataAndYAML(t *testing.T) {
 	}
 	if _, err := srv.Client.CoreV1().ConfigMaps("default").Get(ctx, "from-yaml", metav1.GetOptions{}); err != nil {
 		t.Fatalf("dry-run delete removed the object: %v", err)
+	}
+}
+
+func TestDiscovery(t *testing.T) {
+	srv := apiservertest.Start(t)
+	// client-go asks for aggregated discovery first; the legacy documents must agree.
+	for _, aggregated := range []bool{true, false} {
+		dc, err := discovery.NewDiscoveryClientForConfig(srv.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dc.UseLegacyDiscovery = !aggregated
+		_, lists, err := dc.ServerGroupsAndResources()
+		if err != nil {
+			t.Fatalf("aggregated=%v: %v", aggregated, err)
+		}
+		found := map[string]metav1.APIResource{}
+		for _, l := range lists {
+			for _, r := range l.APIResources {
+				found[l.GroupVersion+"/"+r.Name] = r
+			}
+		}
+		for key, short := range map[string]string{"v1/pods": "po", "v1/nodes": "no", "apps/v1/deployments": "deploy", "v1/services": "svc"} {
+			r, ok := found[key]
+			if !ok || len(r.ShortNames) == 0 || r.ShortNames[0] != short {
+				t.Fatalf("aggregated=%v: %s: %+v", aggregated, key, r)
+			}
+		}
+		if p := found["v1/pods"]; !p.Namespaced || p.Kind != "Pod" || len(p.Categories) != 1 || p.Categories[0] != "all" {
+			t.Fatalf("aggregated=%v: pods: %+v", aggregated, p)
+		}
+		if s, ok := found["apps/v1/deployments/scale"]; !ok || s.Kind != "Scale" || s.Group != "autoscaling" {
+			t.Fatalf("aggregated=%v: deployments/scale: %+v", aggregated, s)
+		}
+		if _, ok := found["v1/pods/log"]; !ok {
+			t.Fatalf("aggregated=%v: no pods/log", aggregated)
+		}
+	}
+	// The server answers client-go's first request in the aggregated form.
+	req, _ := http.NewRequest("GET", srv.URL+"/apis", nil)
+	req.Header.Set("Authorization", "Bearer "+srv.Config.BearerToken)
+	req.Header.Set("Accept", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json")
+	tr, _ := rest.TransportFor(&rest.Config{TLSClientConfig: srv.Config.TLSClientConfig})
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); !strings.Contains(ct, "as=APIGroupDiscoveryList") {
+		t.Fatalf("content type %q", ct)
 	}
 }

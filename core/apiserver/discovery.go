@@ -80,11 +80,15 @@ func apiGroup(group string) *metav1.APIGroup {
 }
 
 // serveDiscovery answers /api, /api/v1, /apis, /apis/<g> and /apis/<g>/<v>. It reports
-// false for paths it does not own. Only the legacy (unaggregated) documents are served:
-// kubectl and client-go fall back to them when the response is plain JSON.
+// false for paths it does not own. /api and /apis answer with the aggregated document
+// (apidiscovery.k8s.io/v2) to clients that ask for it, else with the legacy ones.
 func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, path string) bool {
 	if r.Method != http.MethodGet {
 		return false
+	}
+	if (path == "/api" || path == "/apis") && wantsAggregated(r.Header.Get("Accept")) {
+		writeAggregated(w, path == "/api")
+		return true
 	}
 	switch {
 	case path == "/api":

@@ -1,0 +1,100 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"mime"
+	"net/http"
+	"strings"
+
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// aggregatedContentType is what a client asks for (and gets) with aggregated discovery:
+// every group, version and resource in one document, so kubectl needs two requests
+// (/api and /apis) instead of one per group version.
+const aggregatedContentType = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+// wantsAggregated reports whether Accept lists apidiscovery.k8s.io/v2 before plain JSON.
+func wantsAggregated(accept string) bool {
+	for _, part := range strings.Split(accept, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		if mt == "application/json" && params["as"] == "APIGroupDiscoveryList" && params["g"] == "apidiscovery.k8s.io" && params["v"] == "v2" {
+			return true
+		}
+		if (mt == "application/json" || mt == "*/*") && params["as"] == "" {
+			return false
+		}
+	}
+	return false
+}
+
+// aggregatedDiscovery is the document for /api (core: true) or /apis.
+func aggregatedDiscovery(core bool) *apidiscoveryv2.APIGroupDiscoveryList {
+	list := &apidiscoveryv2.APIGroupDiscoveryList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/v2"}}
+	index := map[string]int{}
+	for _, r := range resources {
+		g, v := r.gvr.Group, r.gvr.Version
+		if (g == "") != core {
+			continue
+		}
+		gi, ok := index[g]
+		if !ok {
+			gi = len(list.Items)
+			index[g] = gi
+			list.Items = append(list.Items, apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: g}})
+		}
+		grp := &list.Items[gi]
+		vi := -1
+		for i := range grp.Versions {
+			if grp.Versions[i].Version == v {
+				vi = i
+			}
+		}
+		if vi < 0 {
+			grp.Versions = append(grp.Versions, apidiscoveryv2.APIVersionDiscovery{Version: v, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent})
+			vi = len(grp.Versions) - 1
+		}
+		scope := apidiscoveryv2.ScopeCluster
+		if r.namespaced {
+			scope = apidiscoveryv2.ScopeNamespace
+		}
+		verbs := []string(crudVerbs)
+		if r.createOnly {
+			verbs = []string{"create"}
+		}
+		rd := apidiscoveryv2.APIResourceDiscovery{
+			Resource: r.gvr.Resource, Scope: scope, SingularResource: r.singular, Verbs: verbs,
+			ShortNames: r.shortNames, Categories: r.categories,
+			ResponseKind: &metav1.GroupVersionKind{Group: g, Version: v, Kind: r.kind},
+		}
+		for _, sub := range r.subresources {
+			d := subresourceDiscovery[sub]
+			kind := metav1.GroupVersionKind{Group: g, Version: v, Kind: r.kind}
+			if d.gvk.Kind != "" {
+				kind.Kind = d.gvk.Kind
+				if d.gvk.Version != "" {
+					kind.Group, kind.Version = d.gvk.Group, d.gvk.Version
+				}
+			}
+			rd.Subresources = append(rd.Subresources, apidiscoveryv2.APISubresourceDiscovery{Subresource: sub, ResponseKind: &kind, Verbs: d.verbs})
+		}
+		grp.Versions[vi].Resources = append(grp.Versions[vi].Resources, rd)
+	}
+	return list
+}
+
+func writeAggregated(w http.ResponseWriter, core bool) {
+	b, err := json.Marshal(aggregatedDiscovery(core))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", aggregatedContentType)
+	w.Header().Set("Vary", "Accept")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+}
