@@ -84,6 +84,7 @@ type Kubelet struct {
 	preStop   hook.PreStopRunner
 	postStart hook.PostStartRunner
 	rec       *recorder
+	objects   Objects
 	podStore  cache.Indexer
 	listener  net.Listener
 
@@ -201,6 +202,7 @@ func New(ctx context.Context, opts Options) (*Kubelet, error) {
 		k.postStart = hr
 	}
 	k.rec = newRecorder(k.client, opts.NodeName, k.log)
+	k.objects = apiObjects{k.client}
 	if k.listener, err = k.listen(); err != nil {
 		k.Close()
 		return nil, err

@@ -1,16 +1,19 @@
 package kubelet
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/wasmkube/wasmkube/kubelet/runtime"
 )
@@ -66,10 +69,11 @@ type ConfigError struct {
 func (e *ConfigError) Error() string { return fmt.Sprintf("pod %s: %s: %s", e.Pod, e.Field, e.Msg) }
 
 // VolumePaths resolves the host path of each of the pod's volumes. emptyDir lives under the
-// pod's directory; hostPath is used as is (created for the *OrCreate types). Volume types the
-// kubelet cannot fill (configMap, secret, projected, downwardAPI) get an empty directory, and
-// their names are returned in unsupported so the caller can warn.
-func VolumePaths(pod *v1.Pod, rootDir string) (paths map[string]string, unsupported []string, err error) {
+// pod's directory; hostPath is used as is (created for the *OrCreate types); configMap,
+// secret, downwardAPI and projected volumes are written under the pod's directory once, from
+// objs. Other volume types (and projected serviceAccountToken sources) get an empty
+// directory, and their names are returned in unsupported so the caller can warn.
+func VolumePaths(ctx context.Context, pod *v1.Pod, rootDir string, objs Objects, podIP, hostIP string) (paths map[string]string, unsupported []string, err error) {
 	paths = map[string]string{}
 	podName := pod.Namespace + "/" + pod.Name
 	for i, v := range pod.Spec.Volumes {
@@ -107,13 +111,30 @@ func VolumePaths(pod *v1.Pod, rootDir string) (paths map[string]string, unsuppor
 			paths[v.Name] = p
 		default:
 			dir := filepath.Join(PodDir(rootDir, string(pod.UID)), "volumes", v.Name)
-			if v.EmptyDir == nil {
-				unsupported = append(unsupported, v.Name)
-			}
 			if err := os.MkdirAll(dir, 0o777); err != nil {
 				return nil, nil, &ConfigError{podName, field, err.Error()}
 			}
-			_ = os.Chmod(dir, 0o777) // emptyDir is world-writable, as in Kubernetes
+			switch {
+			case v.EmptyDir != nil:
+				_ = os.Chmod(dir, 0o777) // emptyDir is world-writable, as in Kubernetes
+			case v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil:
+				if _, err := os.Stat(filepath.Join(dir, ".wasmkube-written")); err == nil {
+					break
+				}
+				if objs == nil {
+					return nil, nil, &ConfigError{podName, field, "no API access to read the volume's objects"}
+				}
+				files, unsup, err := VolumeFiles(ctx, pod, &v, objs, podIP, hostIP)
+				if err != nil {
+					return nil, nil, &ConfigError{podName, field, err.Error()}
+				}
+				unsupported = append(unsupported, unsup...)
+				if err := writeVolumeFiles(dir, files); err != nil {
+					return nil, nil, &ConfigError{podName, field, err.Error()}
+				}
+			default:
+				unsupported = append(unsupported, v.Name)
+			}
 			paths[v.Name] = dir
 		}
 	}
@@ -142,25 +163,83 @@ func ContainerMounts(pod *v1.Pod, c *v1.Container, field string, volumes map[str
 	return ms, nil
 }
 
-// ContainerEnv resolves a container's environment: literal values and the downward API
-// field references kubelets answer (pod name, namespace, uid, IPs, node name, labels and
-// annotations, service account).
-func ContainerEnv(pod *v1.Pod, c *v1.Container, field, podIP, hostIP string) ([]string, error) {
-	var env []string
+// ContainerEnv resolves a container's environment: envFrom (configMapRef, secretRef), then
+// env with literal values, configMapKeyRef, secretKeyRef and the downward API field
+// references kubelets answer (pod name, namespace, uid, IPs, node name, labels and
+// annotations, service account). Later entries win, as in Kubernetes.
+func ContainerEnv(ctx context.Context, pod *v1.Pod, c *v1.Container, field, podIP, hostIP string, objs Objects) ([]string, error) {
+	podName := pod.Namespace + "/" + pod.Name
+	var order []string
+	vals := map[string]string{}
+	set := func(k, v string) {
+		if _, ok := vals[k]; !ok {
+			order = append(order, k)
+		}
+		vals[k] = v
+	}
+	for i, ef := range c.EnvFrom {
+		f := fmt.Sprintf("%s.envFrom[%d]", field, i)
+		if objs == nil {
+			return nil, &ConfigError{podName, f, "no API access to read the referenced object"}
+		}
+		var data map[string][]byte
+		switch {
+		case ef.ConfigMapRef != nil:
+			cm, err := objs.ConfigMap(ctx, pod.Namespace, ef.ConfigMapRef.Name)
+			if err != nil {
+				if apierrors.IsNotFound(err) && ef.ConfigMapRef.Optional != nil && *ef.ConfigMapRef.Optional {
+					continue
+				}
+				return nil, &ConfigError{podName, f + ".configMapRef", err.Error()}
+			}
+			data = keyData(cm, nil)
+		case ef.SecretRef != nil:
+			s, err := objs.Secret(ctx, pod.Namespace, ef.SecretRef.Name)
+			if err != nil {
+				if apierrors.IsNotFound(err) && ef.SecretRef.Optional != nil && *ef.SecretRef.Optional {
+					continue
+				}
+				return nil, &ConfigError{podName, f + ".secretRef", err.Error()}
+			}
+			data = keyData(nil, s)
+		}
+		keys := make([]string, 0, len(data))
+		for k := range data {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			set(ef.Prefix+k, string(data[k]))
+		}
+	}
 	for i, e := range c.Env {
 		if e.ValueFrom == nil {
-			env = append(env, e.Name+"="+e.Value)
+			set(e.Name, e.Value)
 			continue
 		}
 		f := fmt.Sprintf("%s.env[%d].valueFrom", field, i)
-		if e.ValueFrom.FieldRef == nil {
-			return nil, &ConfigError{pod.Namespace + "/" + pod.Name, f, "only fieldRef is supported by wasmkube's kubelet"}
+		switch {
+		case e.ValueFrom.FieldRef != nil:
+			v, err := fieldValue(pod, e.ValueFrom.FieldRef.FieldPath, podIP, hostIP)
+			if err != nil {
+				return nil, &ConfigError{podName, f + ".fieldRef.fieldPath", err.Error()}
+			}
+			set(e.Name, v)
+		case (e.ValueFrom.ConfigMapKeyRef != nil || e.ValueFrom.SecretKeyRef != nil) && objs != nil:
+			v, ok, err := envRef(ctx, pod, e.ValueFrom, objs)
+			if err != nil {
+				return nil, &ConfigError{podName, f, err.Error()}
+			}
+			if ok {
+				set(e.Name, v)
+			}
+		default:
+			return nil, &ConfigError{podName, f, "only fieldRef, configMapKeyRef and secretKeyRef are supported by wasmkube's kubelet"}
 		}
-		v, err := fieldValue(pod, e.ValueFrom.FieldRef.FieldPath, podIP, hostIP)
-		if err != nil {
-			return nil, &ConfigError{pod.Namespace + "/" + pod.Name, f + ".fieldRef.fieldPath", err.Error()}
-		}
-		env = append(env, e.Name+"="+v)
+	}
+	env := make([]string, 0, len(order))
+	for _, k := range order {
+		env = append(env, k+"="+vals[k])
 	}
 	return env, nil
 }

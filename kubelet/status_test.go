@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"context"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -202,12 +203,12 @@ func TestContainerEnvAndVolumes(t *testing.T) {
 	c := &p.Spec.Containers[0]
 	c.Env = []v1.EnvVar{{Name: "A", Value: "1"}, {Name: "IP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
 		{Name: "L", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels['app']"}}}}
-	env, err := ContainerEnv(p, c, "spec.containers[0]", "10.42.0.3", "127.0.0.1")
+	env, err := ContainerEnv(context.Background(), p, c, "spec.containers[0]", "10.42.0.3", "127.0.0.1", nil)
 	if err != nil || len(env) != 3 || env[1] != "IP=10.42.0.3" || env[2] != "L=web" {
 		t.Fatalf("env %v %v", env, err)
 	}
-	c.Env = []v1.EnvVar{{Name: "S", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{}}}}
-	if _, err := ContainerEnv(p, c, "spec.containers[0]", "", ""); err == nil || !contains(err.Error(), "spec.containers[0].env[0].valueFrom") {
+	c.Env = []v1.EnvVar{{Name: "S", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{}}}}
+	if _, err := ContainerEnv(context.Background(), p, c, "spec.containers[0]", "", "", nil); err == nil || !contains(err.Error(), "spec.containers[0].env[0].valueFrom") {
 		t.Fatalf("unsupported env source: %v", err)
 	}
 
@@ -216,9 +217,9 @@ func TestContainerEnvAndVolumes(t *testing.T) {
 	doc := v1.HostPathDirectoryOrCreate
 	p.Spec.Volumes = []v1.Volume{{Name: "e", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
 		{Name: "h", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: host, Type: &doc}}},
-		{Name: "cm", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}}}
-	paths, unsupported, err := VolumePaths(p, root)
-	if err != nil || len(unsupported) != 1 || unsupported[0] != "cm" {
+		{Name: "nfs", VolumeSource: v1.VolumeSource{NFS: &v1.NFSVolumeSource{}}}}
+	paths, unsupported, err := VolumePaths(context.Background(), p, root, nil, "", "")
+	if err != nil || len(unsupported) != 1 || unsupported[0] != "nfs" {
 		t.Fatalf("volumes %v %v %v", paths, unsupported, err)
 	}
 	if fi, err := os.Stat(paths["e"]); err != nil || !fi.IsDir() || paths["e"] != filepath.Join(root, "pods", "uid", "volumes", "e") {
@@ -233,7 +234,7 @@ func TestContainerEnvAndVolumes(t *testing.T) {
 	}
 	mustExist := v1.HostPathDirectory
 	p.Spec.Volumes = []v1.Volume{{Name: "h", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/nonexistent/dir", Type: &mustExist}}}}
-	if _, _, err := VolumePaths(p, root); err == nil || !contains(err.Error(), "spec.volumes[0].hostPath") {
+	if _, _, err := VolumePaths(context.Background(), p, root, nil, "", ""); err == nil || !contains(err.Error(), "spec.volumes[0].hostPath") {
 		t.Errorf("missing hostPath Directory: %v", err)
 	}
 }

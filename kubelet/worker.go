@@ -216,14 +216,14 @@ func (w *podWorker) reconcile(ctx context.Context, pod *v1.Pod, obs *observed) t
 		obs.sandboxes = append(obs.sandboxes, *sb)
 	}
 	latest, _ := LatestByName(obs.containers)
-	volumes, unsupported, err := VolumePaths(pod, w.k.opts.RootDir)
+	volumes, unsupported, err := VolumePaths(ctx, pod, w.k.opts.RootDir, w.k.objects, sb.IP, w.k.opts.NodeIP)
 	if err != nil {
 		w.setWaitingAll(pod, Waiting{Reason: "CreateContainerConfigError", Message: err.Error()})
 		w.k.rec.event(pod, v1.EventTypeWarning, "FailedMount", "", "%v", err)
 		return 10 * time.Second
 	}
 	for _, name := range unsupported {
-		w.k.warnOnce(pod, "UnsupportedVolume", fmt.Sprintf("volume %q: only emptyDir and hostPath are filled by wasmkube's kubelet; it is mounted empty", name))
+		w.k.warnOnce(pod, "UnsupportedVolume", fmt.Sprintf("volume %q: wasmkube's kubelet cannot fill this volume type (or projected source); it is mounted empty", name))
 	}
 
 	var requeue time.Duration
@@ -445,7 +445,7 @@ func (w *podWorker) containerConfig(pod *v1.Pod, sb *runtime.Sandbox, c *v1.Cont
 	if err != nil {
 		return nil, err
 	}
-	env, err := ContainerEnv(pod, c, field, sb.IP, w.k.opts.NodeIP)
+	env, err := ContainerEnv(context.Background(), pod, c, field, sb.IP, w.k.opts.NodeIP, w.k.objects)
 	if err != nil {
 		return nil, err
 	}
