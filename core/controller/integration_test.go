@@ -640,6 +640,29 @@ func TestCascadeDeletion(t *testing.T) {
 				if _, pods := count(name); pods != 3 {
 					t.Fatalf("orphan: %d pods left, want 3", pods)
 				}
+				// A new Deployment with the same template adopts the orphans: no new pods.
+				before := map[string]bool{}
+				for _, p := range e.activePods("default", name) {
+					before[p.Name] = true
+				}
+				nd, err := e.client.AppsV1().Deployments("default").Create(e.ctx, newDeployment(name, 3, "busybox:1"), metav1.CreateOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				e.eventually("orphaned replicaset adopted", func() (bool, error) {
+					l, err := e.client.AppsV1().ReplicaSets("default").List(e.ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+					if err != nil || len(l.Items) != 1 {
+						return false, fmt.Errorf("%d replicasets (%v)", len(l.Items), err)
+					}
+					ref := metav1.GetControllerOf(&l.Items[0])
+					return ref != nil && ref.UID == nd.UID, fmt.Errorf("owner %v", l.Items[0].OwnerReferences)
+				})
+				e.eventually("rolled out on the adopted pods", e.rolledOut("default", name))
+				for _, p := range e.activePods("default", name) {
+					if !before[p.Name] {
+						t.Fatalf("adoption created pod %s", p.Name)
+					}
+				}
 				return
 			}
 			e.eventually("dependents gone", func() (bool, error) {
@@ -647,6 +670,71 @@ func TestCascadeDeletion(t *testing.T) {
 				return rs == 0 && pods == 0, fmt.Errorf("%d replicasets, %d pods", rs, pods)
 			})
 		})
+	}
+}
+
+// TestGarbageCollectorAnyResource: ownerReferences work across resources the controllers
+// know nothing about, and an object with a live owner left is kept.
+func TestGarbageCollectorAnyResource(t *testing.T) {
+	e := newEnv(t, envOpts{ctrl: ctrlOpts()})
+	owner, err := e.client.CoreV1().ConfigMaps("default").Create(e.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := e.client.CoreV1().ConfigMaps("default").Create(e.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other-owner"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refTo := func(o *corev1.ConfigMap) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: o.Name, UID: o.UID}
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "dependent", OwnerReferences: []metav1.OwnerReference{refTo(owner)}},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+	if _, err := e.client.CoreV1().Services("default").Create(e.ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	shared := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shared", OwnerReferences: []metav1.OwnerReference{refTo(owner), refTo(other)}}}
+	if _, err := e.client.CoreV1().ConfigMaps("default").Create(e.ctx, shared, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.client.CoreV1().ConfigMaps("default").Delete(e.ctx, "owner", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("service with its only owner gone is deleted", func() (bool, error) {
+		_, err := e.client.CoreV1().Services("default").Get(e.ctx, "dependent", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), err
+	})
+	e.eventually("shared dependent keeps its live owner only", func() (bool, error) {
+		s, err := e.client.CoreV1().ConfigMaps("default").Get(e.ctx, "shared", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return len(s.OwnerReferences) == 1 && s.OwnerReferences[0].UID == other.UID, fmt.Errorf("owners %v", s.OwnerReferences)
+	})
+}
+
+// TestProgressDeadline: a rollout that cannot progress (its pods fit no node) is reported
+// with Progressing=False, ProgressDeadlineExceeded, which kubectl rollout status reports.
+func TestProgressDeadline(t *testing.T) {
+	e := newEnv(t, envOpts{nodes: 1, ctrl: ctrlOpts()})
+	d := newDeployment("stuck", 2, "busybox:1")
+	d.Spec.Template.Spec.NodeSelector = map[string]string{"no-such": "label"}
+	deadline := int32(2)
+	d.Spec.ProgressDeadlineSeconds = &deadline
+	if _, err := e.client.AppsV1().Deployments("default").Create(e.ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("ProgressDeadlineExceeded", func() (bool, error) {
+		d, err := e.client.AppsV1().Deployments("default").Get(e.ctx, "stuck", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		c := deployment.GetCondition(d.Status, appsv1.DeploymentProgressing)
+		return c != nil && c.Status == corev1.ConditionFalse && c.Reason == deployment.ReasonTimedOut, fmt.Errorf("progressing %+v", c)
+	})
+	d2, _ := e.client.AppsV1().Deployments("default").Get(e.ctx, "stuck", metav1.GetOptions{})
+	if c := deployment.GetCondition(d2.Status, appsv1.DeploymentAvailable); c == nil || c.Status != corev1.ConditionFalse {
+		t.Fatalf("Available = %+v, want False", c)
 	}
 }
 
