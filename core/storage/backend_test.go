@@ -142,6 +142,7 @@ func TestEncodeRejectsNonObjects(t *testing.T) {
 func TestRequestDurationMetric(t *testing.T) {
 	b := embeddedFactory(t, Config{})
 	s := b.ForResource("metrictests", func() runtime.Object { return &corev1.Pod{} }, func() runtime.Object { return &corev1.PodList{} })
+	before := samples(t, "metrictests")
 	p := newPod("default", "a", nil)
 	if _, err := s.Create(context.Background(), Key("metrictests", "default", "a"), p); err != nil {
 		t.Fatal(err)
@@ -149,6 +150,16 @@ func TestRequestDurationMetric(t *testing.T) {
 	if _, err := s.Get(context.Background(), Key("metrictests", "default", "a")); err != nil {
 		t.Fatal(err)
 	}
+	after := samples(t, "metrictests")
+	if after["create"]-before["create"] != 1 || after["get"]-before["get"] != 1 {
+		t.Fatalf("etcd_request_duration_seconds samples for metrictests went from %v to %v, want one more create and get", before, after)
+	}
+}
+
+// samples returns the sample count of etcd_request_duration_seconds per operation for
+// resource, from the default registry.
+func samples(t *testing.T, resource string) map[string]uint64 {
+	t.Helper()
 	families, err := prometheus.DefaultGatherer.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -159,14 +170,12 @@ func TestRequestDurationMetric(t *testing.T) {
 			continue
 		}
 		for _, m := range f.Metric {
-			if label(m, "type") == "metrictests" {
+			if label(m, "type") == resource {
 				counts[label(m, "operation")] = m.GetHistogram().GetSampleCount()
 			}
 		}
 	}
-	if counts["create"] != 1 || counts["get"] != 1 {
-		t.Fatalf("etcd_request_duration_seconds samples for metrictests = %v, want create:1 get:1", counts)
-	}
+	return counts
 }
 
 func label(m *dto.Metric, name string) string {
