@@ -32,7 +32,7 @@ func newLoader(t *testing.T) *Loader {
 }
 
 // build returns the module of an example or test plugin: "go:<dir>" or "wat:<file>".
-func build(t *testing.T, src string) string {
+func build(t testing.TB, src string) string {
 	kind, path, _ := strings.Cut(src, ":")
 	if kind == "go" {
 		return wasmbuild.Go(t, path)

@@ -42,17 +42,34 @@ type LoadOptions struct {
 // Module is a compiled plugin that passed the ABI checks. Pools made from it share its
 // machine code; each pool has its own instances.
 type Module struct {
-	host     *Host
-	name     string
-	path     string
-	rt       wazero.Runtime
-	compiled wazero.CompiledModule
-	kinds    Kinds
-	hasInit  bool
-	timeout  time.Duration
-	memLimit uint64
-	close    sync.Once
+	host      *Host
+	name      string
+	path      string
+	rt        wazero.Runtime
+	compiled  wazero.CompiledModule
+	kinds     Kinds
+	hasInit   bool
+	timeout   time.Duration
+	memLimit  uint64
+	interrupt Interrupt
+	close     sync.Once
 }
+
+// Interrupt is how calls of a module are stopped at their time limit.
+type Interrupt string
+
+const (
+	// InterruptDeadline: the module was rewritten to check a deadline flag at every loop
+	// header; the host raises the flag when the limit passes. Costs about a nanosecond per
+	// loop iteration.
+	InterruptDeadline Interrupt = "deadline-flag"
+	// InterruptContext: wazero's WithCloseOnContextDone, for modules that cannot be
+	// rewritten. Correct, but it makes guest code several times slower.
+	InterruptContext Interrupt = "context"
+)
+
+// Interrupt reports how the module's calls are stopped at their time limit.
+func (m *Module) Interrupt() Interrupt { return m.interrupt }
 
 // Load compiles a module and checks it against ABI v1: imports only from wasmkube and
 // wasi_snapshot_preview1, an exported memory, the version marker returning 1, and the
@@ -88,13 +105,25 @@ func (h *Host) Load(ctx context.Context, o LoadOptions) (*Module, error) {
 	// One runtime per module: wazero's memory limit is per runtime, and closing the
 	// runtime frees the module's code and every instance at once. Compiled code is still
 	// shared through the host's compilation cache.
-	cfg := wazero.NewRuntimeConfig().
-		WithCompilationCache(h.cache).
-		WithCloseOnContextDone(true).
-		WithMemoryLimitPages(uint32(pages))
-	m.rt = wazero.NewRuntimeWithConfig(ctx, cfg)
-	if err := m.setup(ctx, bin); err != nil {
-		_ = m.rt.Close(ctx)
+	//
+	// Time limits: a module rewritten by instrument checks a deadline flag at every loop
+	// header (a load and a branch); one that cannot be rewritten runs with wazero's
+	// WithCloseOnContextDone, which costs an indirect call at every loop header and a
+	// goroutine per call (docs/plugins.md, "Time limits").
+	if rewritten, err := instrument(bin); err == nil {
+		m.interrupt = InterruptDeadline
+		err = m.setup(ctx, rewritten, pages)
+		if err == nil {
+			runtime.AddCleanup(m, func(rt wazero.Runtime) { _ = rt.Close(context.Background()) }, m.rt)
+			return m, nil
+		}
+		// The rewritten module failed: report the original module's own errors.
+		h.log.Debug("wasm plugin: instrumented module rejected, falling back to context interruption", "plugin", o.Name, "err", err)
+	} else {
+		h.log.Debug("wasm plugin: not instrumented, falling back to context interruption", "plugin", o.Name, "err", err)
+	}
+	m.interrupt = InterruptContext
+	if err := m.setup(ctx, bin, pages); err != nil {
 		return fail(err)
 	}
 	// A module nobody closes (a plugin dropped by a config swap) is freed with its last user.
@@ -102,7 +131,18 @@ func (h *Host) Load(ctx context.Context, o LoadOptions) (*Module, error) {
 	return m, nil
 }
 
-func (m *Module) setup(ctx context.Context, bin []byte) error {
+// setup makes the module's runtime and compiles bin in it; on error the runtime is closed.
+func (m *Module) setup(ctx context.Context, bin []byte, pages uint64) (err error) {
+	cfg := wazero.NewRuntimeConfig().
+		WithCompilationCache(m.host.cache).
+		WithCloseOnContextDone(m.interrupt == InterruptContext).
+		WithMemoryLimitPages(uint32(pages))
+	m.rt = wazero.NewRuntimeWithConfig(ctx, cfg)
+	defer func() {
+		if err != nil {
+			_ = m.rt.Close(ctx)
+		}
+	}()
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, m.rt); err != nil {
 		return fmt.Errorf("wasi: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,6 +45,13 @@ type instance struct {
 	call  *Call
 	stack [1]uint64
 	sink  *logSink
+
+	// Deadline mode (nil in context mode): the flag, and which call may raise it.
+	deadline api.MutableGlobal
+	mu       sync.Mutex
+	gen      uint64
+	active   uint64
+	hit      FailureReason
 }
 
 // NewPool makes a pool of up to size instances for the plugin with the given args (JSON,
@@ -71,8 +79,8 @@ func (p *Pool) Module() *Module { return p.m }
 // Size is the maximum number of instances (and of parallel calls).
 func (p *Pool) Size() int { return cap(p.slots) }
 
-// newInstance instantiates the module (running _initialize), checks the version marker
-// and runs wasmkube_init.
+// newInstance instantiates the module, runs its _initialize, checks the version marker
+// and runs wasmkube_init, each under a time limit.
 func (p *Pool) newInstance(ctx context.Context) (*instance, error) {
 	m := p.m
 	sink := &logSink{log: m.host.log, plugin: m.name}
@@ -80,12 +88,18 @@ func (p *Pool) newInstance(ctx context.Context) (*instance, error) {
 	inst.ctx = context.WithValue(context.Background(), instKey{}, inst)
 	cfg := wazero.NewModuleConfig().
 		WithName("").
-		WithStartFunctions("_initialize").
 		WithStdout(&lineWriter{sink: sink, level: slog.LevelInfo}).
 		WithStderr(&lineWriter{sink: sink, level: slog.LevelWarn})
 	// Start code (a language runtime's initialization) gets a generous multiple of the
 	// call limit: it runs once per instance.
-	sctx, cancel := context.WithTimeout(inst.withCaller(ctx), 10*m.timeout+time.Second)
+	startLimit := 10*m.timeout + time.Second
+	if m.interrupt == InterruptDeadline {
+		// _initialize is called below, once the deadline flag can be raised.
+		cfg = cfg.WithStartFunctions()
+	} else {
+		cfg = cfg.WithStartFunctions("_initialize")
+	}
+	sctx, cancel := context.WithTimeout(inst.withCaller(ctx), startLimit)
 	defer cancel()
 	mod, err := m.rt.InstantiateModule(sctx, m.compiled, cfg)
 	sink.endCall()
@@ -95,11 +109,35 @@ func (p *Pool) newInstance(ctx context.Context) (*instance, error) {
 	inst.mod = mod
 	p.created.Add(1)
 	fail := func(err error) (*instance, error) { _ = mod.Close(ctx); return nil, err }
-	res, err := mod.ExportedFunction(versionExport).Call(sctx)
-	if err != nil {
-		return fail(fmt.Errorf("%s: %w", versionExport, err))
+	run := func(name string, limit time.Duration) (int32, error) {
+		var stack [1]uint64
+		err, hit := inst.run(ctx, mod.ExportedFunction(name), stack[:], limit)
+		sink.endCall()
+		if hit == ReasonTimeout {
+			return 0, fmt.Errorf("%s: exceeded its time limit of %s", name, limit)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", name, firstLine(err))
+		}
+		return int32(stack[0]), nil
 	}
-	if v := int32(res[0]); v != ABIVersion {
+	if m.interrupt == InterruptDeadline {
+		g, ok := mod.ExportedGlobal(deadlineExport).(api.MutableGlobal)
+		if !ok {
+			return fail(errors.New("instrumented module lost its deadline global"))
+		}
+		inst.deadline = g
+		if mod.ExportedFunction("_initialize") != nil {
+			if _, err := run("_initialize", startLimit); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	v, err := run(versionExport, m.timeout)
+	if err != nil {
+		return fail(err)
+	}
+	if v != ABIVersion {
 		return fail(fmt.Errorf("exports %s %d, this host supports %d: %w", versionExport, v, ABIVersion, ErrABIVersion))
 	}
 	for k := Kind(0); k < numKinds; k++ {
@@ -109,12 +147,11 @@ func (p *Pool) newInstance(ctx context.Context) (*instance, error) {
 	}
 	if m.hasInit && p.slots != nil { // not for the probe instance of Load: args come with a pool
 		inst.call = &Call{Kind: initKind}
-		res, err := mod.ExportedFunction(initExport).Call(sctx)
-		sink.endCall()
+		code, err := run(initExport, m.timeout)
 		if err != nil {
-			return fail(fmt.Errorf("%s: %w", initExport, err))
+			return fail(err)
 		}
-		if code := int32(res[0]); code != 0 {
+		if code != 0 {
 			reason := inst.call.Reason
 			if reason == "" {
 				reason = "no reason given"
@@ -123,6 +160,67 @@ func (p *Pool) newInstance(ctx context.Context) (*instance, error) {
 		}
 	}
 	return inst, nil
+}
+
+// run calls fn under limit and the caller's ctx. hit tells whether the call was
+// interrupted, and why (ReasonTimeout or ReasonCanceled); it is empty otherwise.
+//
+// Deadline mode: a timer (and, for a cancellable ctx, a context.AfterFunc) raises the
+// instance's deadline flag; the guest traps at its next loop header. The call itself gets
+// the instance's constant context, so a call costs no context allocation.
+func (inst *instance) run(ctx context.Context, fn api.Function, stack []uint64, limit time.Duration) (err error, hit FailureReason) {
+	if inst.deadline == nil {
+		cctx, cancel := context.WithTimeout(inst.withCaller(ctx), limit)
+		defer cancel()
+		err = fn.CallWithStack(cctx, stack)
+		var exit *sys.ExitError
+		if errors.As(err, &exit) && (exit.ExitCode() == sys.ExitCodeDeadlineExceeded || exit.ExitCode() == sys.ExitCodeContextCanceled) {
+			if ctx.Err() != nil {
+				return err, ReasonCanceled
+			}
+			return err, ReasonTimeout
+		}
+		return err, ""
+	}
+	if ctx.Err() != nil {
+		return ctx.Err(), ReasonCanceled
+	}
+	inst.mu.Lock()
+	inst.gen++
+	gen := inst.gen
+	inst.active = gen
+	inst.mu.Unlock()
+	t := time.AfterFunc(limit, func() { inst.expire(gen, ReasonTimeout) })
+	var stop func() bool
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, func() { inst.expire(gen, ReasonCanceled) })
+	}
+	err = fn.CallWithStack(inst.ctx, stack)
+	t.Stop()
+	if stop != nil {
+		stop()
+	}
+	inst.mu.Lock()
+	inst.active = 0
+	hit, inst.hit = inst.hit, ""
+	inst.mu.Unlock()
+	if hit != "" {
+		inst.deadline.Set(0)
+		if err == nil {
+			hit = "" // finished before reaching a check: the result stands
+		}
+	}
+	return err, hit
+}
+
+// expire raises the deadline flag if call gen is still running.
+func (inst *instance) expire(gen uint64, why FailureReason) {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	if inst.active == gen {
+		inst.hit = why
+		inst.deadline.Set(1)
+	}
 }
 
 // withCaller returns a context that carries the instance and is cancelled with parent.
@@ -219,18 +317,19 @@ func (inst *instance) invoke(ctx context.Context, c *Call) (_ *CallError, discar
 	p := inst.pool
 	inst.call = c
 	defer func() { inst.call = &Call{Kind: initKind} }()
-	cctx, cancel := context.WithTimeout(inst.withCaller(ctx), p.m.timeout)
-	defer cancel()
 	stack := inst.stack[:]
 	if kindInfo[c.Kind].batched {
 		stack[0] = uint64(uint32(c.count()))
 	} else {
 		stack[0] = 0
 	}
-	err := inst.fns[c.Kind].CallWithStack(cctx, stack)
+	err, hit := inst.run(ctx, inst.fns[c.Kind], stack, p.m.timeout)
 	inst.sink.endCall()
 	if err != nil {
-		reason := inst.classify(err, ctx)
+		reason := hit
+		if reason == "" {
+			reason = inst.classify(err)
+		}
 		return &CallError{Plugin: p.m.name, Kind: c.Kind, Reason: reason, Err: trimTrace(err, reason, p.m)}, true
 	}
 	c.Code = int32(stack[0])
@@ -248,7 +347,7 @@ func (inst *instance) invoke(ctx context.Context, c *Call) (_ *CallError, discar
 }
 
 // classify maps a failed call to a FailureReason (docs/abi.md section 7).
-func (inst *instance) classify(err error, caller context.Context) FailureReason {
+func (inst *instance) classify(err error) FailureReason {
 	var bp *badPointerError
 	var ge *garbageError
 	var exit *sys.ExitError
@@ -257,11 +356,6 @@ func (inst *instance) classify(err error, caller context.Context) FailureReason 
 		return ReasonBadPointer
 	case errors.As(err, &ge):
 		return ReasonGarbage
-	case errors.As(err, &exit) && (exit.ExitCode() == sys.ExitCodeDeadlineExceeded || exit.ExitCode() == sys.ExitCodeContextCanceled):
-		if caller.Err() != nil {
-			return ReasonCanceled
-		}
-		return ReasonTimeout
 	}
 	// A language runtime that cannot grow its heap aborts (trap or proc_exit); what tells
 	// the cause is a memory close to its limit (within an eighth: runtimes grow in chunks,

@@ -58,6 +58,9 @@ func startGuest(t *testing.T, args string) (*wasmhost.Pool, *logBuffer) {
 // The SDK's accessors, read through the real host, return what the scheduler holds.
 func TestSDKThroughTheHost(t *testing.T) {
 	p, logs := startGuest(t, `{"greeting":"hello"}`)
+	if got := p.Module().Interrupt(); got != wasmhost.InterruptDeadline {
+		t.Errorf("Go guest runs with interrupt %s, want %s", got, wasmhost.InterruptDeadline)
+	}
 	if got := p.Module().Kinds().List(); len(got) != 6 {
 		t.Fatalf("kinds %v, want all six scheduler kinds", got)
 	}
