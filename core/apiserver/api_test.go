@@ -553,3 +553,27 @@ func TestServiceClusterIPAllocation(t *testing.T) {
 		t.Fatalf("replace lost allocations: %v %+v", err, got.Spec)
 	}
 }
+
+func TestDeletePreconditions(t *testing.T) {
+	srv := apiservertest.Start(t)
+	cms := srv.Client.CoreV1().ConfigMaps("default")
+	cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := cm.ResourceVersion
+	cm.Data = map[string]string{"a": "b"}
+	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cms.Delete(ctx, "c", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &stale}}); !apierrors.IsConflict(err) {
+		t.Fatalf("stale resourceVersion precondition: want 409, got %v", err)
+	}
+	wrongUID := types.UID("not-the-uid")
+	if err := cms.Delete(ctx, "c", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &wrongUID}}); !apierrors.IsConflict(err) {
+		t.Fatalf("wrong uid precondition: want 409, got %v", err)
+	}
+	if err := cms.Delete(ctx, "c", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cm.UID}}); err != nil {
+		t.Fatalf("matching uid precondition: %v", err)
+	}
+}
