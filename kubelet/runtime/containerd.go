@@ -43,8 +43,8 @@ const (
 	LabelOOM          = "io.wasmkube.container.oom"
 	LabelNetNS        = "io.wasmkube.sandbox.netns"
 	LabelIP           = "io.wasmkube.sandbox.ip"
-	// The runc v2 shim serves every container carrying the same group label from one
-	// process: one shim per pod instead of one per container.
+	// The runc v2 shim serves every container whose OCI spec carries the same group
+	// annotation from one process: one shim per pod instead of one per container.
 	labelShimGroup = "io.containerd.runc.v2.group"
 )
 
@@ -278,6 +278,7 @@ func (r *Containerd) RunPodSandbox(ctx context.Context, cfg SandboxConfig) (_ *S
 		client.WithNewSpec(
 			oci.WithImageConfig(img),
 			oci.WithHostname(hostname),
+			oci.WithAnnotations(map[string]string{labelShimGroup: id}),
 			oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: nsPath}),
 			oci.WithMounts(r.podFileMounts(id)),
 		),
@@ -481,6 +482,7 @@ func (r *Containerd) CreateContainer(ctx context.Context, sandboxID string, cfg 
 		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.IPCNamespace, Path: fmt.Sprintf("/proc/%d/ns/ipc", pid)}),
 		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.UTSNamespace, Path: fmt.Sprintf("/proc/%d/ns/uts", pid)}),
 		oci.WithMounts(mounts),
+		oci.WithAnnotations(map[string]string{labelShimGroup: sandboxID}),
 	}
 	if cfg.WorkingDir != "" {
 		opts = append(opts, oci.WithProcessCwd(cfg.WorkingDir))
