@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	_ "net/http/pprof" // --pprof-addr
 	"os"
@@ -198,7 +199,9 @@ func runSchedBench(out io.Writer, o schedBenchOptions) error {
 		}
 	}
 
-	client, err := kubernetes.NewForConfig(cfg)
+	ccfg := rest.CopyConfig(cfg)
+	ccfg.Dial = (&net.Dialer{}).DialContext // the pod creators get a connection of their own
+	client, err := kubernetes.NewForConfig(ccfg)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -122,6 +123,7 @@ func New(ctx context.Context, opts Options) (*Scheduler, error) {
 		cfg.QPS, cfg.Burst = 5000, 10000
 	}
 	cfg.UserAgent = "wasmkube-scheduler"
+	ownConnection(cfg)
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: client: %w", err)
@@ -174,6 +176,17 @@ func New(ctx context.Context, opts Options) (*Scheduler, error) {
 	s.factory = informers.NewSharedInformerFactory(client, 0)
 	s.addHandlers()
 	return s, nil
+}
+
+// ownConnection gives cfg its own TCP connection. client-go shares one HTTP/2
+// connection between all clients of a process with the same TLS settings; in process
+// (wasmkube up, bench) the scheduler's binds would then queue behind other components'
+// watch streams on that one connection.
+func ownConnection(cfg *rest.Config) {
+	if cfg.Dial == nil {
+		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+		cfg.Dial = d.DialContext
+	}
 }
 
 // MetricsHandler serves the scheduler's Prometheus metrics.

@@ -145,6 +145,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
 	cfg.UserAgent = "wasmkube-hollow-nodes"
+	if cfg.Dial == nil {
+		// Its own TCP connection: client-go would otherwise share one HTTP/2 connection
+		// with every other in-process client of the same API server.
+		cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("hollow nodes: client: %w", err)
@@ -277,7 +282,7 @@ func (n *nodes) renewLease(ctx context.Context, i int) error {
 	l := n.leases[name]
 	n.mu.Unlock()
 	now := metav1.NewMicroTime(time.Now())
-	dur := int32(4 * n.opts.LeaseInterval / time.Second)
+	dur := max(1, int32(4*n.opts.LeaseInterval/time.Second))
 	var err error
 	if l != nil {
 		l = l.DeepCopy()
