@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -105,6 +106,9 @@ func New(ctx context.Context, mod *wasmhost.Module, args json.RawMessage, size i
 		pool.Close()
 		return nil, &wasmhost.LoadError{Plugin: mod.Name(), Path: mod.Path(), Err: err}
 	}
+	// A config reload builds new plugins and drops the old ones without telling them; the
+	// instances of a dropped plugin are closed when it becomes unreachable.
+	goruntime.AddCleanup(c, func(p *wasmhost.Pool) { p.Close() }, pool)
 	return compose(c, mod.Kinds()).(framework.Plugin), nil
 }
 
