@@ -412,3 +412,6 @@ func (s *Scheduler) NodeCount() int {
 	n, _ := s.cache.Counts()
 	return n
 }
+
+// Pending returns the sizes of the queue's activeQ, backoffQ and unschedulable pool.
+func (s *Scheduler) Pending() (active, backoff, unschedulable int) { return s.queue.Lens() }
