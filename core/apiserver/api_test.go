@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -337,6 +338,10 @@ func TestRestartKeepsObjectsAndCredentials(t *testing.T) {
 	if !bytes.Equal(ca, second.API.CACertPEM()) || readFile(t, filepath.Join(dir, "join-token")) != join {
 		t.Fatal("CA or join token changed across restart")
 	}
+	ep, err := second.Client.CoreV1().Endpoints("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil || fmt.Sprint(ep.Subsets[0].Ports[0].Port) != second.URL[strings.LastIndex(second.URL, ":")+1:] {
+		t.Fatalf("endpoints default/kubernetes after restart: %v %+v (server %s)", err, ep, second.URL)
+	}
 	nodeCfg.Host = second.URL
 	if _, err := mustClient(t, nodeCfg).CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err != nil {
 		t.Fatalf("node token after restart: %v", err)
@@ -523,7 +528,11 @@ func TestServiceClusterIPAllocation(t *testing.T) {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.ServiceSpec{Type: typ, ClusterIP: ip,
 			Selector: map[string]string{"app": name}, Ports: []corev1.ServicePort{{Port: 80, Protocol: corev1.ProtocolTCP}}}}
 	}
-	seen := map[string]bool{}
+	k, err := svcs.Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil || k.Spec.ClusterIP != "10.96.0.1" || k.Spec.Ports[0].Port != 443 {
+		t.Fatalf("service default/kubernetes: %v %+v", err, k)
+	}
+	seen := map[string]bool{"10.96.0.1": true}
 	for i := 0; i < 5; i++ {
 		s, err := svcs.Create(ctx, mk("s"+strconv.Itoa(i), corev1.ServiceTypeClusterIP, ""), metav1.CreateOptions{})
 		if err != nil {

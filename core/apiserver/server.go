@@ -207,6 +207,10 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		urlHost = "127.0.0.1"
 	}
 	s.url = "https://" + net.JoinHostPort(urlHost, fmt.Sprint(s.ln.Addr().(*net.TCPAddr).Port))
+	if err := s.ensureKubernetesService(ctx, host, s.ln.Addr().(*net.TCPAddr).Port); err != nil {
+		s.ln.Close()
+		return nil, fmt.Errorf("apiserver: %w", err)
+	}
 	if err := s.writeKubeconfig(); err != nil {
 		s.ln.Close()
 		return nil, err
