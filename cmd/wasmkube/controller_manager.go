@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
-	"github.com/spf13/viper"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/wasmkube/wasmkube/core/controller"
@@ -42,28 +41,24 @@ Config file keys (flags override them):
                                        toleration (default 300)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v := viper.New()
-			v.SetDefault("controller.nodeMonitorGracePeriod", "40s")
-			v.SetDefault("controller.defaultTolerationSeconds", 300)
-			v.SetEnvPrefix("WASMKUBE")
-			v.AutomaticEnv()
-			if configFile != "" {
-				v.SetConfigFile(configFile)
-				if err := v.ReadInConfig(); err != nil {
-					return fmt.Errorf("read config %s: %w", configFile, err)
-				}
+			// The same keys and checks as `wasmkube up` (readControllerSettings in up.go).
+			cs, err := readControllerSettings(configFile)
+			if err != nil {
+				return err
 			}
 			if cmd.Flags().Changed("node-monitor-grace-period") {
-				v.Set("controller.nodeMonitorGracePeriod", grace.String())
+				if grace <= 0 {
+					return fmt.Errorf("--node-monitor-grace-period %s: must be positive", grace)
+				}
+				cs.nodeMonitorGracePeriod = grace
 			}
 			if cmd.Flags().Changed("default-toleration-seconds") {
-				v.Set("controller.defaultTolerationSeconds", tolSeconds)
+				if tolSeconds < 0 {
+					return fmt.Errorf("--default-toleration-seconds %d: must not be negative", tolSeconds)
+				}
+				cs.tolerationSeconds = tolSeconds
 			}
-			g, err := time.ParseDuration(v.GetString("controller.nodeMonitorGracePeriod"))
-			if err != nil || g <= 0 {
-				return fmt.Errorf("config controller.nodeMonitorGracePeriod: %q is not a positive duration (for example 40s)", v.GetString("controller.nodeMonitorGracePeriod"))
-			}
-			tol := v.GetInt64("controller.defaultTolerationSeconds")
+			g, tol := cs.nodeMonitorGracePeriod, cs.tolerationSeconds
 			if kubeconfig == "" {
 				return errors.New("--kubeconfig is required (the admin kubeconfig is in the API server's data dir)")
 			}
