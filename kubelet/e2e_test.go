@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -62,7 +63,7 @@ func startKubelet(t testing.TB, srv *apiservertest.Server, n *node, cleanupOnExi
 		RESTConfig: srv.NodeConfig(t, n.name), NodeName: n.name, RootDir: n.root,
 		ContainerdAddress: n.daemon.Address(), Snapshotter: n.daemon.Snapshotter(),
 		PodCIDR: n.net.PodCIDR, Bridge: n.net.Bridge, ImagesDir: imagesDir(t),
-		ServerAddr: "127.0.0.1:0", CleanupOnExit: cleanupOnExit,
+		ServerAddr: "127.0.0.1:0", CleanupOnExit: cleanupOnExit, ParallelPodStarts: envInt("WASMKUBE_BENCH_PARALLEL"),
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()})),
 	})
 	if err != nil {
@@ -425,10 +426,20 @@ func TestRestartBackOffLivenessAndOOM(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "live", Namespace: "default"},
 		Spec:       v1.PodSpec{NodeName: n.name, TerminationGracePeriodSeconds: int64p(1), Containers: []v1.Container{live}},
 	}
-	for _, p := range []*v1.Pod{crash, oomPod, livePod} {
+	talker := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "talker", Namespace: "default"},
+		Spec: v1.PodSpec{NodeName: n.name, RestartPolicy: v1.RestartPolicyNever,
+			Containers: []v1.Container{busybox("talk", "echo one; sleep 2; echo two")}},
+	}
+	for _, p := range []*v1.Pod{crash, oomPod, livePod, talker} {
 		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	waitPod(t, srv.Client, "default", "talker", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	// follow streams until the container exits, then the answer ends.
+	if code, body := kubeletGet(t, srv, n, "/containerLogs/default/talker/talk?follow=true"); code != 200 || body != "one\ntwo\n" {
+		t.Errorf("followed logs: %d %q", code, body)
 	}
 	p := waitPod(t, srv.Client, "default", "crash", "in CrashLoopBackOff", func(p *v1.Pod) bool {
 		cs := containerStatus(p, "crash")
@@ -471,12 +482,12 @@ func TestRestartBackOffLivenessAndOOM(t *testing.T) {
 	if !seen["Unhealthy"] || !seen["Killing"] {
 		t.Errorf("liveness failure events missing: %v", seen)
 	}
-	for _, name := range []string{"crash", "oom", "live"} {
+	for _, name := range []string{"crash", "oom", "live", "talker"} {
 		if err := pods.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, name := range []string{"crash", "oom", "live"} {
+	for _, name := range []string{"crash", "oom", "live", "talker"} {
 		for i := 0; ; i++ {
 			if _, err := pods.Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 				break
@@ -558,4 +569,9 @@ func logLevel() slog.Level {
 		return slog.LevelDebug
 	}
 	return slog.LevelWarn
+}
+
+func envInt(name string) int {
+	n, _ := strconv.Atoi(os.Getenv(name))
+	return n
 }

@@ -210,7 +210,11 @@ func (w *podWorker) reconcile(ctx context.Context, pod *v1.Pod, obs *observed) t
 		<-w.k.startSlots
 		w.k.log.Debug("sandbox created", "pod", podKey(pod), "took", time.Since(tsb), "err", err)
 		if err != nil {
-			w.k.rec.event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "", "Failed to create pod sandbox: %v", err)
+			hint := ""
+			if errors.Is(err, runtime.ErrNotFound) {
+				hint = " (build the pause image with `make images`; the kubelet imports bin/images at start)"
+			}
+			w.k.rec.event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "", "Failed to create pod sandbox: %v%s", err, hint)
 			return 5 * time.Second
 		}
 		obs.sandboxes = append(obs.sandboxes, *sb)
