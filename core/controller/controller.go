@@ -98,6 +98,9 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("controller manager: client: %w", err)
 	}
+	if err := waitForAPI(ctx, client, o.Logger); err != nil {
+		return err
+	}
 	if !o.LeaderElect {
 		return runControllers(ctx, cfg, client, o)
 	}
@@ -180,6 +183,23 @@ func Run(ctx context.Context, o Options) error {
 		return ErrLeaderLost
 	}
 	return nil
+}
+
+// waitForAPI waits until the API server answers discovery, so that a controller manager
+// started before (or restarted during) an API server outage waits instead of failing.
+func waitForAPI(ctx context.Context, client kubernetes.Interface, log *slog.Logger) error {
+	for delay := 200 * time.Millisecond; ; delay = min(2*delay, 5*time.Second) {
+		_, err := client.Discovery().ServerVersion()
+		if err == nil {
+			return nil
+		}
+		log.Info("waiting for the API server", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(delay):
+		}
+	}
 }
 
 func durOr(d, def time.Duration) time.Duration {
