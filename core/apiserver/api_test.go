@@ -406,6 +406,7 @@ func TestBadRequests(t *testing.T) {
 		{"method not allowed", "PUT", pods, "application/json", valid, 405, "not supported"},
 		{"bad selector", "GET", pods + "?labelSelector=a%3D%3D%3Db", "", "", 400, "unable to parse"},
 		{"bad resourceVersion", "GET", pods + "?resourceVersion=abc", "", "", 400, "invalid resourceVersion"},
+		{"bad continue token", "GET", pods + "?limit=1&continue=garbage", "", "", 400, "continue token"},
 		{"bad timeout", "GET", pods + "?timeout=soon", "", "", 400, "invalid timeout"},
 		{"dry run writes nothing", "POST", pods + "?dryRun=All", "application/json", valid, 201, ""},
 	}

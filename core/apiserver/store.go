@@ -67,6 +67,8 @@ func (st *store) apiError(err error, name string) error {
 		return apierrors.NewAlreadyExists(gr, name)
 	case errors.Is(err, storage.ErrConflict):
 		return apierrors.NewConflict(gr, name, errors.New(optimisticLockMsg))
+	case errors.Is(err, storage.ErrInvalid):
+		return apierrors.NewBadRequest(fmt.Sprintf("%s: %v", gr.String(), err))
 	case errors.Is(err, storage.ErrExpired):
 		return apierrors.NewResourceExpired("too old resource version: " + err.Error())
 	case errors.Is(err, storage.ErrTooLarge):
