@@ -41,11 +41,12 @@ import (
 // Name is the controller's name in logs and metrics.
 const Name = "garbagecollector"
 
-// ignored resources are never owners or dependents worth watching (high churn, no owners).
+// ignored resources are never owners or dependents worth watching (high churn, no owners),
+// as upstream's garbage collector ignores them. Leases are watched: a kubelet's node Lease is
+// owned by its Node.
 var ignored = map[schema.GroupResource]bool{
-	{Group: "", Resource: "events"}:                    true,
-	{Group: "events.k8s.io", Resource: "events"}:       true,
-	{Group: "coordination.k8s.io", Resource: "leases"}: true,
+	{Group: "", Resource: "events"}:              true,
+	{Group: "events.k8s.io", Resource: "events"}: true,
 }
 
 // Collector is the garbage collector.
