@@ -585,7 +585,6 @@ func (s *Server) serveWatch(ctx context.Context, rq *request, st *store) error {
 	start := func() {
 		if !started {
 			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Transfer-Encoding", "chunked")
 			w.WriteHeader(http.StatusOK)
 			started = true
 		}
