@@ -173,3 +173,37 @@ func TestControllerFake(t *testing.T) {
 		return got.Status.Replicas == 1
 	})
 }
+
+// TestNoOverCreationUnderInformerLag: the informer never shows the pods the controller
+// created (it watches another clientset), so only the expectations stop a second pass from
+// creating them again.
+func TestNoOverCreationUnderInformerLag(t *testing.T) {
+	rs := newRS("lag", 4)
+	writes := fake.NewClientset()
+	var creates atomic.Int32
+	writes.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+		p.Name = fmt.Sprintf("%s%d", p.GenerateName, creates.Add(1))
+		return false, nil, nil
+	})
+	cacheSource := fake.NewClientset(rs)
+	f := informers.NewSharedInformerFactory(cacheSource, 0)
+	c, err := New(writes, f, record.NewFakeRecorder(100), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	for range 3 {
+		// Status updates go to a clientset without the ReplicaSet: ignore their NotFound.
+		_ = c.sync(ctx, "default/lag")
+	}
+	if n := creates.Load(); n != 4 {
+		t.Fatalf("created %d pods over 3 passes with a lagging cache, want 4", n)
+	}
+	if adds, _ := c.exp.Pending("default/lag"); adds != 4 {
+		t.Fatalf("pending creations = %d, want 4", adds)
+	}
+}
