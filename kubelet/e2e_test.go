@@ -513,11 +513,25 @@ func TestKubeletRestartAdoptsRunningPods(t *testing.T) {
 		Spec: v1.PodSpec{NodeName: n.name, TerminationGracePeriodSeconds: int64p(2),
 			Containers: []v1.Container{busybox("app", "echo up; trap 'exit 0' TERM; while true; do sleep 1; done")}},
 	}
-	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	orphan := pod.DeepCopy()
+	orphan.Name = "orphan"
+	for _, p := range []*v1.Pod{pod, orphan} {
+		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	before := waitPod(t, srv.Client, "default", "steady", "Ready", podReady)
+	orphanPod := waitPod(t, srv.Client, "default", "orphan", "Ready", podReady)
 	n.stop()
+	// While no kubelet runs, one pod is force-deleted: its sandbox is an orphan now.
+	if err := pods.Delete(ctx, "orphan", metav1.DeleteOptions{GracePeriodSeconds: int64p(0)}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, srv, "orphan")
+	ipFile := filepath.Join(n.root, "cni", "ipam", "wasmkube", orphanPod.Status.PodIP)
+	if _, err := os.Stat(ipFile); err != nil {
+		t.Fatalf("the orphan's IP should still be allocated before the restart: %v", err)
+	}
 
 	// Pods keep running while no kubelet watches them.
 	net, err := cni.New(n.net)
@@ -528,8 +542,8 @@ func TestKubeletRestartAdoptsRunningPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rt.Close()
 	cs, err := rt.ListContainers(ctx, string(before.UID))
+	rt.Close()
 	if err != nil || len(cs) != 1 || cs[0].State != runtime.ContainerRunning {
 		t.Fatalf("container after kubelet stop: %+v %v", cs, err)
 	}
@@ -547,6 +561,20 @@ func TestKubeletRestartAdoptsRunningPods(t *testing.T) {
 	}
 	if after.Status.PodIP != before.Status.PodIP {
 		t.Errorf("pod IP changed from %s to %s", before.Status.PodIP, after.Status.PodIP)
+	}
+	// The restarted kubelet removes the orphan: containers gone, CNI DEL released its IP.
+	for i := 0; ; i++ {
+		cs, err := n.kubelet.Runtime().ListContainers(ctx, string(orphanPod.UID))
+		if err == nil && len(cs) == 0 {
+			break
+		}
+		if i > 300 {
+			t.Fatalf("orphan's containers after restart: %+v %v", cs, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := os.Stat(ipFile); !os.IsNotExist(err) {
+		t.Errorf("orphan's IP %s not released: %v", orphanPod.Status.PodIP, err)
 	}
 	if err := pods.Delete(ctx, "steady", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -74,8 +73,8 @@ type Containerd struct {
 	opts ContainerdOptions
 	log  *slog.Logger
 
-	mu      sync.Mutex
 	changed chan string
+	cancel  context.CancelFunc
 }
 
 // NewContainerd connects to containerd. It watches task exit and OOM events until ctx ends.
@@ -99,7 +98,8 @@ func NewContainerd(ctx context.Context, opts ContainerdOptions) (*Containerd, er
 			return nil, err
 		}
 	}
-	r := &Containerd{c: c, opts: opts, log: opts.Logger, changed: make(chan string, 256)}
+	ctx, cancel := context.WithCancel(ctx)
+	r := &Containerd{c: c, opts: opts, log: opts.Logger, changed: make(chan string, 256), cancel: cancel}
 	go r.watchEvents(ctx)
 	return r, nil
 }
@@ -112,8 +112,11 @@ func (r *Containerd) Client() *client.Client { return r.c }
 // dropped when nobody reads, the relist catches up.
 func (r *Containerd) Changed() <-chan string { return r.changed }
 
-// Close releases the client.
-func (r *Containerd) Close() error { return r.c.Close() }
+// Close stops watching events and releases the client.
+func (r *Containerd) Close() error {
+	r.cancel()
+	return r.c.Close()
+}
 
 func (r *Containerd) watchEvents(ctx context.Context) {
 	for ctx.Err() == nil {
