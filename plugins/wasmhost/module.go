@@ -37,6 +37,9 @@ type LoadOptions struct {
 	Timeout time.Duration
 	// MemoryLimit caps each instance's linear memory, in bytes; 0: 64Mi.
 	MemoryLimit uint64
+
+	// contextInterrupt skips the rewriting (benchmarks compare the two ways).
+	contextInterrupt bool
 }
 
 // Module is a compiled plugin that passed the ABI checks. Pools made from it share its
@@ -110,7 +113,11 @@ func (h *Host) Load(ctx context.Context, o LoadOptions) (*Module, error) {
 	// header (a load and a branch); one that cannot be rewritten runs with wazero's
 	// WithCloseOnContextDone, which costs an indirect call at every loop header and a
 	// goroutine per call (docs/plugins.md, "Time limits").
-	if rewritten, err := instrument(bin); err == nil {
+	rewritten, err := instrument(bin)
+	if o.contextInterrupt {
+		err = errors.New("context interruption requested")
+	}
+	if err == nil {
 		m.interrupt = InterruptDeadline
 		err = m.setup(ctx, rewritten, pages)
 		if err == nil {

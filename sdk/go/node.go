@@ -18,31 +18,33 @@ func NodeAt(i int32) Node { return Node{index: i} }
 // Index is the node's index in the current batch.
 func (n Node) Index() int32 { return n.index }
 
-// NodeResources is a node's allocatable capacity and what its pods already request.
+// NodeResources is a node's allocatable capacity and what its pods already request. Its
+// memory layout is the node_resources record (docs/abi.md 4.3), so the host writes it in
+// place: reading a node's resources costs one host call and no decoding.
 type NodeResources struct {
 	Allocatable Resources
 	// Requested sums the requests of the pods on the node; Requested.Pods counts them.
 	Requested Resources
 	// NonZeroRequested counts pods without requests as 100m cpu and 200Mi memory.
-	NonZeroRequested Resources
+	NonZeroRequested NonZero
 }
 
-var nodeResBuf [abi.NodeResourcesWords]int64
+// NonZero is cpu and memory with scoring's defaults for missing requests.
+type NonZero struct {
+	MilliCPU int64
+	Memory   int64
+}
+
+// nodeRes receives node_resources: a pointer to a local would make the compiler move the
+// local to the heap (an allocation per node); a guest instance is single-threaded.
+var nodeRes NodeResources
 
 // Resources returns the node's resources; ok is false when the index is not in the batch.
-func (n Node) Resources() (r NodeResources, ok bool) {
-	if abi.NodeResources(n.index, unsafe.Pointer(&nodeResBuf)) < 0 {
+func (n Node) Resources() (NodeResources, bool) {
+	if abi.NodeResources(n.index, unsafe.Pointer(&nodeRes)) < 0 {
 		return NodeResources{}, false
 	}
-	return decodeNodeResources(nodeResBuf), true
-}
-
-func decodeNodeResources(w [abi.NodeResourcesWords]int64) NodeResources {
-	return NodeResources{
-		Allocatable:      Resources{MilliCPU: w[0], Memory: w[1], EphemeralStorage: w[2], Pods: w[3]},
-		Requested:        Resources{MilliCPU: w[4], Memory: w[5], EphemeralStorage: w[6], Pods: w[7]},
-		NonZeroRequested: Resources{MilliCPU: w[8], Memory: w[9]},
-	}
+	return nodeRes, true
 }
 
 // Name is the node's metadata.name.

@@ -11,9 +11,12 @@ import (
 // and cache it until the call ends.
 type Pod struct{}
 
-// PodRequests is the pod's effective request (docs/abi.md section 3).
+// PodRequests is the pod's effective request (docs/abi.md section 3). Its memory layout is
+// the pod_requests record, so the host writes it in place.
 type PodRequests struct {
-	Resources
+	MilliCPU         int64
+	Memory           int64
+	EphemeralStorage int64
 	// NonZeroMilliCPU and NonZeroMemory count containers without requests as 100m cpu and
 	// 200Mi memory, as scoring does.
 	NonZeroMilliCPU int64
@@ -28,8 +31,6 @@ var podCache struct {
 	haveScalars bool
 }
 
-var podReqBuf [abi.PodRequestsWords]int64
-
 func (Pod) fresh() {
 	if podCache.call != abi.Call {
 		podCache.call = abi.Call
@@ -38,24 +39,17 @@ func (Pod) fresh() {
 	}
 }
 
-// Requests returns the pod's effective resource requests.
-func (p Pod) Requests() PodRequests {
+// Requests returns the pod's effective resource requests (read from the host once per
+// call). The pointer is valid until the call ends; do not keep it.
+func (p Pod) Requests() *PodRequests {
 	p.fresh()
 	if !podCache.haveReq {
-		if abi.PodRequests(unsafe.Pointer(&podReqBuf)) >= 0 {
-			podCache.requests = decodePodRequests(podReqBuf)
+		if abi.PodRequests(unsafe.Pointer(&podCache.requests)) < 0 {
+			podCache.requests = PodRequests{}
 		}
 		podCache.haveReq = true
 	}
-	return podCache.requests
-}
-
-func decodePodRequests(w [abi.PodRequestsWords]int64) PodRequests {
-	return PodRequests{
-		Resources:       Resources{MilliCPU: w[0], Memory: w[1], EphemeralStorage: w[2], Pods: 1},
-		NonZeroMilliCPU: w[3],
-		NonZeroMemory:   w[4],
-	}
+	return &podCache.requests
 }
 
 // Name is metadata.name.

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"testing"
 	"unsafe"
+
+	"github.com/wasmkube/wasmkube/sdk/go/internal/abi"
 )
 
 func TestParseTaints(t *testing.T) {
@@ -22,15 +24,15 @@ func TestParseTaints(t *testing.T) {
 	}
 }
 
-func TestDecodeRecords(t *testing.T) {
-	p := decodePodRequests([5]int64{1, 2, 3, 4, 5})
-	if p != (PodRequests{Resources: Resources{1, 2, 3, 1}, NonZeroMilliCPU: 4, NonZeroMemory: 5}) {
-		t.Errorf("pod requests %+v", p)
+// The host writes the records in place: the structs must have exactly their layout.
+func TestRecordLayouts(t *testing.T) {
+	var n NodeResources
+	if unsafe.Sizeof(n) != abi.NodeResourcesWords*8 || unsafe.Offsetof(n.Requested) != 32 || unsafe.Offsetof(n.NonZeroRequested) != 64 {
+		t.Errorf("NodeResources layout: size %d, Requested at %d, NonZeroRequested at %d", unsafe.Sizeof(n), unsafe.Offsetof(n.Requested), unsafe.Offsetof(n.NonZeroRequested))
 	}
-	n := decodeNodeResources([10]int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10})
-	want := NodeResources{Allocatable: Resources{1, 2, 3, 4}, Requested: Resources{5, 6, 7, 8}, NonZeroRequested: Resources{MilliCPU: 9, Memory: 10}}
-	if n != want {
-		t.Errorf("node resources %+v, want %+v", n, want)
+	var p PodRequests
+	if unsafe.Sizeof(p) != abi.PodRequestsWords*8 || unsafe.Offsetof(p.NonZeroMilliCPU) != 24 {
+		t.Errorf("PodRequests layout: size %d", unsafe.Sizeof(p))
 	}
 }
 

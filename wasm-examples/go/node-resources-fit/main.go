@@ -40,7 +40,7 @@ func Filter(pod sdk.Pod, node sdk.Node) sdk.Status {
 		return sdk.Errorf("node %d: resources unavailable", node.Index())
 	}
 	req := pod.Requests()
-	reasons := Insufficient(req.Resources, res)
+	reasons := Insufficient(sdk.Resources{MilliCPU: req.MilliCPU, Memory: req.Memory, EphemeralStorage: req.EphemeralStorage}, &res)
 	for _, name := range pod.ScalarNames() {
 		q := pod.ScalarRequest(name)
 		if q == 0 || ignored[name] {
@@ -59,7 +59,7 @@ func Filter(pod sdk.Pod, node sdk.Node) sdk.Status {
 
 // Insufficient lists why a request does not fit the node's free cpu, memory, ephemeral
 // storage and pod slots.
-func Insufficient(req sdk.Resources, node sdk.NodeResources) []string {
+func Insufficient(req sdk.Resources, node *sdk.NodeResources) []string {
 	var reasons []string
 	if node.Requested.Pods+1 > node.Allocatable.Pods {
 		reasons = append(reasons, "Too many pods")

@@ -32,12 +32,12 @@ func TestInsufficient(t *testing.T) {
 		{sdk.Resources{Memory: 501, EphemeralStorage: 1001}, []string{"Insufficient memory", "Insufficient ephemeral-storage"}},
 	}
 	for _, tt := range tests {
-		if got := Insufficient(tt.req, node); !reflect.DeepEqual(got, tt.want) {
+		if got := Insufficient(tt.req, &node); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("Insufficient(%+v) = %v, want %v", tt.req, got, tt.want)
 		}
 	}
 	node.Requested.Pods = 2
-	if got := Insufficient(sdk.Resources{}, node); !reflect.DeepEqual(got, []string{"Too many pods"}) {
+	if got := Insufficient(sdk.Resources{}, &node); !reflect.DeepEqual(got, []string{"Too many pods"}) {
 		t.Errorf("full node: %v", got)
 	}
 }

@@ -17,12 +17,12 @@ func Score(pod sdk.Pod, node sdk.Node) (int64, sdk.Status) {
 		return 0, sdk.Errorf("node %d: resources unavailable", node.Index())
 	}
 	req := pod.Requests()
-	return Packing(req.NonZeroMilliCPU, req.NonZeroMemory, res), sdk.OK()
+	return Packing(req.NonZeroMilliCPU, req.NonZeroMemory, &res), sdk.OK()
 }
 
 // Packing is the mean of the cpu and memory fractions in use after adding the pod's
 // (non-zero) request, scaled to [0, 100].
-func Packing(podCPU, podMem int64, res sdk.NodeResources) int64 {
+func Packing(podCPU, podMem int64, res *sdk.NodeResources) int64 {
 	return (mostAllocated(res.NonZeroRequested.MilliCPU+podCPU, res.Allocatable.MilliCPU) +
 		mostAllocated(res.NonZeroRequested.Memory+podMem, res.Allocatable.Memory)) / 2
 }

@@ -21,7 +21,7 @@ import (
 )
 
 func TestPacking(t *testing.T) {
-	res := sdk.NodeResources{Allocatable: sdk.Resources{MilliCPU: 4000, Memory: 8 << 30}, NonZeroRequested: sdk.Resources{MilliCPU: 1000, Memory: 2 << 30}}
+	res := sdk.NodeResources{Allocatable: sdk.Resources{MilliCPU: 4000, Memory: 8 << 30}, NonZeroRequested: sdk.NonZero{MilliCPU: 1000, Memory: 2 << 30}}
 	tests := []struct {
 		cpu, mem int64
 		want     int64
@@ -31,11 +31,11 @@ func TestPacking(t *testing.T) {
 		{8000, 16 << 30, 100}, // overfull counts as full
 	}
 	for _, tt := range tests {
-		if got := Packing(tt.cpu, tt.mem, res); got != tt.want {
+		if got := Packing(tt.cpu, tt.mem, &res); got != tt.want {
 			t.Errorf("Packing(%d, %d) = %d, want %d", tt.cpu, tt.mem, got, tt.want)
 		}
 	}
-	if got := Packing(100, 100, sdk.NodeResources{}); got != 0 {
+	if got := Packing(100, 100, &sdk.NodeResources{}); got != 0 {
 		t.Errorf("no allocatable: %d, want 0", got)
 	}
 }

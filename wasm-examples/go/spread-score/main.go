@@ -17,12 +17,12 @@ func Score(pod sdk.Pod, node sdk.Node) (int64, sdk.Status) {
 		return 0, sdk.Errorf("node %d: resources unavailable", node.Index())
 	}
 	req := pod.Requests()
-	return Spreading(req.NonZeroMilliCPU, req.NonZeroMemory, res), sdk.OK()
+	return Spreading(req.NonZeroMilliCPU, req.NonZeroMemory, &res), sdk.OK()
 }
 
 // Spreading is the mean of the free cpu and memory fractions left after adding the pod's
 // (non-zero) request, scaled to [0, 100].
-func Spreading(podCPU, podMem int64, res sdk.NodeResources) int64 {
+func Spreading(podCPU, podMem int64, res *sdk.NodeResources) int64 {
 	return (leastAllocated(res.NonZeroRequested.MilliCPU+podCPU, res.Allocatable.MilliCPU) +
 		leastAllocated(res.NonZeroRequested.Memory+podMem, res.Allocatable.Memory)) / 2
 }

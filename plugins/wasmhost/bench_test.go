@@ -1,0 +1,46 @@
+package wasmhost
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
+)
+
+// BenchmarkInterrupt compares the two ways of enforcing time limits on the same Go guest
+// (pack-score over 5000 nodes in one call): the inserted deadline check and wazero's
+// WithCloseOnContextDone.
+func BenchmarkInterrupt(b *testing.B) {
+	ctx := context.Background()
+	h, err := New(Options{CacheDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	names := make([]string, 5000)
+	for i := range names {
+		names[i] = fmt.Sprintf("n%d", i)
+	}
+	nodes := testNodes(names...)
+	pod := testPod("p", nil)
+	for _, mode := range []bool{false, true} {
+		m, err := h.Load(ctx, LoadOptions{Name: "pack", Path: wasmbuild.Go(b, "wasm-examples/go/pack-score"), contextInterrupt: mode})
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, err := m.NewPool(ctx, nil, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := &Call{Kind: Score, Pod: pod, Requests: NewPodRequests(pod), Nodes: nodes, Scores: make([]int64, len(nodes))}
+		b.Run(string(m.Interrupt()), func(b *testing.B) {
+			for b.Loop() {
+				if err := p.Do(ctx, c); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(nodes)), "ns/node")
+		})
+		_ = m.Close(ctx)
+	}
+}
