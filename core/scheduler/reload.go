@@ -154,9 +154,10 @@ func (s *Scheduler) leaseRef() *v1.ObjectReference {
 		Namespace: s.opts.LeaseNamespace, Name: s.opts.LeaseName}
 }
 
-// watchConfig watches the config file's folder (editors and ConfigMap mounts replace
-// files by rename, which a watch on the file itself would lose) and reloads, debounced,
-// when the file's content changed.
+// watchConfig watches the folders of the config file and of the wasm modules it
+// declares (editors and ConfigMap mounts replace files by rename, which a watch on the
+// file itself would lose) and reloads, debounced, when the config's bytes changed or a
+// declared module was rewritten (unchanged modules are reused, by content hash).
 func (s *Scheduler) watchConfig(ctx context.Context) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -164,14 +165,35 @@ func (s *Scheduler) watchConfig(ctx context.Context) {
 		return
 	}
 	defer w.Close()
-	dir := filepath.Dir(s.opts.ConfigFile)
-	if err := w.Add(dir); err != nil {
-		s.log.Error("config watch", "dir", dir, "err", err)
-		return
+	watched := map[string]bool{}
+	watch := func(dir string) {
+		if watched[dir] {
+			return
+		}
+		if err := w.Add(dir); err != nil {
+			s.log.Warn("config watch", "dir", dir, "err", err)
+			return
+		}
+		watched[dir] = true
 	}
+	watch(filepath.Dir(s.opts.ConfigFile))
+	modules := func() map[string]bool {
+		m := map[string]bool{}
+		for _, wp := range s.profiles.Load().cfg.WasmPlugins {
+			p := wp.Path
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(s.baseDir, p)
+			}
+			m[filepath.Clean(p)] = true
+			watch(filepath.Dir(filepath.Clean(p)))
+		}
+		return m
+	}
+	mods := modules()
 	const debounce = 250 * time.Millisecond
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	moduleChanged := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -180,7 +202,12 @@ func (s *Scheduler) watchConfig(ctx context.Context) {
 			if !ok {
 				return
 			}
-			if filepath.Clean(ev.Name) == s.opts.ConfigFile || filepath.Base(ev.Name) == "..data" {
+			name := filepath.Clean(ev.Name)
+			switch {
+			case name == s.opts.ConfigFile || filepath.Base(name) == "..data":
+				timer.Reset(debounce)
+			case mods[name]:
+				moduleChanged = true
 				timer.Reset(debounce)
 			}
 		case err, ok := <-w.Errors:
@@ -194,10 +221,13 @@ func (s *Scheduler) watchConfig(ctx context.Context) {
 				s.log.Warn("config file unreadable; keeping the profiles in force", "err", err)
 				continue
 			}
-			if bytes.Equal(data, s.profiles.Load().raw) {
+			if !moduleChanged && bytes.Equal(data, s.profiles.Load().raw) {
 				continue
 			}
-			_ = s.Reload(data)
+			moduleChanged = false
+			if s.Reload(data) == nil {
+				mods = modules()
+			}
 		}
 	}
 }

@@ -63,6 +63,13 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp *queue.QueuedPodInfo) {
 	if e := res.Explanation; e != nil {
 		fwk.Annotate(e, state)
 		e.Node = host
+		// Ties are broken at random; list the chosen node first among equals.
+		for i := range e.Top {
+			if e.Top[i].Node == host && e.Top[i].Total == e.Top[0].Total {
+				e.Top[0], e.Top[i] = e.Top[i], e.Top[0]
+				break
+			}
+		}
 		if b, err := json.Marshal(e); err == nil {
 			state.Write(defaultbinder.AnnotationsKey, defaultbinder.Annotations{ExplainAnnotation: string(b)})
 			s.pendingExplain.Store(pod.UID, string(b))
