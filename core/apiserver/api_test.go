@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/wasmkube/wasmkube/core/apiserver"
+	"github.com/wasmkube/wasmkube/core/apiserver/admission"
 	"github.com/wasmkube/wasmkube/core/apiserver/apiservertest"
 )
 
@@ -585,5 +586,46 @@ func TestDeletePreconditions(t *testing.T) {
 	}
 	if err := cms.Delete(ctx, "c", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cm.UID}}); err != nil {
 		t.Fatalf("matching uid precondition: %v", err)
+	}
+}
+
+// denyLabel is an admission plugin of the kind wasm policies plug in as: it refuses pods
+// labelled forbidden=true and labels every other new pod.
+type denyLabel struct{}
+
+func (denyLabel) Admit(_ context.Context, a *admission.Attributes) error {
+	if p, ok := a.Object.(*corev1.Pod); ok && a.Operation == admission.Create {
+		if p.Labels == nil {
+			p.Labels = map[string]string{}
+		}
+		p.Labels["admitted"] = "yes"
+	}
+	return nil
+}
+
+func (denyLabel) Validate(_ context.Context, a *admission.Attributes) error {
+	if p, ok := a.Object.(*corev1.Pod); ok && p.Labels["forbidden"] == "true" {
+		return fmt.Errorf("pods labelled forbidden=true are refused by policy")
+	}
+	return nil
+}
+
+func TestAdmissionPluginsFromOptions(t *testing.T) {
+	srv := apiservertest.Start(t, apiservertest.WithAdmission(denyLabel{}))
+	pods := srv.Client.CoreV1().Pods("default")
+	got, err := pods.Create(ctx, testPod("ok"), metav1.CreateOptions{})
+	if err != nil || got.Labels["admitted"] != "yes" {
+		t.Fatalf("mutating plugin: %v %v", err, got.Labels)
+	}
+	bad := testPod("bad")
+	bad.Labels["forbidden"] = "true"
+	_, err = pods.Create(ctx, bad, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "refused by policy") {
+		t.Fatalf("validating plugin: %v", err)
+	}
+	// The same plugin sees updates.
+	got.Labels["forbidden"] = "true"
+	if _, err := pods.Update(ctx, got, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("validating plugin on update: %v", err)
 	}
 }
