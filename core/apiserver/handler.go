@@ -79,7 +79,7 @@ var errNotFoundPath = apierrors.NewGenericServerResponse(http.StatusNotFound, ""
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
-	verb, resName, sub := strings.ToUpper(r.Method), "", ""
+	verb, resName, sub, userName := strings.ToUpper(r.Method), "", "", ""
 	defer func() {
 		code := sw.code
 		if code == 0 {
@@ -87,7 +87,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.metrics.observe(verb, resName, sub, code, time.Since(start))
 		if s.log.Enabled(r.Context(), slog.LevelDebug) {
-			s.log.Debug("request", "verb", verb, "uri", r.URL.RequestURI(), "code", code, "latency", time.Since(start))
+			s.log.Debug("request", "verb", verb, "uri", r.URL.RequestURI(), "user", userName, "code", code, "latency", time.Since(start))
 		}
 	}()
 
@@ -104,6 +104,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	user, ok := s.auth.authenticate(bearerToken(r.Header.Get("Authorization")))
+	userName = user.Name
 	if !ok {
 		writeError(sw, apierrors.NewUnauthorized("Unauthorized: a valid bearer token is required (see admin.kubeconfig in the server's data dir)"))
 		return
