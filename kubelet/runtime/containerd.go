@@ -38,6 +38,7 @@ const (
 	LabelAttempt      = "io.wasmkube.container.attempt"
 	LabelHash         = "io.wasmkube.container.hash"
 	LabelLogPath      = "io.wasmkube.container.log"
+	LabelImageRef     = "io.wasmkube.container.imageref"
 	LabelStartedAt    = "io.wasmkube.container.started"
 	LabelOOM          = "io.wasmkube.container.oom"
 	LabelNetNS        = "io.wasmkube.sandbox.netns"
@@ -507,6 +508,7 @@ func (r *Containerd) CreateContainer(ctx context.Context, sandboxID string, cfg 
 	labels[LabelAttempt] = strconv.Itoa(cfg.Attempt)
 	labels[LabelHash] = cfg.Hash
 	labels[LabelLogPath] = cfg.LogPath
+	labels[LabelImageRef] = img.Name() + "@" + img.Target().Digest.String()
 	labels[labelShimGroup] = sandboxID
 	_, err = r.c.NewContainer(ctx, id,
 		client.WithImage(img),
@@ -675,7 +677,7 @@ func (r *Containerd) statusFromInfo(ctx context.Context, c client.Container, inf
 	attempt, _ := strconv.Atoi(l[LabelAttempt])
 	st := &ContainerStatus{
 		ID: info.ID, SandboxID: l[LabelSandboxID], Pod: podFromLabels(l), Name: l[LabelName], Attempt: attempt,
-		Image: info.Image, Hash: l[LabelHash], State: ContainerCreated, CreatedAt: info.CreatedAt,
+		Image: info.Image, ImageRef: l[LabelImageRef], Hash: l[LabelHash], State: ContainerCreated, CreatedAt: info.CreatedAt,
 		LogPath: l[LabelLogPath], OOMKilled: l[LabelOOM] == "true",
 	}
 	if ts := l[LabelStartedAt]; ts != "" {
