@@ -175,3 +175,20 @@ func TestRolloutStatus(t *testing.T) {
 		t.Fatalf("available with 2 of 3 and maxUnavailable 0: %+v", a)
 	}
 }
+
+func TestReplicaFailureSurfaces(t *testing.T) {
+	now := time.Unix(10_000, 0)
+	d := dep(2, intstr.FromInt32(1), intstr.FromInt32(0))
+	nw := rs("new", 2, 0, 0, now)
+	nw.Status.Conditions = []appsv1.ReplicaSetCondition{{Type: appsv1.ReplicaSetReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: "denied by policy"}}
+	st := CalculateStatus(d, []*appsv1.ReplicaSet{nw}, nw, now)
+	c := GetCondition(st, appsv1.DeploymentReplicaFailure)
+	if c == nil || c.Reason != "FailedCreate" || c.Message != "denied by policy" {
+		t.Fatalf("ReplicaFailure = %+v", c)
+	}
+	d.Status = st
+	nw.Status.Conditions = nil
+	if c := GetCondition(CalculateStatus(d, []*appsv1.ReplicaSet{nw}, nw, now), appsv1.DeploymentReplicaFailure); c != nil {
+		t.Fatalf("ReplicaFailure not cleared: %+v", c)
+	}
+}

@@ -96,12 +96,34 @@ func CalculateStatus(d *appsv1.Deployment, all []*appsv1.ReplicaSet, newRS *apps
 		st.UpdatedReplicas = newRS.Status.Replicas
 	}
 	st.Conditions = append(st.Conditions, d.Status.Conditions...)
+	// A ReplicaSet that cannot create or delete its pods (admission, quota) surfaces on the
+	// Deployment, as upstream, so kubectl describe shows why a rollout is stuck.
+	if f := replicaFailure(all); f != nil {
+		SetCondition(&st, newCondition(appsv1.DeploymentReplicaFailure, corev1.ConditionTrue, f.Reason, f.Message, now))
+	} else {
+		removeCondition(&st, appsv1.DeploymentReplicaFailure)
+	}
 	if available >= desired(d)-MaxUnavailable(d) {
 		SetCondition(&st, newCondition(appsv1.DeploymentAvailable, corev1.ConditionTrue, ReasonMinAvailable, "Deployment has minimum availability.", now))
 	} else {
 		SetCondition(&st, newCondition(appsv1.DeploymentAvailable, corev1.ConditionFalse, ReasonMinUnavailable, "Deployment does not have minimum availability.", now))
 	}
 	return st
+}
+
+func replicaFailure(all []*appsv1.ReplicaSet) *appsv1.ReplicaSetCondition {
+	for _, rs := range all {
+		if rs == nil {
+			continue
+		}
+		for i := range rs.Status.Conditions {
+			c := &rs.Status.Conditions[i]
+			if c.Type == appsv1.ReplicaSetReplicaFailure && c.Status == corev1.ConditionTrue {
+				return c
+			}
+		}
+	}
+	return nil
 }
 
 // Complete reports whether st shows d fully rolled out: every desired replica updated and
