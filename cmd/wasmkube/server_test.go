@@ -27,7 +27,7 @@ func TestServerOptionsPrecedence(t *testing.T) {
 		{name: "env over file", env: map[string]string{"WASMKUBE_LISTEN": "127.0.0.1:2222", "WASMKUBE_ETCD_ENDPOINTS": "http://c:2379"},
 			args: []string{"--config", cfg}, dataDir: "/from/file", listen: "127.0.0.1:2222", etcd: []string{"http://c:2379"}, tolerate: 30},
 		{name: "flags over env", env: map[string]string{"WASMKUBE_LISTEN": "127.0.0.1:2222"},
-			args: []string{"--config", cfg, "--listen", "127.0.0.1:3333", "--data-dir", "/from/flag", "--etcd-endpoints", "http://d:2379,http://e:2379"},
+			args:    []string{"--config", cfg, "--listen", "127.0.0.1:3333", "--data-dir", "/from/flag", "--etcd-endpoints", "http://d:2379,http://e:2379"},
 			dataDir: "/from/flag", listen: "127.0.0.1:3333", etcd: []string{"http://d:2379", "http://e:2379"}, tolerate: 30},
 		{name: "defaults", args: []string{"--data-dir", "/d"}, dataDir: "/d", listen: "127.0.0.1:6443", tolerate: 300},
 		{name: "data dir required", args: []string{}, wantErr: true},
