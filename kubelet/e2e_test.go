@@ -145,9 +145,14 @@ func containerStatus(p *v1.Pod, name string) *v1.ContainerStatus {
 
 func kubeletGet(t *testing.T, srv *apiservertest.Server, n *node, path string) (int, string) {
 	t.Helper()
+	return kubeletGetAs(t, srv.Config.BearerToken, n, path)
+}
+
+func kubeletGetAs(t *testing.T, token string, n *node, path string) (int, string) {
+	t.Helper()
 	req, _ := http.NewRequest("GET", fmt.Sprintf("https://127.0.0.1:%d%s", n.kubelet.Port(), path), nil)
-	if srv.Config.BearerToken != "" {
-		req.Header.Set("Authorization", "Bearer "+srv.Config.BearerToken)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 30 * time.Second}
 	resp, err := hc.Do(req)
@@ -255,6 +260,15 @@ func TestNodeRegistrationAndLease(t *testing.T) {
 	}
 	if code, body := kubeletGet(t, srv, n, "/healthz"); code != 200 || body != "ok" {
 		t.Errorf("healthz: %d %q", code, body)
+	}
+	// Logs need a token of system:masters: none is 401, a node's is 403, a bogus one 401.
+	for _, tc := range []struct {
+		token string
+		code  int
+	}{{"", 401}, {srv.NodeConfig(t, "other").BearerToken, 403}, {"not-a-token", 401}, {srv.Config.BearerToken, 404}} {
+		if code, body := kubeletGetAs(t, tc.token, n, "/containerLogs/default/none/c"); code != tc.code {
+			t.Errorf("logs with token %.8q: %d %q, want %d", tc.token, code, body, tc.code)
+		}
 	}
 }
 
