@@ -4,10 +4,12 @@ package sdk_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -152,5 +154,28 @@ func TestSDKExtensionPoints(t *testing.T) {
 	none := &wasmhost.Call{Kind: wasmhost.PostFilter, Pod: pod, NodeNames: []string{"a"}, FilterCodes: []int32{3}}
 	if err := p.Do(ctx, none); err != nil || none.Code != 2 || none.Reason != "nothing to preempt" {
 		t.Errorf("postfilter without candidates: code %d reason %q err %v", none.Code, none.Reason, err)
+	}
+}
+
+// The guest sees no files, no environment and no real clock.
+func TestSandbox(t *testing.T) {
+	p, _ := startGuest(t, "")
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"sandbox": ""}}}
+	c := &wasmhost.Call{Kind: wasmhost.Filter, Pod: pod, Nodes: []*framework.NodeInfo{framework.NewNodeInfo()}}
+	start := time.Now()
+	if err := p.Do(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Verdicts) != 1 {
+		t.Fatalf("verdicts %+v", c.Verdicts)
+	}
+	got := c.Verdicts[0].Reason
+	for _, want := range []string{"file=false", "dir=false", "env=0", "args=0"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("sandbox report %q lacks %q", got, want)
+		}
+	}
+	if strings.Contains(got, fmt.Sprintf("year=%d", start.Year())) {
+		t.Errorf("sandbox report %q: the guest sees the real date", got)
 	}
 }

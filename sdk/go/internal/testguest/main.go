@@ -6,7 +6,9 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"strings"
+	"time"
 
 	sdk "github.com/wasmkube/wasmkube/sdk/go"
 	"github.com/wasmkube/wasmkube/sdk/go/filter"
@@ -54,6 +56,9 @@ func init() {
 }
 
 func report(pod sdk.Pod, node sdk.Node) sdk.Status {
+	if _, ok := pod.LookupLabel("sandbox"); ok {
+		return sandbox()
+	}
 	var b strings.Builder
 	req := pod.Requests()
 	ann, _ := pod.Annotation("big")
@@ -76,3 +81,15 @@ func report(pod sdk.Pod, node sdk.Node) sdk.Status {
 }
 
 func main() {}
+
+// sandbox reports what the guest can see of the system: no files, no environment, no real
+// clock.
+func sandbox() sdk.Status {
+	_, ferr := os.ReadFile("/etc/hostname")
+	_, derr := os.ReadDir("/")
+	t1 := time.Now()
+	time.Sleep(50 * time.Millisecond)
+	t2 := time.Now()
+	return sdk.Reject(fmt.Sprintf("file=%v dir=%v env=%d args=%d year=%d slept=%v",
+		ferr == nil, derr == nil, len(os.Environ()), len(os.Args), t1.Year(), t2.Sub(t1) >= 50*time.Millisecond))
+}
