@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,6 +67,21 @@ type SchedBenchResult struct {
 	// MaxActiveQueue is the longest the scheduler's activeQ got (sampled every 100 ms):
 	// near 0 means the scheduler kept up with the pods arriving.
 	MaxActiveQueue int `json:"max_active_queue"`
+	// LoadAverage is the machine's 1-minute load average at the end: the benchmark
+	// shares the CPU with whatever else runs.
+	LoadAverage string `json:"load_average,omitempty"`
+}
+
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
 }
 
 func init() {
@@ -229,6 +245,7 @@ func runSchedBench(out io.Writer, o schedBenchOptions) error {
 	stopSampling()
 	if res != nil {
 		res.MaxActiveQueue = int(maxActive.Load())
+		res.LoadAverage = loadAverage()
 	}
 	if err != nil {
 		return err
@@ -236,8 +253,8 @@ func runSchedBench(out io.Writer, o schedBenchOptions) error {
 	if o.output == "json" {
 		return json.NewEncoder(out).Encode(res)
 	}
-	fmt.Fprintf(out, "nodes %d, pods %d: %.0f pods/s, p50 %.1f ms, p99 %.1f ms, scheduled %d, failed %d (%.1f s; pods created at %.0f/s; longest activeQ %d)\n",
-		res.Nodes, res.Pods, res.PodsPerSecond, res.P50ms, res.P99ms, res.Scheduled, res.Failed, res.Seconds, res.CreatePerSecond, res.MaxActiveQueue)
+	fmt.Fprintf(out, "nodes %d, pods %d: %.0f pods/s, p50 %.1f ms, p99 %.1f ms, scheduled %d, failed %d (%.1f s; pods created at %.0f/s; longest activeQ %d; load average %s)\n",
+		res.Nodes, res.Pods, res.PodsPerSecond, res.P50ms, res.P99ms, res.Scheduled, res.Failed, res.Seconds, res.CreatePerSecond, res.MaxActiveQueue, res.LoadAverage)
 	return nil
 }
 
