@@ -11,6 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -87,6 +90,7 @@ func Start(ctx context.Context, dir string) (*Daemon, error) {
 
 // launch starts one containerd process.
 func (d *Daemon) launch() error {
+	stopLeftover(d.cfg)
 	_ = os.Remove(d.address) // stale socket of a previous, killed daemon
 	logf, err := os.OpenFile(filepath.Join(d.dir, "containerd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -94,18 +98,29 @@ func (d *Daemon) launch() error {
 	}
 	cmd := exec.Command(d.bin, "--config", d.cfg)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	// Own process group: a Ctrl-C on the terminal reaches wasmkube, which stops its pods
-	// first and the daemon last, instead of containerd dying under running containers.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return fmt.Errorf("start containerd: %w", err)
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		// Own process group: a Ctrl-C on the terminal reaches wasmkube, which stops its pods
+		// first and the daemon last, instead of containerd dying under running containers.
+		Setpgid: true,
+		// If wasmkube itself dies, the daemon goes too (its shims and containers stay, and
+		// the next start adopts them) instead of holding the socket and databases.
+		Pdeathsig: syscall.SIGTERM,
 	}
+	started := make(chan error, 1)
 	exited := make(chan struct{})
-	d.mu.Lock()
-	d.cmd, d.exited = cmd, exited
-	d.mu.Unlock()
 	go func() {
+		// Pdeathsig fires when the thread that forked the daemon exits, so that thread is
+		// held for the daemon's lifetime.
+		goruntime.LockOSThread()
+		defer goruntime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		d.mu.Lock()
+		d.cmd, d.exited = cmd, exited
+		d.mu.Unlock()
+		started <- nil
 		err := cmd.Wait()
 		logf.Close()
 		d.mu.Lock()
@@ -113,7 +128,41 @@ func (d *Daemon) launch() error {
 		d.mu.Unlock()
 		close(exited)
 	}()
+	if err := <-started; err != nil {
+		logf.Close()
+		return fmt.Errorf("start containerd: %w", err)
+	}
 	return nil
+}
+
+// stopLeftover stops a containerd still running with this config: one whose wasmkube was
+// killed before Pdeathsig existed or while it could not act. Two daemons on one root would
+// fight over its databases.
+func stopLeftover(cfg string) {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if len(args) != 3 || filepath.Base(args[0]) != "containerd" || args[1] != "--config" || args[2] != cfg {
+			continue
+		}
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if err != nil {
+			continue
+		}
+		slog.Warn("stopping a containerd left running on this directory", "pid", pid, "config", cfg)
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+		for i := 0; i < 100; i++ {
+			if syscall.Kill(pid, 0) != nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
 }
 
 // supervise restarts the daemon when it exits without Stop, backing off from 1 s to 30 s.

@@ -3,6 +3,8 @@ package containerd
 import (
 	"context"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -76,5 +78,49 @@ func TestStartAnswersAndStops(t *testing.T) {
 	case <-d.Done():
 	default:
 		t.Fatal("daemon still running after Stop")
+	}
+}
+
+// A daemon left running on the directory (its wasmkube was killed) is stopped, not fought.
+func TestStartStopsALeftoverDaemon(t *testing.T) {
+	dir, err := os.MkdirTemp("", "ctrd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	cfg := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(cfg, []byte(Config(dir)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	leftover := exec.Command("containerd", "--config", cfg)
+	if err := leftover.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- leftover.Wait() }()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(filepath.Join(dir, "containerd.sock")); err == nil {
+			break
+		}
+		if i > 500 {
+			leftover.Process.Kill()
+			t.Fatal("leftover daemon never listened")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	d, err := Start(context.Background(), dir)
+	if err != nil {
+		leftover.Process.Kill()
+		t.Fatal(err)
+	}
+	defer d.Stop()
+	select {
+	case <-waited:
+	case <-time.After(15 * time.Second):
+		leftover.Process.Kill()
+		t.Fatal("leftover daemon still running")
+	}
+	if d.Pid() == leftover.Process.Pid {
+		t.Fatal("Start adopted the leftover instead of starting its own")
 	}
 }
