@@ -111,7 +111,7 @@ func TestMergeUpdate(t *testing.T) {
 		Spec: appsv1.DeploymentSpec{Replicas: func() *int32 { n := int32(1); return &n }()}, Status: appsv1.DeploymentStatus{Replicas: 1}}
 
 	in := cur.DeepCopy()
-	in.UID, in.Generation, in.Status.Replicas = "forged", 99, 42
+	in.Generation, in.Status.Replicas = 99, 42
 	out, err := st.mergeUpdate(cur, in, updateMain)
 	if err != nil {
 		t.Fatal(err)
@@ -119,6 +119,11 @@ func TestMergeUpdate(t *testing.T) {
 	d := out.(*appsv1.Deployment)
 	if d.UID != "u1" || d.Generation != 3 || d.Status.Replicas != 1 {
 		t.Fatalf("main update changed server-owned fields: uid %s gen %d status %d", d.UID, d.Generation, d.Status.Replicas)
+	}
+	in = cur.DeepCopy()
+	in.UID = ""
+	if out, err := st.mergeUpdate(cur, in, updateMain); err != nil || objMeta(out).GetUID() != "u1" {
+		t.Fatalf("update without uid: %v", err)
 	}
 	in = cur.DeepCopy()
 	*in.Spec.Replicas = 5
@@ -137,6 +142,11 @@ func TestMergeUpdate(t *testing.T) {
 	in.ResourceVersion = "6"
 	if _, err := st.mergeUpdate(cur, in, updateMain); !apierrors.IsConflict(err) {
 		t.Fatalf("stale resourceVersion: %v", err)
+	}
+	in = cur.DeepCopy()
+	in.UID = "other"
+	if _, err := st.mergeUpdate(cur, in, updateStatus); !apierrors.IsConflict(err) {
+		t.Fatalf("uid precondition: %v", err)
 	}
 	if *cur.Spec.Replicas != 1 || cur.Status.Replicas != 1 {
 		t.Fatal("mergeUpdate modified the current object")

@@ -245,6 +245,12 @@ func (st *store) mergeUpdate(cur, in runtime.Object, mode updateMode) (runtime.O
 	if rv := im.GetResourceVersion(); rv != "" && rv != cm.GetResourceVersion() {
 		return nil, apierrors.NewConflict(st.res.gvr.GroupResource(), cm.GetName(), errors.New(optimisticLockMsg))
 	}
+	// A uid in the body is a precondition (the kubelet's status patches carry one, so
+	// they never land on a pod recreated under the same name).
+	if uid := im.GetUID(); uid != "" && uid != cm.GetUID() {
+		return nil, apierrors.NewConflict(st.res.gvr.GroupResource(), cm.GetName(),
+			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, cm.GetUID()))
+	}
 	var out runtime.Object
 	switch mode {
 	case updateStatus:
