@@ -18,7 +18,7 @@ const GitVersion = "v1.32.0-wasmkube"
 
 func versionInfo() version.Info {
 	return version.Info{Major: "1", Minor: "32", GitVersion: GitVersion, GitTreeState: "clean",
-		BuildDate: "2026-01-01T00:00:00Z", GoVersion: runtime.Version(), Compiler: runtime.Compiler,
+		GoVersion: runtime.Version(), Compiler: runtime.Compiler,
 		Platform: runtime.GOOS + "/" + runtime.GOARCH}
 }
 
