@@ -1,10 +1,18 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
+	"syscall"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 func TestServerOptionsPrecedence(t *testing.T) {
@@ -59,5 +67,59 @@ func TestServerOptionsPrecedence(t *testing.T) {
 				t.Fatalf("got %+v", opts)
 			}
 		})
+	}
+}
+
+// TestServerCommandStopsOnSIGTERMAndRestarts runs `wasmkube server` in process, stops it
+// with SIGTERM (which the command catches) and starts it again on the same data dir. The
+// signal goes to the whole test process, so this test must never run in parallel.
+func TestServerCommandStopsOnSIGTERMAndRestarts(t *testing.T) {
+	dir := t.TempDir()
+	run := func() (stop func() error, client kubernetes.Interface) {
+		cmd := newServerCmd()
+		if err := cmd.Flags().Parse([]string{"--data-dir", dir, "--listen", "127.0.0.1:0", "--log-level", "error"}); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.Remove(filepath.Join(dir, "admin.kubeconfig"))
+		done := make(chan error, 1)
+		go func() { done <- cmd.RunE(cmd, nil) }()
+		var cs kubernetes.Interface
+		deadline := time.Now().Add(60 * time.Second)
+		for cs == nil {
+			select {
+			case err := <-done:
+				t.Fatalf("server exited at start: %v", err)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("server did not write admin.kubeconfig")
+			}
+			if cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "admin.kubeconfig")); err == nil {
+				if c, err := kubernetes.NewForConfig(cfg); err == nil {
+					if _, err := c.Discovery().ServerVersion(); err == nil {
+						cs = c
+					}
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return func() error {
+			if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			return <-done
+		}, cs
+	}
+	stop, c := run()
+	if _, err := c.CoreV1().ConfigMaps("default").Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kept"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("server after SIGTERM: %v", err)
+	}
+	stop, c = run()
+	defer func() { _ = stop() }()
+	if _, err := c.CoreV1().ConfigMaps("default").Get(context.Background(), "kept", metav1.GetOptions{}); err != nil {
+		t.Fatalf("object after restart: %v", err)
 	}
 }
