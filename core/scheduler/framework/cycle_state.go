@@ -16,8 +16,10 @@ type StateData interface {
 // in parallel over nodes. Wasm plugins keep their cycle state here as bytes, so any pooled
 // instance can serve any call of the cycle.
 type CycleState struct {
-	mu   sync.RWMutex
-	data map[StateKey]StateData
+	// data is a sync.Map: written a few times per cycle (PreFilter, PreScore), read for
+	// every node by parallel workers, where an RWMutex's shared counter would bounce
+	// between cores on every read.
+	data sync.Map
 	// SkipFilterPlugins and SkipScorePlugins name plugins whose PreFilter/PreScore
 	// returned Skip; the runtime does not call their Filter/Score for this cycle.
 	SkipFilterPlugins map[string]struct{}
@@ -26,29 +28,26 @@ type CycleState struct {
 
 // NewCycleState returns an empty CycleState.
 func NewCycleState() *CycleState {
-	return &CycleState{data: map[StateKey]StateData{}}
+	return &CycleState{}
 }
 
 // Read returns the data stored under key.
 func (c *CycleState) Read(key StateKey) (StateData, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	d, ok := c.data[key]
-	return d, ok
+	d, ok := c.data.Load(key)
+	if !ok {
+		return nil, false
+	}
+	return d.(StateData), true
 }
 
 // Write stores data under key.
 func (c *CycleState) Write(key StateKey, d StateData) {
-	c.mu.Lock()
-	c.data[key] = d
-	c.mu.Unlock()
+	c.data.Store(key, d)
 }
 
 // Delete removes key.
 func (c *CycleState) Delete(key StateKey) {
-	c.mu.Lock()
-	delete(c.data, key)
-	c.mu.Unlock()
+	c.data.Delete(key)
 }
 
 // Clone returns a deep copy (each StateData is Cloned).
@@ -56,12 +55,11 @@ func (c *CycleState) Clone() *CycleState {
 	if c == nil {
 		return nil
 	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
 	n := NewCycleState()
-	for k, v := range c.data {
-		n.data[k] = v.Clone()
-	}
+	c.data.Range(func(k, v any) bool {
+		n.data.Store(k, v.(StateData).Clone())
+		return true
+	})
 	n.SkipFilterPlugins = cloneSet(c.SkipFilterPlugins)
 	n.SkipScorePlugins = cloneSet(c.SkipScorePlugins)
 	return n
