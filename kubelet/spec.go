@@ -304,3 +304,35 @@ func ContainerHash(c *v1.Container) string {
 	h.Write(b)
 	return strconv.FormatUint(h.Sum64(), 16)
 }
+
+// ContainerSecurity resolves a container's security context over the pod's: runAsUser and
+// runAsGroup from the container if set, else from the pod; privileged, readOnlyRootFilesystem,
+// allowPrivilegeEscalation=false (no_new_privs) and capabilities from the container.
+func ContainerSecurity(pod *v1.Pod, c *v1.Container) runtime.Security {
+	var s runtime.Security
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		s.RunAsUser, s.RunAsGroup = psc.RunAsUser, psc.RunAsGroup
+	}
+	sc := c.SecurityContext
+	if sc == nil {
+		return s
+	}
+	if sc.RunAsUser != nil {
+		s.RunAsUser = sc.RunAsUser
+	}
+	if sc.RunAsGroup != nil {
+		s.RunAsGroup = sc.RunAsGroup
+	}
+	s.Privileged = sc.Privileged != nil && *sc.Privileged
+	s.ReadOnlyRootFS = sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem
+	s.NoNewPrivileges = sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation
+	if sc.Capabilities != nil {
+		for _, c := range sc.Capabilities.Add {
+			s.AddCaps = append(s.AddCaps, string(c))
+		}
+		for _, c := range sc.Capabilities.Drop {
+			s.DropCaps = append(s.DropCaps, string(c))
+		}
+	}
+	return s
+}

@@ -240,3 +240,20 @@ func TestContainerEnvAndVolumes(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func TestContainerSecurity(t *testing.T) {
+	u1, u2, g := int64(1), int64(2), int64(3)
+	f, tr := false, true
+	p := pod(v1.RestartPolicyAlways, nil, "a")
+	p.Spec.SecurityContext = &v1.PodSecurityContext{RunAsUser: &u1, RunAsGroup: &g}
+	c := &p.Spec.Containers[0]
+	if s := ContainerSecurity(p, c); *s.RunAsUser != 1 || *s.RunAsGroup != 3 || s.Privileged {
+		t.Errorf("pod level: %+v", s)
+	}
+	c.SecurityContext = &v1.SecurityContext{RunAsUser: &u2, AllowPrivilegeEscalation: &f, ReadOnlyRootFilesystem: &tr,
+		Capabilities: &v1.Capabilities{Add: []v1.Capability{"NET_ADMIN"}, Drop: []v1.Capability{"ALL"}}}
+	s := ContainerSecurity(p, c)
+	if *s.RunAsUser != 2 || *s.RunAsGroup != 3 || !s.NoNewPrivileges || !s.ReadOnlyRootFS || s.AddCaps[0] != "NET_ADMIN" || s.DropCaps[0] != "ALL" {
+		t.Errorf("container level: %+v", s)
+	}
+}

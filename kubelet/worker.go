@@ -206,6 +206,7 @@ func (w *podWorker) reconcile(ctx context.Context, pod *v1.Pod, obs *observed) t
 		var err error
 		sb, err = w.k.rt.RunPodSandbox(ctx, runtime.SandboxConfig{
 			Pod: podRef(pod), Hostname: podHostname(pod), Image: w.k.opts.PauseImage,
+			HostNetwork: pod.Spec.HostNetwork, HostIP: w.k.opts.NodeIP,
 		})
 		<-w.k.startSlots
 		w.k.log.Debug("sandbox created", "pod", podKey(pod), "took", time.Since(tsb), "err", err)
@@ -459,7 +460,7 @@ func (w *podWorker) containerConfig(pod *v1.Pod, sb *runtime.Sandbox, c *v1.Cont
 	}
 	return &runtime.ContainerConfig{
 		Name: c.Name, Attempt: attempt, Image: ref, Command: c.Command, Args: c.Args, Env: env,
-		WorkingDir: c.WorkingDir, Mounts: mounts, Resources: ContainerResources(c),
+		WorkingDir: c.WorkingDir, Mounts: mounts, Resources: ContainerResources(c), Security: ContainerSecurity(pod, c),
 		LogPath: LogPath(w.k.opts.RootDir, string(pod.UID), c.Name, attempt), Hash: ContainerHash(c),
 	}, nil
 }

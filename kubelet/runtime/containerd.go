@@ -43,6 +43,7 @@ const (
 	LabelOOM          = "io.wasmkube.container.oom"
 	LabelNetNS        = "io.wasmkube.sandbox.netns"
 	LabelIP           = "io.wasmkube.sandbox.ip"
+	LabelHostNetwork  = "io.wasmkube.sandbox.hostnetwork"
 	// The runc v2 shim serves every container whose OCI spec carries the same group
 	// annotation from one process: one shim per pod instead of one per container.
 	labelShimGroup = "io.containerd.runc.v2.group"
@@ -236,23 +237,29 @@ func (r *Containerd) RunPodSandbox(ctx context.Context, cfg SandboxConfig) (_ *S
 	}
 	cleanups = append(cleanups, func() { os.RemoveAll(dir) })
 
-	nsPath, err := newNetNS(filepath.Join(r.opts.RootDir, "netns"), id)
-	if err != nil {
-		return nil, fmt.Errorf("sandbox %s: %w", id, err)
-	}
-	cleanups = append(cleanups, func() { _ = removeNetNS(nsPath) })
-
-	tNet := time.Now()
-	ip, err := r.opts.Network.Setup(ctx, id, nsPath, cfg.Pod)
-	r.log.Debug("sandbox network", "pod", cfg.Pod.Name, "took", time.Since(tNet))
-	if err != nil {
-		return nil, fmt.Errorf("sandbox %s: network setup: %w", id, err)
-	}
-	cleanups = append(cleanups, func() { _ = r.opts.Network.Teardown(bg, id, nsPath, cfg.Pod) })
-
+	var nsPath, ip string
+	nsOpts := []oci.SpecOpts{oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostNamespace(specs.UTSNamespace)}
 	hostname := cfg.Hostname
 	if hostname == "" {
 		hostname = cfg.Pod.Name
+	}
+	if cfg.HostNetwork {
+		ip = cfg.HostIP
+		hostname, _ = os.Hostname()
+	} else {
+		var err error
+		if nsPath, err = newNetNS(filepath.Join(r.opts.RootDir, "netns"), id); err != nil {
+			return nil, fmt.Errorf("sandbox %s: %w", id, err)
+		}
+		cleanups = append(cleanups, func() { _ = removeNetNS(nsPath) })
+		tNet := time.Now()
+		ip, err = r.opts.Network.Setup(ctx, id, nsPath, cfg.Pod)
+		r.log.Debug("sandbox network", "pod", cfg.Pod.Name, "took", time.Since(tNet))
+		if err != nil {
+			return nil, fmt.Errorf("sandbox %s: network setup: %w", id, err)
+		}
+		cleanups = append(cleanups, func() { _ = r.opts.Network.Teardown(bg, id, nsPath, cfg.Pod) })
+		nsOpts = []oci.SpecOpts{oci.WithHostname(hostname), oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: nsPath})}
 	}
 	resolv := cfg.ResolvConf
 	if resolv == nil {
@@ -272,6 +279,9 @@ func (r *Containerd) RunPodSandbox(ctx context.Context, cfg SandboxConfig) (_ *S
 	labels[LabelKind] = "sandbox"
 	labels[LabelNetNS] = nsPath
 	labels[LabelIP] = ip
+	if cfg.HostNetwork {
+		labels[LabelHostNetwork] = "true"
+	}
 	labels[labelShimGroup] = id
 	ctr, err := r.c.NewContainer(ctx, id,
 		client.WithImage(img),
@@ -279,13 +289,11 @@ func (r *Containerd) RunPodSandbox(ctx context.Context, cfg SandboxConfig) (_ *S
 		client.WithNewSnapshot(id, img),
 		client.WithRuntime(runcV2, nil),
 		client.WithContainerLabels(labels),
-		client.WithNewSpec(
+		client.WithNewSpec(append([]oci.SpecOpts{
 			oci.WithImageConfig(img),
-			oci.WithHostname(hostname),
 			oci.WithAnnotations(map[string]string{labelShimGroup: id}),
-			oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: nsPath}),
 			oci.WithMounts(r.podFileMounts(id)),
-		),
+		}, nsOpts...)...),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox %s: create pause container: %w", id, err)
@@ -418,6 +426,65 @@ func (r *Containerd) ListSandboxes(ctx context.Context, podUID string) ([]Sandbo
 	return out, nil
 }
 
+// securityOpts turns a security context into spec options. The user is applied after the
+// image config, so runAsUser overrides the image's USER.
+func securityOpts(sec Security) []oci.SpecOpts {
+	var opts []oci.SpecOpts
+	switch {
+	case sec.RunAsUser != nil && sec.RunAsGroup != nil:
+		opts = append(opts, oci.WithUIDGID(uint32(*sec.RunAsUser), uint32(*sec.RunAsGroup)))
+	case sec.RunAsUser != nil:
+		opts = append(opts, oci.WithUserID(uint32(*sec.RunAsUser)))
+	}
+	if sec.RunAsUser == nil && sec.RunAsGroup != nil {
+		gid := uint32(*sec.RunAsGroup)
+		opts = append(opts, func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+			s.Process.User.GID = gid
+			return nil
+		})
+	}
+	if sec.Privileged {
+		opts = append(opts, oci.WithPrivileged, oci.WithAllDevicesAllowed, oci.WithHostDevices)
+	}
+	if sec.ReadOnlyRootFS {
+		opts = append(opts, oci.WithRootFSReadonly())
+	}
+	if sec.NoNewPrivileges {
+		opts = append(opts, oci.WithNoNewPrivileges)
+	}
+	capName := func(c string) string {
+		c = strings.ToUpper(c)
+		if !strings.HasPrefix(c, "CAP_") {
+			c = "CAP_" + c
+		}
+		return c
+	}
+	var drop []string
+	for _, c := range sec.DropCaps {
+		if strings.EqualFold(c, "ALL") {
+			opts = append(opts, func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+				if s.Process.Capabilities != nil {
+					s.Process.Capabilities = &specs.LinuxCapabilities{}
+				}
+				return nil
+			})
+			continue
+		}
+		drop = append(drop, capName(c))
+	}
+	if len(drop) > 0 {
+		opts = append(opts, oci.WithDroppedCapabilities(drop))
+	}
+	var add []string
+	for _, c := range sec.AddCaps {
+		add = append(add, capName(c))
+	}
+	if len(add) > 0 {
+		opts = append(opts, oci.WithAddedCapabilities(add))
+	}
+	return opts
+}
+
 func listFilter(kind, podUID string) string {
 	f := fmt.Sprintf(`labels."%s"==%s`, LabelKind, kind)
 	if podUID != "" {
@@ -482,12 +549,18 @@ func (r *Containerd) CreateContainer(ctx context.Context, sandboxID string, cfg 
 		oci.WithImageConfig(img),
 		oci.WithProcessArgs(args...),
 		oci.WithEnv(cfg.Env),
-		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: sbLabels[LabelNetNS]}),
 		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.IPCNamespace, Path: fmt.Sprintf("/proc/%d/ns/ipc", pid)}),
-		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.UTSNamespace, Path: fmt.Sprintf("/proc/%d/ns/uts", pid)}),
 		oci.WithMounts(mounts),
 		oci.WithAnnotations(map[string]string{labelShimGroup: sandboxID}),
 	}
+	if sbLabels[LabelHostNetwork] == "true" {
+		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostNamespace(specs.UTSNamespace))
+	} else {
+		opts = append(opts,
+			oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: sbLabels[LabelNetNS]}),
+			oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.UTSNamespace, Path: fmt.Sprintf("/proc/%d/ns/uts", pid)}))
+	}
+	opts = append(opts, securityOpts(cfg.Security)...)
 	if cfg.WorkingDir != "" {
 		opts = append(opts, oci.WithProcessCwd(cfg.WorkingDir))
 	}

@@ -346,3 +346,38 @@ func pushImage(base, repo, tag string, img v1.Image) error {
 	}
 	return nil
 }
+
+func TestSecurityContextAndHostNetwork(t *testing.T) {
+	r, root, _ := newRuntime(t)
+	ctx := context.Background()
+	sb, err := r.RunPodSandbox(ctx, runtime.SandboxConfig{Pod: runtime.PodRef{UID: "uid-h", Namespace: "default", Name: "h"}, Image: images.PauseRef, HostNetwork: true, HostIP: "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.IP != "127.0.0.1" || sb.NetNSPath != "" {
+		t.Fatalf("host-network sandbox %+v", sb)
+	}
+	uid, gid := int64(1000), int64(2000)
+	logPath := filepath.Join(root, "logs", "sec.log")
+	id, err := r.CreateContainer(ctx, sb.ID, runtime.ContainerConfig{
+		Name: "sec", Image: images.BusyboxRef, LogPath: logPath,
+		Command:  []string{"sh", "-c", "id -u; id -g; hostname; touch /written 2>/dev/null || echo read-only; grep CapEff /proc/self/status"},
+		Security: runtime.Security{RunAsUser: &uid, RunAsGroup: &gid, ReadOnlyRootFS: true, DropCaps: []string{"ALL"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.StartContainer(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	st := waitState(t, r, id, runtime.ContainerExited)
+	host, _ := os.Hostname()
+	out, _ := os.ReadFile(logPath)
+	want := "1000\n2000\n" + host + "\nread-only\nCapEff:\t0000000000000000\n"
+	if st.ExitCode != 0 || string(out) != want {
+		t.Errorf("exit %d, output %q, want %q", st.ExitCode, out, want)
+	}
+	if err := r.RemovePodSandbox(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -74,6 +74,9 @@ func (f *Fake) RunPodSandbox(_ context.Context, cfg SandboxConfig) (*Sandbox, er
 	defer f.mu.Unlock()
 	id := f.id("sb")
 	sb := &Sandbox{ID: id, Pod: cfg.Pod, State: SandboxReady, IP: fmt.Sprintf("10.99.%d.%d", f.next/250, f.next%250+1), CreatedAt: time.Now()}
+	if cfg.HostNetwork {
+		sb.IP = cfg.HostIP
+	}
 	f.sandboxes[id] = sb
 	f.record("RunPodSandbox %s", cfg.Pod.Name)
 	cp := *sb

@@ -29,6 +29,10 @@ type SandboxConfig struct {
 	Pod      PodRef
 	Hostname string
 	Image    string // the pause image
+	// HostNetwork runs the pod in the host's network and UTS namespaces (no CNI); the
+	// pod's IP is then HostIP.
+	HostNetwork bool
+	HostIP      string
 	// DNS written to the pod's resolv.conf; empty uses the host's.
 	ResolvConf []byte
 }
@@ -67,6 +71,15 @@ type Resources struct {
 	CPUShares        uint64
 }
 
+// Security is a container's security context, resolved from the pod and container levels.
+type Security struct {
+	RunAsUser, RunAsGroup *int64
+	ReadOnlyRootFS        bool
+	Privileged            bool
+	NoNewPrivileges       bool
+	AddCaps, DropCaps     []string // Kubernetes names ("NET_ADMIN", "ALL")
+}
+
 // ContainerConfig describes a container to create inside a sandbox.
 type ContainerConfig struct {
 	Name       string
@@ -79,6 +92,7 @@ type ContainerConfig struct {
 	Mounts     []Mount
 	LogPath    string // stdout and stderr go here
 	Resources  Resources
+	Security   Security
 	// Hash of the container's spec, so a changed spec can be noticed.
 	Hash string
 }
