@@ -208,11 +208,13 @@ func labelsEqual(a, b map[string]string) bool {
 	return true
 }
 
-// Delete removes a pod wherever it is.
+// Delete removes a pod wherever it is. A pod in flight (being scheduled or bound) is
+// not returned to the queue when its attempt ends.
 func (q *Queue) Delete(pod *v1.Pod) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.deleteNominatedLocked(pod.UID)
+	delete(q.podCycle, pod.UID)
 	if i, ok := q.active.index[pod.UID]; ok {
 		heap.Remove(q.active, i)
 	}
@@ -276,7 +278,8 @@ func (q *Queue) AddUnschedulable(qp *QueuedPodInfo, unschedulable bool) {
 func (q *Queue) Requeue(qp *QueuedPodInfo) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if _, ok := q.inFlight[qp.Pod.UID]; !ok {
+	if _, ok := q.podCycle[qp.Pod.UID]; !ok {
+		delete(q.inFlight, qp.Pod.UID)
 		return
 	}
 	delete(q.inFlight, qp.Pod.UID)

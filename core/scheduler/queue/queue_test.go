@@ -144,7 +144,6 @@ func TestFilteredMoveAndDelete(t *testing.T) {
 	q.Add(pod("c", 0))
 	qc := q.Pop()
 	q.Delete(pod("c", 0))
-	q.Done("c")
 	q.AddUnschedulable(qc, true)
 	if q.Where("c") != "" {
 		t.Fatal("pod deleted in flight came back")
