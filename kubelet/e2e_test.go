@@ -289,8 +289,8 @@ func TestPodLifecycleEndToEnd(t *testing.T) {
 		Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("16Mi")},
 		Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m"), v1.ResourceMemory: resource.MustParse("64Mi")},
 	}
-	side := busybox("sidecar", "cat /shared/index.html; echo sidecar-ready; trap 'exit 0' TERM; while true; do sleep 1; done")
-	side.VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/shared"}}
+	side := busybox("sidecar", "cat /shared/index.html; grep -q ' /mem tmpfs ' /proc/mounts && echo mem-is-tmpfs; echo sidecar-ready; trap 'exit 0' TERM; while true; do sleep 1; done")
+	side.VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/shared"}, {Name: "mem", MountPath: "/mem"}}
 	side.ReadinessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"test", "-f", "/shared/index.html"}}}, PeriodSeconds: 1}
 	init := busybox("init", "echo hello-from-init > /data/index.html")
 	init.VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
@@ -304,6 +304,7 @@ func TestPodLifecycleEndToEnd(t *testing.T) {
 			TerminationGracePeriodSeconds: int64p(20),
 			Volumes: []v1.Volume{
 				{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+				{Name: "mem", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}},
 				{Name: "host", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: hostDir, Type: &dirType}}},
 			},
 		},
@@ -339,7 +340,7 @@ func TestPodLifecycleEndToEnd(t *testing.T) {
 
 	// The sidecar read what the init container wrote into the shared emptyDir.
 	code, body := kubeletGet(t, srv, n, "/containerLogs/default/web/sidecar")
-	if code != 200 || !strings.Contains(body, "hello-from-init") {
+	if code != 200 || !strings.Contains(body, "hello-from-init") || !strings.Contains(body, "mem-is-tmpfs") {
 		t.Errorf("sidecar logs: %d %q", code, body)
 	}
 	if code, body := kubeletGet(t, srv, n, "/containerLogs/default/web/sidecar?tailLines=1"); code != 200 || body != "sidecar-ready\n" {

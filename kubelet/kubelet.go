@@ -415,7 +415,9 @@ func (k *Kubelet) cleanupOrphans(ctx context.Context) {
 			if err := k.rt.RemovePodSandbox(ctx, sb.ID); err != nil {
 				k.log.Warn("remove orphaned sandbox", "sandbox", sb.ID, "err", err)
 			}
-			_ = os.RemoveAll(PodDir(k.opts.RootDir, sb.Pod.UID))
+			if err := RemovePodDir(k.opts.RootDir, sb.Pod.UID); err != nil {
+				k.log.Warn("remove orphaned pod dir", "pod", sb.Pod.UID, "err", err)
+			}
 		}
 	}
 	cs, err := k.rt.ListContainers(ctx, "")
@@ -446,6 +448,9 @@ func (k *Kubelet) cleanupAll() {
 			}
 			if err := k.rt.RemovePodSandbox(ctx, sb.ID); err != nil {
 				k.log.Warn("remove sandbox on exit", "sandbox", sb.ID, "err", err)
+			}
+			if err := RemovePodDir(k.opts.RootDir, sb.Pod.UID); err != nil {
+				k.log.Warn("remove pod dir on exit", "pod", sb.Pod.UID, "err", err)
 			}
 		}()
 	}

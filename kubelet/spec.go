@@ -12,8 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/wasmkube/wasmkube/kubelet/runtime"
 )
@@ -115,6 +117,10 @@ func VolumePaths(ctx context.Context, pod *v1.Pod, rootDir string, objs Objects,
 				return nil, nil, &ConfigError{podName, field, err.Error()}
 			}
 			switch {
+			case v.EmptyDir != nil && v.EmptyDir.Medium == v1.StorageMediumMemory:
+				if err := mountTmpfs(dir, v.EmptyDir.SizeLimit); err != nil {
+					return nil, nil, &ConfigError{podName, field + ".emptyDir", err.Error()}
+				}
 			case v.EmptyDir != nil:
 				_ = os.Chmod(dir, 0o777) // emptyDir is world-writable, as in Kubernetes
 			case v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil:
@@ -335,4 +341,61 @@ func ContainerSecurity(pod *v1.Pod, c *v1.Container) runtime.Security {
 		}
 	}
 	return s
+}
+
+// mountTmpfs mounts a tmpfs on dir unless one is there already; its size is the sizeLimit,
+// or the kernel's default (half of RAM) without one.
+func mountTmpfs(dir string, size *resource.Quantity) error {
+	if isMountPoint(dir) {
+		return nil
+	}
+	opts := "mode=1777"
+	if size != nil && size.Value() > 0 {
+		opts += fmt.Sprintf(",size=%d", size.Value())
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
+	}
+	return nil
+}
+
+func mountPointsUnder(dir string) []string {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var mps []string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+			mps = append(mps, f[4])
+		}
+	}
+	return mps
+}
+
+func isMountPoint(dir string) bool {
+	for _, m := range mountPointsUnder(dir) {
+		if m == dir {
+			return true
+		}
+	}
+	return false
+}
+
+// RemovePodDir unmounts what the kubelet mounted under the pod's directory (memory-backed
+// emptyDirs), then deletes it: volumes, logs, everything.
+func RemovePodDir(rootDir, podUID string) error {
+	dir := PodDir(rootDir, podUID)
+	mps := mountPointsUnder(dir)
+	sort.Sort(sort.Reverse(sort.StringSlice(mps)))
+	for _, m := range mps {
+		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil {
+			return fmt.Errorf("unmount %s: %w", m, err)
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove pod dir: %w", err)
+	}
+	return nil
 }

@@ -560,8 +560,8 @@ func (w *podWorker) terminate(ctx context.Context, pod, last *v1.Pod) error {
 			return err
 		}
 	}
-	if err := os.RemoveAll(PodDir(w.k.opts.RootDir, string(w.uid))); err != nil {
-		return fmt.Errorf("remove pod dir: %w", err)
+	if err := RemovePodDir(w.k.opts.RootDir, string(w.uid)); err != nil {
+		return err
 	}
 	if pod == nil {
 		return nil
