@@ -35,7 +35,11 @@ the config file keys:
   server.listen                     host:port (default 127.0.0.1:6443)
   server.etcdEndpoints              list of external etcd URLs (default: embedded etcd)
   server.defaultTolerationSeconds   not-ready/unreachable toleration of pods (default 300)
-  server.logLevel                   debug|info|warn|error (default info)`,
+  server.logLevel                   debug|info|warn|error (default info)
+
+Unless --apiserver-only, the scheduler (profiles and wasm plugins from the config file's
+scheduler: section, reloaded when the file changes) and the controller manager run in the
+same process, each leader-elected through a Lease in kube-system.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts, level, err := serverOptions(cmd)
@@ -49,6 +53,23 @@ the config file keys:
 			if err != nil {
 				return err
 			}
+			if apiOnly, _ := cmd.Flags().GetBool("apiserver-only"); !apiOnly {
+				configFile, _ := cmd.Flags().GetString("config")
+				cs, err := readControllerSettings(configFile)
+				if err != nil {
+					stop()
+					_ = srv.Wait()
+					return err
+				}
+				cs.tolerationSeconds = opts.DefaultTolerationSeconds
+				// Several servers may share one etcd: their schedulers and controller
+				// managers elect a leader through a Lease, so only one of each acts.
+				if err := startControlPlane(ctx, srv, opts.DataDir, configFile, cs, true, opts.Logger); err != nil {
+					stop()
+					_ = srv.Wait()
+					return err
+				}
+			}
 			fmt.Fprintf(os.Stderr, "wasmkube API server at %s\n  kubectl --kubeconfig %s get nodes\n", srv.URL(), srv.AdminKubeconfigPath())
 			return srv.Wait()
 		},
@@ -59,7 +80,8 @@ the config file keys:
 	f.StringSlice("etcd-endpoints", nil, "external etcd cluster URLs (comma separated); default is an embedded etcd in the data dir")
 	f.Int64("default-toleration-seconds", 300, "tolerationSeconds of the not-ready/unreachable tolerations added to pods")
 	f.String("log-level", "info", "log level: debug, info, warn, error")
-	f.String("config", "", "YAML config file (keys under server.)")
+	f.String("config", "", "YAML config file (keys under server., scheduler., controller.; the scheduler section is reloaded on change)")
+	f.Bool("apiserver-only", false, "run only the API server, without the in-process scheduler and controller manager")
 	return cmd
 }
 

@@ -94,7 +94,7 @@ func runUp(o upOptions) error {
 	}
 	defer func() { stopAPI(); _ = srv.Wait() }()
 
-	if err := startControlPlane(ctx, srv, dataDir, o.configFile, cs, log); err != nil {
+	if err := startControlPlane(ctx, srv, dataDir, o.configFile, cs, false, log); err != nil {
 		return err
 	}
 
@@ -172,14 +172,14 @@ func readControllerSettings(configFile string) (controllerSettings, error) {
 
 // startControlPlane runs the scheduler (with its wasm plugins) and the controllers in
 // process, as clients of srv; they stop when ctx ends.
-func startControlPlane(ctx context.Context, srv *apiserver.Server, dataDir, configFile string, cs controllerSettings, log *slog.Logger) error {
+func startControlPlane(ctx context.Context, srv *apiserver.Server, dataDir, configFile string, cs controllerSettings, leaderElect bool, log *slog.Logger) error {
 	host, err := wasmhost.New(wasmhost.Options{CacheDir: filepath.Join(dataDir, "wasm-cache"), Logger: log})
 	if err != nil {
 		return err
 	}
 	sched, err := scheduler.New(ctx, scheduler.Options{
 		RESTConfig: srv.AdminRESTConfig(), ConfigFile: configFile,
-		WasmLoader: schedwasm.NewLoader(host).Load, Logger: log,
+		WasmLoader: schedwasm.NewLoader(host).Load, LeaderElect: leaderElect, Logger: log,
 	})
 	if err != nil {
 		return err
@@ -193,7 +193,7 @@ func startControlPlane(ctx context.Context, srv *apiserver.Server, dataDir, conf
 	go func() {
 		err := controller.Run(ctx, controller.Options{
 			RESTConfig: srv.AdminRESTConfig(), NodeMonitorGracePeriod: cs.nodeMonitorGracePeriod,
-			DefaultTolerationSeconds: &tol, Logger: log,
+			DefaultTolerationSeconds: &tol, LeaderElect: leaderElect, Logger: log,
 		})
 		if err != nil && ctx.Err() == nil {
 			log.Error("controller manager stopped", "err", err)
