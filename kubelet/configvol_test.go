@@ -92,3 +92,26 @@ func TestConfigVolumesAndEnv(t *testing.T) {
 		t.Errorf("missing key: %v", err)
 	}
 }
+
+func TestCredentialFor(t *testing.T) {
+	js := &v1.Secret{Data: map[string][]byte{v1.DockerConfigJsonKey: []byte(`{"auths":{"127.0.0.1:5000":{"username":"u","password":"p"},"https://index.docker.io/v1/":{"auth":"aHViOnNlY3JldA=="}}}`)}}
+	for ref, want := range map[string]*runtimePullAuth{
+		"127.0.0.1:5000/app:v1": {"u", "p"},
+		"busybox":               {"hub", "secret"},
+		"quay.io/x/y:1":         nil,
+	} {
+		got, err := CredentialFor(ref, []*v1.Secret{js})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (got == nil) != (want == nil) || (got != nil && (got.Username != want.u || got.Password != want.p)) {
+			t.Errorf("%s: got %+v, want %+v", ref, got, want)
+		}
+	}
+	bad := &v1.Secret{Data: map[string][]byte{v1.DockerConfigJsonKey: []byte(`{`)}}
+	if _, err := CredentialFor("busybox", []*v1.Secret{bad}); err == nil {
+		t.Error("malformed secret accepted")
+	}
+}
+
+type runtimePullAuth struct{ u, p string }

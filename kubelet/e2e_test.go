@@ -446,7 +446,11 @@ func TestRestartBackOffLivenessAndOOM(t *testing.T) {
 		Spec: v1.PodSpec{NodeName: n.name, RestartPolicy: v1.RestartPolicyNever,
 			Containers: []v1.Container{busybox("talk", "echo one; sleep 2; echo two")}},
 	}
-	for _, p := range []*v1.Pod{crash, oomPod, livePod, talker} {
+	nopull := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "nopull", Namespace: "default"},
+		Spec: v1.PodSpec{NodeName: n.name, Containers: []v1.Container{{Name: "c", Image: "127.0.0.1:1/none:v1", ImagePullPolicy: v1.PullIfNotPresent}}},
+	}
+	for _, p := range []*v1.Pod{crash, oomPod, livePod, talker, nopull} {
 		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -479,6 +483,10 @@ func TestRestartBackOffLivenessAndOOM(t *testing.T) {
 	if cs := containerStatus(op, "oom"); cs == nil || cs.State.Terminated == nil || cs.State.Terminated.Reason != "OOMKilled" {
 		t.Errorf("oom container status %+v", cs)
 	}
+	waitPod(t, srv.Client, "default", "nopull", "in ImagePullBackOff", func(p *v1.Pod) bool {
+		cs := containerStatus(p, "c")
+		return cs != nil && cs.State.Waiting != nil && cs.State.Waiting.Reason == "ImagePullBackOff"
+	})
 	lp := waitPod(t, srv.Client, "default", "live", "restarted by its liveness probe", func(p *v1.Pod) bool {
 		cs := containerStatus(p, "live")
 		return cs != nil && cs.RestartCount >= 1
@@ -497,12 +505,12 @@ func TestRestartBackOffLivenessAndOOM(t *testing.T) {
 	if !seen["Unhealthy"] || !seen["Killing"] {
 		t.Errorf("liveness failure events missing: %v", seen)
 	}
-	for _, name := range []string{"crash", "oom", "live", "talker"} {
+	for _, name := range []string{"crash", "oom", "live", "talker", "nopull"} {
 		if err := pods.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, name := range []string{"crash", "oom", "live", "talker"} {
+	for _, name := range []string{"crash", "oom", "live", "talker", "nopull"} {
 		for i := 0; ; i++ {
 			if _, err := pods.Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 				break

@@ -36,6 +36,9 @@ type podWorker struct {
 	probes  map[string]*containerProbes // runtime container id -> probes
 	waiting map[string]Waiting
 	backoff map[string]string // container name -> "<id>" whose back-off was announced
+
+	pullFailures map[string]int       // container name -> failed pulls in a row
+	pullRetry    map[string]time.Time // container name -> no pull before
 }
 
 type containerProbes struct {
@@ -50,7 +53,8 @@ type containerProbes struct {
 
 func newPodWorker(k *Kubelet, pod *v1.Pod) *podWorker {
 	return &podWorker{k: k, uid: pod.UID, pod: pod, lastPod: pod, poke: make(chan struct{}, 1),
-		probes: map[string]*containerProbes{}, waiting: map[string]Waiting{}, backoff: map[string]string{}}
+		probes: map[string]*containerProbes{}, waiting: map[string]Waiting{}, backoff: map[string]string{},
+		pullFailures: map[string]int{}, pullRetry: map[string]time.Time{}}
 }
 
 func (w *podWorker) update(pod *v1.Pod) {
@@ -373,7 +377,11 @@ func (w *podWorker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	case policy == v1.PullAlways || present == nil:
 		w.k.rec.event(pod, v1.EventTypeNormal, "Pulling", c.Name, "Pulling image %q", c.Image)
 		start := time.Now()
-		if _, err := w.k.rt.PullImage(ctx, ref, nil); err != nil {
+		auth, err := w.k.pullAuth(ctx, pod, ref)
+		if err != nil {
+			return err
+		}
+		if _, err := w.k.rt.PullImage(ctx, ref, auth); err != nil {
 			return fmt.Errorf("pull %s: %w", c.Image, err)
 		}
 		w.k.rec.event(pod, v1.EventTypeNormal, "Pulled", c.Name, "Successfully pulled image %q in %s", c.Image, time.Since(start).Round(time.Millisecond))
@@ -390,11 +398,26 @@ func isLocalOnly(ref string) bool {
 }
 
 func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, sb *runtime.Sandbox, c *v1.Container, field string, attempt int, volumes map[string]string) {
+	w.mu.Lock()
+	retryAt, failures := w.pullRetry[c.Name], w.pullFailures[c.Name]
+	w.mu.Unlock()
+	if time.Now().Before(retryAt) {
+		w.setWaiting(c.Name, &Waiting{Reason: "ImagePullBackOff", Message: fmt.Sprintf("Back-off pulling image %q", c.Image)})
+		return
+	}
 	if err := w.ensureImage(ctx, pod, c); err != nil {
+		failures++
+		w.mu.Lock()
+		w.pullFailures[c.Name], w.pullRetry[c.Name] = failures, time.Now().Add(RestartDelay(failures))
+		w.mu.Unlock()
 		w.setWaiting(c.Name, &Waiting{Reason: "ErrImagePull", Message: err.Error()})
 		w.k.rec.event(pod, v1.EventTypeWarning, "Failed", c.Name, "Failed to pull image %q: %v", c.Image, err)
 		return
 	}
+	w.mu.Lock()
+	delete(w.pullFailures, c.Name)
+	delete(w.pullRetry, c.Name)
+	w.mu.Unlock()
 	cfg, err := w.containerConfig(pod, sb, c, field, attempt, volumes)
 	if err != nil {
 		w.setWaiting(c.Name, &Waiting{Reason: "CreateContainerConfigError", Message: err.Error()})
