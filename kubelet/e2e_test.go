@@ -448,7 +448,7 @@ func TestRestartBackOffLivenessAndOOM(t *testing.T) {
 	}
 	nopull := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "nopull", Namespace: "default"},
-		Spec: v1.PodSpec{NodeName: n.name, Containers: []v1.Container{{Name: "c", Image: "127.0.0.1:1/none:v1", ImagePullPolicy: v1.PullIfNotPresent}}},
+		Spec:       v1.PodSpec{NodeName: n.name, Containers: []v1.Container{{Name: "c", Image: "127.0.0.1:1/none:v1", ImagePullPolicy: v1.PullIfNotPresent}}},
 	}
 	for _, p := range []*v1.Pod{crash, oomPod, livePod, talker, nopull} {
 		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
