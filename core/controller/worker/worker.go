@@ -99,20 +99,21 @@ var reconcileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Buckets:   prometheus.ExponentialBuckets(0.0005, 2, 16),
 }, []string{"controller", "result"})
 
-var registerOnce sync.Once
+// queueProm is the process-wide work-queue metrics provider. client-go reads its provider
+// without a lock whenever a queue is created, so it is installed at init, before any
+// goroutine can create a queue; it then covers every client-go queue in the process.
+var queueProm = newQueueMetrics()
+
+func init() { workqueue.SetProvider(queueProm) }
 
 // RegisterMetrics registers the reconcile-duration histogram and the work-queue metrics
-// (depth, adds, queue latency, work duration, unfinished work, retries) on reg. Only the
-// first call has an effect: client-go keeps one process-wide queue metrics provider, so
-// queues created before the call carry no metrics.
+// (depth, adds, queue latency, work duration, unfinished work, retries) on reg. It may be
+// called for several registries; registering twice on one is harmless.
 func RegisterMetrics(reg prometheus.Registerer) {
-	registerOnce.Do(func() {
-		p := newQueueMetrics()
-		for _, c := range []prometheus.Collector{reconcileDuration, p.depth, p.adds, p.latency, p.workDuration, p.unfinished, p.longest, p.retries} {
-			_ = reg.Register(c)
-		}
-		workqueue.SetProvider(p)
-	})
+	p := queueProm
+	for _, c := range []prometheus.Collector{reconcileDuration, p.depth, p.adds, p.latency, p.workDuration, p.unfinished, p.longest, p.retries} {
+		_ = reg.Register(c) // AlreadyRegisteredError: this registry has it already
+	}
 }
 
 type queueMetrics struct {
