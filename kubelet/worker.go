@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -231,6 +232,13 @@ func (w *podWorker) reconcile(ctx context.Context, pod *v1.Pod, obs *observed) t
 		w.k.rec.event(pod, v1.EventTypeWarning, "FailedMount", "", "%v", err)
 		return 10 * time.Second
 	}
+	w.mu.Lock()
+	for n, wt := range w.waiting { // the volumes are fine now
+		if wt.Reason == "CreateContainerConfigError" && strings.HasPrefix(wt.Message, "pod ") && strings.Contains(wt.Message, "spec.volumes[") {
+			delete(w.waiting, n)
+		}
+	}
+	w.mu.Unlock()
 	for _, name := range unsupported {
 		w.k.warnOnce(pod, "UnsupportedVolume", fmt.Sprintf("volume %q: wasmkube's kubelet cannot fill this volume type (or projected source); it is mounted empty", name))
 	}
