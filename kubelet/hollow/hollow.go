@@ -37,8 +37,9 @@ type Options struct {
 	// LeaseInterval is how often each node's Lease is renewed (default 10 s; the
 	// Lease's duration is 4 times that, as the kubelet's).
 	LeaseInterval time.Duration
-	// StatusInterval is how often each node's Ready condition is re-posted (default
-	// 1 minute).
+	// StatusInterval is how often each node's Ready condition is re-posted when nothing
+	// changed (default 5 minutes, the kubelet's nodeStatusReportFrequency; the Lease is
+	// the frequent heartbeat).
 	StatusInterval time.Duration
 	// Workers update pod statuses and finish deletions (default 8).
 	Workers int
@@ -131,7 +132,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		opts.LeaseInterval = 10 * time.Second
 	}
 	if opts.StatusInterval <= 0 {
-		opts.StatusInterval = time.Minute
+		opts.StatusInterval = 5 * time.Minute
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = 8
