@@ -139,9 +139,11 @@ func (pl *DefaultPreemption) FindCandidates(ctx context.Context, state *framewor
 		off := rand.IntN(len(potential))
 		for i := 0; i < len(potential) && len(cands) < want; i++ {
 			ni := potential[(off+i)%len(potential)]
-			victims, ok := pl.SelectVictims(ctx, state.Clone(), pod, ni.Clone())
-			if !ok {
-				reasons[reasonNoVictims]++
+			victims, st := pl.SelectVictims(ctx, state.Clone(), pod, ni.Clone())
+			if !st.IsSuccess() {
+				for _, r := range st.Reasons() {
+					reasons[r]++
+				}
 				continue
 			}
 			cands = append(cands, Candidate{Node: ni.Node().Name, Victims: victims})
@@ -157,9 +159,10 @@ func (pl *DefaultPreemption) FindCandidates(ctx context.Context, state *framewor
 
 // SelectVictims removes every lower-priority pod from ni (a clone), checks the pod then
 // fits, and puts back as many as still allow it, most important first. It returns the
-// pods that must go; ok is false when even removing all does not help, or when there
-// is nothing to remove.
-func (pl *DefaultPreemption) SelectVictims(ctx context.Context, state *framework.CycleState, pod *v1.Pod, ni *framework.NodeInfo) ([]*v1.Pod, bool) {
+// pods that must go, or, as upstream, why the node is no candidate: "No preemption
+// victims found for incoming pod" when nothing is lower, else the Filter verdict that
+// still rejects the pod with every lower pod gone.
+func (pl *DefaultPreemption) SelectVictims(ctx context.Context, state *framework.CycleState, pod *v1.Pod, ni *framework.NodeInfo) ([]*v1.Pod, *framework.Status) {
 	prio := framework.PodPriority(pod)
 	var lower []*framework.PodInfo
 	for _, p := range ni.Pods {
@@ -168,25 +171,25 @@ func (pl *DefaultPreemption) SelectVictims(ctx context.Context, state *framework
 		}
 	}
 	if len(lower) == 0 {
-		return nil, false
+		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, reasonNoVictims)
 	}
 	for _, p := range lower {
 		if err := ni.RemovePod(p.Pod); err != nil {
-			return nil, false
+			return nil, framework.AsStatus(err)
 		}
 		if s := pl.h.RunPreFilterExtensionRemovePod(ctx, state, pod, p, ni); !s.IsSuccess() {
-			return nil, false
+			return nil, s
 		}
 	}
 	if s := pl.h.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni); !s.IsSuccess() {
-		return nil, false
+		return nil, s
 	}
 	sort.SliceStable(lower, func(i, j int) bool { return moreImportant(lower[i].Pod, lower[j].Pod) })
 	var victims []*v1.Pod
 	for _, p := range lower {
 		ni.AddPodInfo(p)
 		if s := pl.h.RunPreFilterExtensionAddPod(ctx, state, pod, p, ni); !s.IsSuccess() {
-			return nil, false
+			return nil, s
 		}
 		if s := pl.h.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni); !s.IsSuccess() {
 			_ = ni.RemovePod(p.Pod)
@@ -194,7 +197,10 @@ func (pl *DefaultPreemption) SelectVictims(ctx context.Context, state *framework
 			victims = append(victims, p.Pod)
 		}
 	}
-	return victims, len(victims) > 0
+	if len(victims) == 0 {
+		return nil, framework.AsStatus(fmt.Errorf("expected at least one victim pod on node %q", ni.Node().Name))
+	}
+	return victims, nil
 }
 
 func moreImportant(a, b *v1.Pod) bool {

@@ -41,7 +41,10 @@ func TestSelectVictimsAndPick(t *testing.T) {
 		t.Fatalf("want a FitError, got %v", ferr)
 	}
 	all, _ := s.List()
-	cands, _ := pl.FindCandidates(context.Background(), state, p, all, fe.Diagnosis.NodeToStatus)
+	cands, hist := pl.FindCandidates(context.Background(), state, p, all, fe.Diagnosis.NodeToStatus)
+	if strings.Join(hist, ", ") != "1 No preemption victims found for incoming pod" {
+		t.Fatalf("reasons %q, want n3's", hist)
+	}
 	byNode := map[string][]string{}
 	for _, c := range cands {
 		for _, v := range c.Victims {
@@ -55,6 +58,22 @@ func TestSelectVictimsAndPick(t *testing.T) {
 	}
 	if best := defaultpreemption.PickOne(cands); best.Node != "n1" {
 		t.Fatalf("picked %s, want n1 (lowest victim priority)", best.Node)
+	}
+}
+
+func TestNoCandidateBecauseStillTooBig(t *testing.T) {
+	nodes := []*v1.Node{pt.Node("n1", "4", "8Gi")}
+	s := pt.Snapshot(nodes, prio(pt.On(pt.Pod("low", "1", "1Gi"), "n1"), 1))
+	fwk, err := runtime.New(context.Background(), plugins.NewInTreeRegistry(), &config.Profile{SchedulerName: "p"}, runtime.Options{Lister: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := prio(pt.Pod("p", "5", "1Gi"), 10)
+	state := framework.NewCycleState()
+	_, ferr := fwk.SchedulePod(context.Background(), state, p)
+	_, st := fwk.RunPostFilterPlugins(context.Background(), state, p, ferr.(*runtime.FitError).Diagnosis.NodeToStatus)
+	if want := "preemption: 0/1 nodes are available: 1 Insufficient cpu."; st.Message() != want {
+		t.Fatalf("PostFilter: %q, want %q", st.Message(), want)
 	}
 }
 
