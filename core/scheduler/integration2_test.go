@@ -427,3 +427,17 @@ func grepLines(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+func TestNoNodes(t *testing.T) {
+	c := newCluster(t, 0)
+	c.startScheduler(scheduler.Options{})
+	c.createPod("lonely", requests("100m", "64Mi"))
+	p := c.waitPod("lonely", "unschedulable", unschedulable)
+	if schedMessage(p) != "no nodes available to schedule pods" {
+		t.Fatalf("message %q", schedMessage(p))
+	}
+	c.hollow(c.ctx, 1, "late-")
+	if p := c.waitPod("lonely", "bound once a node registered", bound); p.Spec.NodeName != "late-0" {
+		t.Fatalf("lonely on %s", p.Spec.NodeName)
+	}
+}

@@ -157,8 +157,8 @@ func (s *Scheduler) handleFailure(ctx context.Context, fwk *runtime.Framework, s
 		}
 		explanation = fwk.ExplainFailure(state, fe, evaluated)
 	case errors.Is(err, runtime.ErrNoNodes):
+		// Upstream's message as is: "no nodes available to schedule pods".
 		result, reason, unschedulable = resultUnschedulable, v1.PodReasonUnschedulable, true
-		err = fmt.Errorf("0/0 nodes are available: %w", err)
 	case errors.As(err, &rej):
 		result, reason, unschedulable = resultUnschedulable, v1.PodReasonUnschedulable, true
 	}
