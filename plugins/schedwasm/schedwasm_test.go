@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
@@ -320,6 +321,56 @@ func TestOneModuleTwoConfigurations(t *testing.T) {
 			if pass := st[i] == nil; pass != (n.Node().Name == tt.pass) {
 				t.Errorf("args %s: node %s passed=%v", tt.args, n.Node().Name, pass)
 			}
+		}
+	}
+}
+
+// Misbehaving plugins in a real profile: the scheduler keeps scheduling. With Ignore the pod
+// lands as if the plugin were absent; with Fail the nodes are rejected with the failure as
+// reason, and the next pod (which does not trigger the misbehaviour) schedules normally.
+func TestMisbehavingPluginInAProfile(t *testing.T) {
+	l := newLoader(t)
+	for _, wat := range []string{"loop.wat", "trap.wat", "grow.wat", "garbage.wat", "badindex.wat", "badptr.wat", "exit.wat"} {
+		for _, policy := range []string{"Fail", "Ignore"} {
+			t.Run(wat+"/"+policy, func(t *testing.T) {
+				spec := config.WasmPlugin{Name: "bad", Path: wasmbuild.WAT(t, "plugins/testdata/"+wat), FailurePolicy: policy,
+					Timeout: metav1.Duration{Duration: 50 * time.Millisecond}, MemoryLimit: resource.MustParse("2Mi")}
+				f, err := l.Load(context.Background(), spec, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				registry := plugins.NewInTreeRegistry()
+				registry["bad"] = f
+				profile := &config.Profile{SchedulerName: "s", Plugins: &config.Plugins{
+					Filter:   config.PluginSet{Enabled: []config.Plugin{{Name: "bad"}}},
+					PreScore: config.PluginSet{Disabled: []config.Plugin{{Name: "*"}}},
+				}}
+				snapshot := cache.NewSnapshotFrom(node("n0", "", "4", "8Gi"), node("n1", "", "4", "8Gi"))
+				fw, err := runtime.New(context.Background(), registry, profile, runtime.Options{Lister: snapshot, Parallelism: 2})
+				if wat == "badptr.wat" {
+					// Its Score faults on every call: the smoke call refuses the module.
+					if err == nil || !strings.Contains(err.Error(), "smoke call of wasmkube_score: wasm plugin bad: score: bad pointer: host function node_name") {
+						t.Fatalf("got %v, want the smoke call to refuse the module", err)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				bad := pod("bad", "1", "1Gi")
+				bad.Labels = map[string]string{"bad": ""}
+				res, err := fw.SchedulePod(context.Background(), framework.NewCycleState(), bad)
+				if policy == "Ignore" && (err != nil || res.SuggestedHost == "") {
+					t.Errorf("Ignore: got %v %q, want the pod scheduled", err, res.SuggestedHost)
+				}
+				if policy == "Fail" && (err == nil || !strings.Contains(err.Error(), "wasm plugin bad: filter")) {
+					t.Errorf("Fail: got %v, want the nodes rejected with the plugin's failure", err)
+				}
+				res, err = fw.SchedulePod(context.Background(), framework.NewCycleState(), pod("good", "1", "1Gi"))
+				if err != nil || res.SuggestedHost == "" {
+					t.Errorf("next pod: %v %q, want it scheduled", err, res.SuggestedHost)
+				}
+			})
 		}
 	}
 }

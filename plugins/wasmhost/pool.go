@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -391,12 +392,15 @@ func (e *lineErr) Unwrap() error { return e.err }
 
 func firstLine(err error) error {
 	s := err.Error()
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\n' {
-			return &lineErr{msg: s[:i], err: err}
-		}
+	msg := s
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		msg = s[:i]
 	}
-	return err
+	msg = strings.TrimSuffix(msg, " (recovered by wazero)")
+	if msg == s {
+		return err
+	}
+	return &lineErr{msg: msg, err: err}
 }
 
 func reasonOf(_ error, ctx context.Context) FailureReason {
