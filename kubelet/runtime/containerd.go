@@ -15,12 +15,15 @@ import (
 	"time"
 
 	apievents "github.com/containerd/containerd/api/events"
+	tasksapi "github.com/containerd/containerd/api/services/tasks/v1"
+	tasktypes "github.com/containerd/containerd/api/types/task"
 	client "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/core/remotes/docker"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
 	"github.com/distribution/reference"
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"google.golang.org/protobuf/proto"
@@ -409,6 +412,13 @@ func (r *Containerd) ListSandboxes(ctx context.Context, podUID string) ([]Sandbo
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
 	}
+	if len(ctrs) == 0 {
+		return nil, nil
+	}
+	procs, err := r.tasks(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes: %w", err)
+	}
 	var out []Sandbox
 	for _, c := range ctrs {
 		info, err := c.Info(ctx, client.WithoutRefreshedMetadata)
@@ -416,10 +426,8 @@ func (r *Containerd) ListSandboxes(ctx context.Context, podUID string) ([]Sandbo
 			continue
 		}
 		sb := Sandbox{ID: c.ID(), Pod: podFromLabels(info.Labels), State: SandboxNotReady, IP: info.Labels[LabelIP], NetNSPath: info.Labels[LabelNetNS], CreatedAt: info.CreatedAt}
-		if t, err := c.Task(ctx, nil); err == nil {
-			if st, err := t.Status(ctx); err == nil && st.Status == client.Running {
-				sb.State, sb.Pid = SandboxReady, t.Pid()
-			}
+		if p := procs[c.ID()]; p != nil && p.Status == tasktypes.Status_RUNNING {
+			sb.State, sb.Pid = SandboxReady, p.Pid
 		}
 		out = append(out, sb)
 	}
@@ -715,8 +723,19 @@ func (r *Containerd) ListContainers(ctx context.Context, podUID string) ([]Conta
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
 	out := make([]ContainerStatus, 0, len(ctrs))
+	if len(ctrs) == 0 {
+		return out, nil
+	}
+	procs, err := r.tasks(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
 	for _, c := range ctrs {
-		st, err := r.status(ctx, c)
+		info, err := c.Info(ctx, client.WithoutRefreshedMetadata)
+		if err != nil {
+			return nil, err
+		}
+		st, err := r.statusFromProcess(ctx, c, info, procs[c.ID()])
 		if err != nil {
 			if errdefs.IsNotFound(err) {
 				continue // removed meanwhile
@@ -737,15 +756,38 @@ func (r *Containerd) ContainerStatus(ctx context.Context, id string) (*Container
 	return r.status(ctx, c)
 }
 
+// tasks lists every task of the namespace in one call (instead of one or two per container).
+func (r *Containerd) tasks(ctx context.Context) (map[string]*tasktypes.Process, error) {
+	resp, err := r.c.TaskService().List(ctx, &tasksapi.ListTasksRequest{})
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]*tasktypes.Process, len(resp.Tasks))
+	for _, p := range resp.Tasks {
+		m[p.ID] = p
+	}
+	return m, nil
+}
+
 func (r *Containerd) status(ctx context.Context, c client.Container) (*ContainerStatus, error) {
 	info, err := c.Info(ctx, client.WithoutRefreshedMetadata)
 	if err != nil {
 		return nil, err
 	}
-	return r.statusFromInfo(ctx, c, info)
+	resp, err := r.c.TaskService().Get(ctx, &tasksapi.GetRequest{ContainerID: c.ID()})
+	var p *tasktypes.Process
+	switch {
+	case err == nil:
+		p = resp.Process
+	case !errdefs.IsNotFound(errgrpc.ToNative(err)):
+		return nil, errgrpc.ToNative(err)
+	}
+	return r.statusFromProcess(ctx, c, info, p)
 }
 
-func (r *Containerd) statusFromInfo(ctx context.Context, c client.Container, info containers.Container) (*ContainerStatus, error) {
+// statusFromProcess builds a status from the container's metadata and its task (nil when
+// it has none); it makes no call unless an exit looks like an OOM kill.
+func (r *Containerd) statusFromProcess(ctx context.Context, c client.Container, info containers.Container, p *tasktypes.Process) (*ContainerStatus, error) {
 	l := info.Labels
 	attempt, _ := strconv.Atoi(l[LabelAttempt])
 	st := &ContainerStatus{
@@ -756,11 +798,7 @@ func (r *Containerd) statusFromInfo(ctx context.Context, c client.Container, inf
 	if ts := l[LabelStartedAt]; ts != "" {
 		st.StartedAt, _ = time.Parse(time.RFC3339Nano, ts)
 	}
-	task, err := c.Task(ctx, nil)
-	if err != nil {
-		if !errdefs.IsNotFound(err) {
-			return nil, err
-		}
+	if p == nil {
 		if !st.StartedAt.IsZero() {
 			// Started once, but its task is gone (containerd lost it): report it as exited
 			// so the kubelet replaces it.
@@ -768,21 +806,20 @@ func (r *Containerd) statusFromInfo(ctx context.Context, c client.Container, inf
 		}
 		return st, nil
 	}
-	ts, err := task.Status(ctx)
-	if err != nil {
-		return nil, err
-	}
-	switch ts.Status {
-	case client.Running, client.Paused, client.Pausing:
+	switch p.Status {
+	case tasktypes.Status_RUNNING, tasktypes.Status_PAUSED, tasktypes.Status_PAUSING:
 		st.State = ContainerRunning
-	case client.Stopped:
-		st.State, st.ExitCode, st.FinishedAt = ContainerExited, int32(ts.ExitStatus), ts.ExitTime
+	case tasktypes.Status_STOPPED:
+		st.State, st.ExitCode = ContainerExited, int32(p.ExitStatus)
+		if p.ExitedAt != nil {
+			st.FinishedAt = p.ExitedAt.AsTime()
+		}
 		if st.ExitCode == 137 && !st.OOMKilled && r.oomKilled(ctx, c) {
 			// The exit was seen before containerd's OOM event was handled: ask the cgroup.
 			st.OOMKilled = true
 			_, _ = c.SetLabels(ctx, map[string]string{LabelOOM: "true"})
 		}
-	case client.Created:
+	case tasktypes.Status_CREATED:
 		st.State = ContainerCreated
 	default:
 		st.State = ContainerUnknown
