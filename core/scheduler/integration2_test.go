@@ -233,7 +233,7 @@ func ptrTo[T any](v T) *T { return &v }
 
 func TestPreemption(t *testing.T) {
 	c := newCluster(t, 2)
-	c.startScheduler(scheduler.Options{})
+	s, _ := c.startScheduler(scheduler.Options{})
 	for i := range 2 {
 		name := fmt.Sprintf("low-%d", i)
 		c.createPod(name, priority(10), requests("3", "64Mi"))
@@ -259,6 +259,9 @@ func TestPreemption(t *testing.T) {
 	}
 	if victims != 1 {
 		t.Fatalf("%d low-priority pods were evicted, want exactly 1", victims)
+	}
+	if m := scrape(t, s); !strings.Contains(m, "scheduler_preemption_attempts_total") || !strings.Contains(m, `scheduler_pod_scheduling_attempts_count`) {
+		t.Fatalf("preemption / attempts metrics missing:\n%s", grepLines(m, "preemption"))
 	}
 	if p.Status.NominatedNodeName != "" && p.Status.NominatedNodeName != p.Spec.NodeName {
 		t.Fatalf("high nominated to %s but bound to %s", p.Status.NominatedNodeName, p.Spec.NodeName)

@@ -22,6 +22,8 @@ type metrics struct {
 	pointDuration     *prometheus.HistogramVec
 	preemptions       prometheus.Counter
 	preemptionVictims prometheus.Histogram
+	podAttempts       prometheus.Histogram
+	podSLI            *prometheus.HistogramVec
 	reloads           *prometheus.CounterVec
 	leader            prometheus.Gauge
 }
@@ -54,6 +56,15 @@ func newMetrics(q *queue.Queue) *metrics {
 		Name: "scheduler_preemption_victims", Help: "Number of selected preemption victims.",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 7),
 	})
+	m.podAttempts = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "scheduler_pod_scheduling_attempts", Help: "Number of attempts to successfully schedule a pod.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 5),
+	})
+	m.podSLI = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "scheduler_pod_scheduling_sli_duration_seconds",
+		Help:    "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue until it is bound.",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 20),
+	}, []string{"attempts"})
 	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "wasmkube_scheduler_config_reloads_total",
 		Help: "Reloads of the scheduler section of the config file, by result (success, failure).",
@@ -68,7 +79,7 @@ func newMetrics(q *queue.Queue) *metrics {
 		}
 	}
 	m.reg.MustRegister(m.attempts, m.attemptDuration, m.pluginDuration, m.pointDuration,
-		m.preemptions, m.preemptionVictims, m.reloads, m.leader,
+		m.preemptions, m.preemptionVictims, m.podAttempts, m.podSLI, m.reloads, m.leader,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scheduler_pending_pods", Help: "Number of pending pods, by the queue type.", ConstLabels: prometheus.Labels{"queue": "active"}}, pending(0)),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scheduler_pending_pods", Help: "Number of pending pods, by the queue type.", ConstLabels: prometheus.Labels{"queue": "backoff"}}, pending(1)),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scheduler_pending_pods", Help: "Number of pending pods, by the queue type.", ConstLabels: prometheus.Labels{"queue": "unschedulable"}}, pending(2)),

@@ -123,6 +123,8 @@ func (s *Scheduler) bind(ctx context.Context, fwk *runtime.Framework, state *fra
 	s.queue.Done(assumed.UID)
 	s.metrics.attempts.WithLabelValues(resultScheduled, fwk.ProfileName()).Inc()
 	s.metrics.attemptDuration.WithLabelValues(resultScheduled, fwk.ProfileName()).Observe(time.Since(start).Seconds())
+	s.metrics.podAttempts.Observe(float64(qp.Attempts))
+	s.metrics.podSLI.WithLabelValues(fmt.Sprint(min(qp.Attempts, 16))).Observe(time.Since(qp.Created).Seconds())
 	s.recorder.Eventf(qp.Pod, v1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", assumed.Namespace, assumed.Name, host)
 	fwk.RunPostBindPlugins(ctx, state, assumed, host)
 }

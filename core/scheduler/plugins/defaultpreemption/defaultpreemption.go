@@ -286,6 +286,12 @@ func (pl *DefaultPreemption) prepare(ctx context.Context, c Candidate, pod *v1.P
 	}
 	for _, v := range c.Victims {
 		uid := v.UID
+		// As upstream, the victim learns why it goes before it is deleted.
+		cond, _ := json.Marshal(map[string]any{"status": map[string]any{"conditions": []any{map[string]any{
+			"type": v1.DisruptionTarget, "status": v1.ConditionTrue, "reason": v1.PodReasonPreemptionByScheduler,
+			"message": "default-scheduler: preempting to accommodate a higher priority pod", "lastTransitionTime": metav1.Now(),
+		}}}})
+		_, _ = cs.CoreV1().Pods(v.Namespace).Patch(ctx, v.Name, types.StrategicMergePatchType, cond, metav1.PatchOptions{}, "status")
 		err := cs.CoreV1().Pods(v.Namespace).Delete(ctx, v.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err != nil && !isGone(err) {
 			return fmt.Errorf("preempt pod %s/%s on node %s for pod %s/%s: %w", v.Namespace, v.Name, c.Node, pod.Namespace, pod.Name, err)
