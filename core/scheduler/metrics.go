@@ -15,17 +15,16 @@ import (
 // metrics are the scheduler's Prometheus series, with upstream's names where upstream
 // has one. Each Scheduler has its own registry, so several can live in one process.
 type metrics struct {
-	reg               *prometheus.Registry
-	attempts          *prometheus.CounterVec
-	attemptDuration   *prometheus.HistogramVec
-	pluginDuration    *prometheus.HistogramVec
-	pointDuration     *prometheus.HistogramVec
-	preemptions       prometheus.Counter
-	preemptionVictims prometheus.Histogram
-	podAttempts       prometheus.Histogram
-	podSLI            *prometheus.HistogramVec
-	reloads           *prometheus.CounterVec
-	leader            prometheus.Gauge
+	reg             *prometheus.Registry
+	attempts        *prometheus.CounterVec
+	attemptDuration *prometheus.HistogramVec
+	pluginDuration  *prometheus.HistogramVec
+	pointDuration   *prometheus.HistogramVec
+	preemptions     prometheus.Counter
+	podAttempts     prometheus.Histogram
+	podSLI          *prometheus.HistogramVec
+	reloads         *prometheus.CounterVec
+	leader          prometheus.Gauge
 }
 
 func newMetrics(q *queue.Queue) *metrics {
@@ -52,10 +51,6 @@ func newMetrics(q *queue.Queue) *metrics {
 	m.preemptions = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "scheduler_preemption_attempts_total", Help: "Total preemption attempts in the cluster till now.",
 	})
-	m.preemptionVictims = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name: "scheduler_preemption_victims", Help: "Number of selected preemption victims.",
-		Buckets: prometheus.ExponentialBuckets(1, 2, 7),
-	})
 	m.podAttempts = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "scheduler_pod_scheduling_attempts", Help: "Number of attempts to successfully schedule a pod.",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 5),
@@ -79,7 +74,7 @@ func newMetrics(q *queue.Queue) *metrics {
 		}
 	}
 	m.reg.MustRegister(m.attempts, m.attemptDuration, m.pluginDuration, m.pointDuration,
-		m.preemptions, m.preemptionVictims, m.podAttempts, m.podSLI, m.reloads, m.leader,
+		m.preemptions, m.podAttempts, m.podSLI, m.reloads, m.leader,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scheduler_pending_pods", Help: "Number of pending pods, by the queue type.", ConstLabels: prometheus.Labels{"queue": "active"}}, pending(0)),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scheduler_pending_pods", Help: "Number of pending pods, by the queue type.", ConstLabels: prometheus.Labels{"queue": "backoff"}}, pending(1)),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scheduler_pending_pods", Help: "Number of pending pods, by the queue type.", ConstLabels: prometheus.Labels{"queue": "unschedulable"}}, pending(2)),
