@@ -48,6 +48,7 @@ type Options struct {
 	Snapshotter         string // default overlayfs
 	PodCIDR             string // default cni.DefaultPodCIDR
 	Bridge              string // default cni.DefaultBridge
+	IPMasq              bool   // masquerade pod traffic leaving the node (off: it cannot leave)
 	CNIBinDir           string // default /usr/lib/cni
 	PauseImage          string // default images.PauseRef
 	ImagesDir           string // OCI archives imported at start when their images are missing
@@ -169,7 +170,7 @@ func New(ctx context.Context, opts Options) (*Kubelet, error) {
 	}
 	k.rt = opts.Runtime
 	if k.rt == nil {
-		net, err := cni.New(cni.Config{Bridge: opts.Bridge, PodCIDR: opts.PodCIDR, BinDir: opts.CNIBinDir, Dir: filepath.Join(root, "cni")})
+		net, err := cni.New(cni.Config{Bridge: opts.Bridge, PodCIDR: opts.PodCIDR, BinDir: opts.CNIBinDir, Dir: filepath.Join(root, "cni"), IPMasq: opts.IPMasq})
 		if err != nil {
 			return nil, err
 		}
