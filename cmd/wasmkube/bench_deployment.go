@@ -165,6 +165,11 @@ func runDeploymentBench(log *slog.Logger, nodes, replicas int, leaseInterval, ti
 			},
 		},
 	}
+	// Phase times (text output only): when the last pod was created, bound and ready.
+	var phases *podPhases
+	if progress {
+		phases = watchPodPhases(compCtx, client, replicas)
+	}
 	start := time.Now()
 	if _, err := client.AppsV1().Deployments("default").Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		return res, fmt.Errorf("bench deployment: create: %w", err)
@@ -173,7 +178,7 @@ func runDeploymentBench(log *slog.Logger, nodes, replicas int, leaseInterval, ti
 		return res, fmt.Errorf("bench deployment: scale up: %w", err)
 	}
 	res.ScaleUpSeconds = time.Since(start).Seconds()
-	say("%d replicas available in %.2fs", replicas, res.ScaleUpSeconds)
+	say("%d replicas available in %.2fs%s", replicas, res.ScaleUpSeconds, phases.report(start))
 
 	cur, err := client.AppsV1().Deployments("default").Get(ctx, "bench", metav1.GetOptions{})
 	if err != nil {
@@ -230,4 +235,67 @@ func waitRolledOut(ctx context.Context, client kubernetes.Interface, name string
 		default:
 		}
 	}
+}
+
+// podPhases records when the pod count first reached n created, n bound and n ready.
+type podPhases struct {
+	mu                    sync.Mutex
+	created, bound, ready time.Time
+}
+
+func watchPodPhases(ctx context.Context, client kubernetes.Interface, n int) *podPhases {
+	ph := &podPhases{}
+	go func() {
+		w, err := client.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{})
+		if err != nil {
+			return
+		}
+		defer w.Stop()
+		seen, bound, ready := map[string]bool{}, map[string]bool{}, map[string]bool{}
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			now := time.Now()
+			seen[p.Name] = true
+			if p.Spec.NodeName != "" {
+				bound[p.Name] = true
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+					ready[p.Name] = true
+				}
+			}
+			ph.mu.Lock()
+			if ph.created.IsZero() && len(seen) >= n {
+				ph.created = now
+			}
+			if ph.bound.IsZero() && len(bound) >= n {
+				ph.bound = now
+			}
+			if ph.ready.IsZero() && len(ready) >= n {
+				ph.ready = now
+				ph.mu.Unlock()
+				return
+			}
+			ph.mu.Unlock()
+		}
+	}()
+	return ph
+}
+
+func (ph *podPhases) report(start time.Time) string {
+	if ph == nil {
+		return ""
+	}
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	at := func(t time.Time) string {
+		if t.IsZero() {
+			return "?"
+		}
+		return fmt.Sprintf("%.2fs", t.Sub(start).Seconds())
+	}
+	return fmt.Sprintf(" (all created at %s, bound at %s, ready at %s)", at(ph.created), at(ph.bound), at(ph.ready))
 }
