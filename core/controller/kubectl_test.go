@@ -11,7 +11,7 @@ import (
 )
 
 // TestKubectlScenario drives a Deployment's life with the real kubectl only: create, scale,
-// set image, rollout status/history/undo, delete.
+// set image, rollout status/history/undo/pause/resume/restart, delete.
 func TestKubectlScenario(t *testing.T) {
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
@@ -65,6 +65,39 @@ func TestKubectlScenario(t *testing.T) {
 	if out := run("get", "deployment", "kc", "-o", "jsonpath={.metadata.annotations.deployment\\.kubernetes\\.io/revision}"); out != "3" {
 		t.Fatalf("revision after undo = %q, want 3", out)
 	}
+
+	// Pause: a template change waits; resume rolls it out. Restart rolls out a new revision
+	// with the same image.
+	run("rollout", "pause", "deployment/kc")
+	run("set", "image", "deployment/kc", "busybox=busybox:3")
+	e.eventually("paused rollout observed", func() (bool, error) {
+		out := run("get", "deployment", "kc", "-o", "jsonpath={.status.conditions[?(@.type==\"Progressing\")].reason}")
+		return out == "DeploymentPaused", fmt.Errorf("progressing reason %q", out)
+	})
+	if m := images(); m["busybox:1"] != 5 || len(m) != 1 {
+		t.Fatalf("paused deployment rolled out: %v", m)
+	}
+	run("rollout", "resume", "deployment/kc")
+	run("rollout", "status", "deployment/kc", "--timeout=120s")
+	e.eventually("5 pods on busybox:3", func() (bool, error) {
+		m := images()
+		return m["busybox:3"] == 5 && len(m) == 1, fmt.Errorf("%v", m)
+	})
+	before := map[string]bool{}
+	for _, p := range e.activePods("default", "kc") {
+		before[p.Name] = true
+	}
+	run("rollout", "restart", "deployment/kc")
+	run("rollout", "status", "deployment/kc", "--timeout=120s")
+	e.eventually("every pod replaced by the restart", func() (bool, error) {
+		pods := e.activePods("default", "kc")
+		for _, p := range pods {
+			if before[p.Name] {
+				return false, fmt.Errorf("pod %s survived the restart", p.Name)
+			}
+		}
+		return len(pods) == 5, fmt.Errorf("%d pods", len(pods))
+	})
 
 	run("delete", "deployment", "kc")
 	e.eventually("nothing left behind", func() (bool, error) {
