@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	client "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -183,7 +182,7 @@ func New(ctx context.Context, opts Options) (*Kubelet, error) {
 			c.Close()
 			return nil, err
 		}
-		if err := k.importImages(ctx, c.Client()); err != nil {
+		if err := k.importImages(ctx, c); err != nil {
 			c.Close()
 			return nil, err
 		}
@@ -228,7 +227,7 @@ func (k *Kubelet) Close() {
 }
 
 // importImages imports every archive in ImagesDir whose images are not all present.
-func (k *Kubelet) importImages(ctx context.Context, c *client.Client) error {
+func (k *Kubelet) importImages(ctx context.Context, rt *runtime.Containerd) error {
 	if k.opts.ImagesDir == "" {
 		return nil
 	}
@@ -241,14 +240,14 @@ func (k *Kubelet) importImages(ctx context.Context, c *client.Client) error {
 		}
 		missing := len(refs) == 0
 		for _, r := range refs {
-			if img, err := (imageChecker{c: c, snapshotter: k.snapshotter()}).ImageStatus(ctx, r); err != nil || img == nil {
+			if img, err := rt.ImageStatus(ctx, r); err != nil || img == nil {
 				missing = true
 			}
 		}
 		if !missing {
 			continue
 		}
-		names, err := images.ImportFile(ctx, c, a, k.snapshotter())
+		names, err := images.ImportFile(ctx, rt.Client(), a, k.snapshotter())
 		if err != nil {
 			return err
 		}
@@ -258,23 +257,6 @@ func (k *Kubelet) importImages(ctx context.Context, c *client.Client) error {
 		k.log.Warn("no pause image archive; run `make images`", "dir", k.opts.ImagesDir)
 	}
 	return nil
-}
-
-// imageChecker checks images before the runtime exists.
-type imageChecker struct {
-	c           *client.Client
-	snapshotter string
-}
-
-func (i imageChecker) ImageStatus(ctx context.Context, ref string) (*runtime.Image, error) {
-	img, err := i.c.GetImage(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
-	if ok, err := img.IsUnpacked(ctx, i.snapshotter); err != nil || !ok {
-		return nil, err
-	}
-	return &runtime.Image{Ref: ref}, nil
 }
 
 func (k *Kubelet) snapshotter() string {
