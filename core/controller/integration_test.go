@@ -881,3 +881,42 @@ func TestEndpointsFollowPods(t *testing.T) {
 		return false, nil
 	})
 }
+
+// TestLeaderLost: when another candidate takes the Lease, the leader stops its controllers
+// and Run returns ErrLeaderLost (the process should restart clean).
+func TestLeaderLost(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	started := make(chan struct{})
+	result := make(chan error, 1)
+	go func() {
+		result <- controller.Run(e.ctx, controller.Options{RESTConfig: e.srv.Config, Logger: testLogger(), Workers: 1,
+			LeaderElect: true, Identity: "victim", LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond,
+			RetryPeriod: 200 * time.Millisecond, OnStartedLeading: func() { close(started) }})
+	}()
+	select {
+	case <-started:
+	case err := <-result:
+		t.Fatalf("Run returned before leading: %v", err)
+	}
+	// An intruder keeps writing itself into the Lease, as a candidate that took over would.
+	leases := e.client.CoordinationV1().Leases("kube-system")
+	deadline := time.Now().Add(waitTimeout)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-result:
+			if err != controller.ErrLeaderLost {
+				t.Fatalf("Run returned %v, want ErrLeaderLost", err)
+			}
+			return
+		default:
+		}
+		l, err := leases.Get(e.ctx, controller.LeaseName, metav1.GetOptions{})
+		if err == nil {
+			id, now := "intruder", metav1.NowMicro()
+			l.Spec.HolderIdentity, l.Spec.RenewTime, l.Spec.AcquireTime = &id, &now, &now
+			_, _ = leases.Update(e.ctx, l, metav1.UpdateOptions{})
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal("Run kept leading while another holder owned the Lease")
+}
