@@ -537,6 +537,9 @@ func (f *Framework) findFeasible(ctx context.Context, state *framework.CycleStat
 	var found, processed atomic.Int64
 	var mu sync.Mutex
 	var firstErr *framework.Status
+	// cctx only stops handing out chunks (enough nodes found, or an error); plugins get
+	// ctx, so that a plugin honouring cancellation does not turn an early stop into an
+	// error.
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	startIdx := f.nextStartNodeIndex
@@ -577,7 +580,7 @@ func (f *Framework) findFeasible(ctx context.Context, state *framework.CycleStat
 		for i := lo; i < hi; i++ {
 			ni := nodes[(startIdx+i)%n]
 			if f.opts.Nominator != nil && len(f.opts.Nominator.NominatedPodsForNode(ni.Node().Name)) > 0 {
-				if s := f.RunFilterPluginsWithNominatedPods(cctx, state, pod, ni); s.IsSuccess() {
+				if s := f.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni); s.IsSuccess() {
 					accept(ni)
 				} else {
 					reject(ni, s)
@@ -606,11 +609,11 @@ func (f *Framework) findFeasible(ctx context.Context, state *framework.CycleStat
 				}
 				statuses = statuses[:len(alive)]
 				clear(statuses)
-				fp.batch.FilterBatch(cctx, state, pod, alive, statuses)
+				fp.batch.FilterBatch(ctx, state, pod, alive, statuses)
 			} else {
 				statuses = statuses[:0]
 				for _, ni := range alive {
-					statuses = append(statuses, fp.p.Filter(cctx, state, pod, ni))
+					statuses = append(statuses, fp.p.Filter(ctx, state, pod, ni))
 				}
 			}
 			if sampled {
@@ -732,13 +735,13 @@ func (f *Framework) runScore(ctx context.Context, state *framework.CycleState, p
 					raw = make([]int64, hi-lo)
 				}
 				raw = raw[:hi-lo]
-				s = sp.batch.ScoreBatch(cctx, state, pod, nodes[lo:hi], raw)
+				s = sp.batch.ScoreBatch(ctx, state, pod, nodes[lo:hi], raw)
 				for i := lo; i < hi; i++ {
 					list[i].Score = raw[i-lo]
 				}
 			} else {
 				for i := lo; i < hi && s.IsSuccess(); i++ {
-					list[i].Score, s = sp.p.Score(cctx, state, pod, nodes[i])
+					list[i].Score, s = sp.p.Score(ctx, state, pod, nodes[i])
 				}
 			}
 			if sampled {

@@ -244,3 +244,40 @@ func BenchmarkSchedulePod(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pods/s")
 }
+
+// ctxFilter fails when its context is cancelled, as a wasm plugin that honours
+// cancellation does.
+type ctxFilter struct{}
+
+func (ctxFilter) Name() string { return "CtxAware" }
+func (ctxFilter) Filter(ctx context.Context, _ *framework.CycleState, _ *v1.Pod, _ *framework.NodeInfo) *framework.Status {
+	if ctx.Err() != nil {
+		return framework.AsStatus(ctx.Err())
+	}
+	return nil
+}
+
+func TestEarlyStopIsNotAnError(t *testing.T) {
+	c := cache.New()
+	for i := range 2000 {
+		c.AddNode(node(fmt.Sprintf("n%d", i), "4", "8Gi"))
+	}
+	snap := cache.NewSnapshot()
+	c.UpdateSnapshot(snap)
+	reg := plugins.NewInTreeRegistry()
+	reg["CtxAware"] = func(context.Context, json.RawMessage, framework.Handle) (framework.Plugin, error) { return ctxFilter{}, nil }
+	prof := &config.Profile{SchedulerName: "p", Plugins: &config.Plugins{Filter: config.PluginSet{Enabled: []config.Plugin{{Name: "CtxAware"}}}}}
+	f, err := runtime.New(context.Background(), reg, prof, runtime.Options{Lister: snap, Parallelism: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		res, err := f.SchedulePod(context.Background(), framework.NewCycleState(), pod(fmt.Sprintf("p%d", i), "100m", "1Mi"))
+		if err != nil {
+			t.Fatalf("cycle %d: %v", i, err)
+		}
+		if want := runtime.NumFeasibleNodesToFind(0, 2000); res.FeasibleNodes != want {
+			t.Fatalf("cycle %d: %d feasible, want the adaptive %d", i, res.FeasibleNodes, want)
+		}
+	}
+}
