@@ -66,8 +66,9 @@ func machineID() string {
 	return strings.TrimSpace(string(b))
 }
 
-// nodeStatus is the node's status as of now.
-func (k *Kubelet) nodeStatus(old *v1.NodeStatus) v1.NodeStatus {
+// nodeStatus is the node's status as of now; runtimeErr is why the container runtime does
+// not answer (nil when it does), which makes the node NotReady.
+func (k *Kubelet) nodeStatus(old *v1.NodeStatus, runtimeErr error) v1.NodeStatus {
 	now := metav1.Now()
 	capacity := MachineCapacity()
 	hostname, _ := os.Hostname()
@@ -82,6 +83,10 @@ func (k *Kubelet) nodeStatus(old *v1.NodeStatus) v1.NodeStatus {
 		}
 		return c
 	}
+	ready := cond(v1.NodeReady, v1.ConditionTrue, "KubeletReady", "kubelet is posting ready status")
+	if runtimeErr != nil {
+		ready = cond(v1.NodeReady, v1.ConditionFalse, "KubeletNotReady", "container runtime is down: "+runtimeErr.Error())
+	}
 	return v1.NodeStatus{
 		Capacity:    capacity,
 		Allocatable: capacity.DeepCopy(),
@@ -90,7 +95,7 @@ func (k *Kubelet) nodeStatus(old *v1.NodeStatus) v1.NodeStatus {
 			cond(v1.NodeMemoryPressure, v1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
 			cond(v1.NodeDiskPressure, v1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
 			cond(v1.NodePIDPressure, v1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-			cond(v1.NodeReady, v1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"),
+			ready,
 		},
 		Addresses:       []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: k.opts.NodeIP}, {Type: v1.NodeHostName, Address: hostname}},
 		DaemonEndpoints: v1.NodeDaemonEndpoints{KubeletEndpoint: v1.DaemonEndpoint{Port: int32(k.Port())}},
@@ -142,7 +147,7 @@ func (k *Kubelet) tryRegister(ctx context.Context) error {
 			}},
 			Spec: v1.NodeSpec{PodCIDR: k.opts.PodCIDR, PodCIDRs: []string{k.opts.PodCIDR}},
 		}
-		node.Status = k.nodeStatus(nil)
+		node.Status = k.nodeStatus(nil, k.runtimeErr(ctx))
 		node, err = nodes.Create(ctx, node, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return err // retried: read it next time
@@ -151,7 +156,7 @@ func (k *Kubelet) tryRegister(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	node.Status = k.nodeStatus(&node.Status)
+	node.Status = k.nodeStatus(&node.Status, k.runtimeErr(ctx))
 	_, err = nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{})
 	return err
 }
@@ -196,4 +201,11 @@ func (k *Kubelet) renewLease(ctx context.Context) {
 	if err != nil && ctx.Err() == nil {
 		k.log.Warn("renew node lease", "err", err)
 	}
+}
+
+func (k *Kubelet) runtimeErr(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := k.rt.Version(ctx)
+	return err
 }
