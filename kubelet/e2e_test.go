@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -625,4 +626,49 @@ func logLevel() slog.Level {
 func envInt(name string) int {
 	n, _ := strconv.Atoi(os.Getenv(name))
 	return n
+}
+
+// containerd dies under a running kubelet: the daemon is restarted, running pods are not
+// touched, and new pods start on the restarted daemon.
+func TestContainerdCrashIsSurvived(t *testing.T) {
+	srv := apiservertest.Start(t)
+	n := newNode(t, srv, "node-ctrd-crash")
+	ctx := context.Background()
+	pods := srv.Client.CoreV1().Pods("default")
+	mk := func(name string) {
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: v1.PodSpec{NodeName: n.name, TerminationGracePeriodSeconds: int64p(2),
+				Containers: []v1.Container{busybox("app", "trap 'exit 0' TERM; while true; do sleep 1; done")}}}
+		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("before")
+	a := waitPod(t, srv.Client, "default", "before", "Ready", podReady)
+	if err := syscall.Kill(n.daemon.Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; n.daemon.Restarts() == 0; i++ {
+		if i > 600 {
+			t.Fatal("containerd was not restarted")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	mk("after")
+	waitPod(t, srv.Client, "default", "after", "Ready", podReady)
+	a2, err := pods.Get(ctx, "before", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, c := containerStatus(a, "app"), containerStatus(a2, "app"); c.ContainerID != b.ContainerID || c.RestartCount != 0 || c.State.Running == nil {
+		t.Errorf("running pod disturbed by the daemon crash: before %+v after %+v", b, c)
+	}
+	for _, name := range []string{"before", "after"} {
+		if err := pods.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitGone(t, srv, "before")
+	waitGone(t, srv, "after")
+	assertNoTrace(t, n)
 }
