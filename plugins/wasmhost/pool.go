@@ -15,6 +15,9 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 )
 
+// idleCall is what an instance's host functions see outside a call (they find no data).
+var idleCall = &Call{Kind: initKind}
+
 // initKind marks the calls the host makes outside an entry point (start, version, init).
 const initKind Kind = numKinds
 
@@ -48,11 +51,13 @@ type instance struct {
 	sink  *logSink
 
 	// Deadline mode (nil in context mode): the flag, and which call may raise it.
-	deadline api.MutableGlobal
-	mu       sync.Mutex
-	gen      uint64
-	active   uint64
-	hit      FailureReason
+	deadline  api.MutableGlobal
+	mu        sync.Mutex
+	gen       uint64
+	active    uint64
+	hit       FailureReason
+	timer     *time.Timer
+	expiresAt time.Time
 }
 
 // NewPool makes a pool of up to size instances for the plugin with the given args (JSON,
@@ -190,14 +195,20 @@ func (inst *instance) run(ctx context.Context, fn api.Function, stack []uint64, 
 	inst.gen++
 	gen := inst.gen
 	inst.active = gen
+	inst.expiresAt = time.Now().Add(limit)
 	inst.mu.Unlock()
-	t := time.AfterFunc(limit, func() { inst.expire(gen, ReasonTimeout) })
+	// One timer per instance, re-armed per call: a call allocates no timer.
+	if inst.timer == nil {
+		inst.timer = time.AfterFunc(limit, inst.onTimer)
+	} else {
+		inst.timer.Reset(limit)
+	}
 	var stop func() bool
 	if ctx.Done() != nil {
 		stop = context.AfterFunc(ctx, func() { inst.expire(gen, ReasonCanceled) })
 	}
 	err = fn.CallWithStack(inst.ctx, stack)
-	t.Stop()
+	inst.timer.Stop()
 	if stop != nil {
 		stop()
 	}
@@ -212,6 +223,18 @@ func (inst *instance) run(ctx context.Context, fn api.Function, stack []uint64, 
 		}
 	}
 	return err, hit
+}
+
+// onTimer is the instance's timer: it expires the running call if its time is up. A timer
+// armed for an earlier call may fire late, while a later call runs; the time check makes
+// it harmless (the later call's own arming fires when that call's time is up).
+func (inst *instance) onTimer() {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	if inst.active != 0 && !time.Now().Before(inst.expiresAt) {
+		inst.hit = ReasonTimeout
+		inst.deadline.Set(1)
+	}
 }
 
 // expire raises the deadline flag if call gen is still running.
@@ -317,7 +340,7 @@ func (p *Pool) acquire(ctx context.Context) (*instance, error) {
 func (inst *instance) invoke(ctx context.Context, c *Call) (_ *CallError, discard bool) {
 	p := inst.pool
 	inst.call = c
-	defer func() { inst.call = &Call{Kind: initKind} }()
+	defer func() { inst.call = idleCall }()
 	stack := inst.stack[:]
 	if kindInfo[c.Kind].batched {
 		stack[0] = uint64(uint32(c.count()))
