@@ -23,6 +23,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
@@ -123,7 +124,7 @@ type authEntry struct {
 // system:masters (the API server's proxy, cluster admins). Results are cached for 10 s.
 func (k *Kubelet) authenticated(next http.Handler) http.Handler {
 	cache := map[[32]byte]authEntry{}
-	var mu = make(chan struct{}, 1)
+	var mu sync.Mutex
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok || tok == "" {
@@ -131,9 +132,9 @@ func (k *Kubelet) authenticated(next http.Handler) http.Handler {
 			return
 		}
 		key := sha256.Sum256([]byte(tok))
-		mu <- struct{}{}
+		mu.Lock()
 		e, hit := cache[key]
-		<-mu
+		mu.Unlock()
 		if !hit || time.Now().After(e.expires) {
 			tr, err := k.client.AuthenticationV1().TokenReviews().Create(r.Context(), &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: tok}}, metav1.CreateOptions{})
 			if err != nil {
@@ -153,9 +154,14 @@ func (k *Kubelet) authenticated(next http.Handler) http.Handler {
 				http.Error(w, "Unauthorized", http.StatusUnauthorized)
 				return
 			}
-			mu <- struct{}{}
+			mu.Lock()
+			for k, old := range cache { // keep the cache to live entries
+				if time.Now().After(old.expires) {
+					delete(cache, k)
+				}
+			}
 			cache[key] = e
-			<-mu
+			mu.Unlock()
 		}
 		if !e.ok {
 			http.Error(w, "Forbidden: only system:masters may read container logs from the kubelet", http.StatusForbidden)
