@@ -265,7 +265,9 @@ func TestEarlyStopIsNotAnError(t *testing.T) {
 	snap := cache.NewSnapshot()
 	c.UpdateSnapshot(snap)
 	reg := plugins.NewInTreeRegistry()
-	reg["CtxAware"] = func(context.Context, json.RawMessage, framework.Handle) (framework.Plugin, error) { return ctxFilter{}, nil }
+	reg["CtxAware"] = func(context.Context, json.RawMessage, framework.Handle) (framework.Plugin, error) {
+		return ctxFilter{}, nil
+	}
 	prof := &config.Profile{SchedulerName: "p", Plugins: &config.Plugins{Filter: config.PluginSet{Enabled: []config.Plugin{{Name: "CtxAware"}}}}}
 	f, err := runtime.New(context.Background(), reg, prof, runtime.Options{Lister: snap, Parallelism: 16})
 	if err != nil {
