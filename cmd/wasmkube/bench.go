@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	_ "net/http/pprof" // --pprof-addr
@@ -126,8 +127,7 @@ func runSchedBench(out io.Writer, o schedBenchOptions) error {
 	}
 	// client-go's event recorder and reflectors log through klog; the benchmark's
 	// output is its result.
-	klog.SetOutput(io.Discard)
-	klog.LogToStderr(false)
+	klog.SetSlogLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if o.pprofAddr != "" {
 		go func() { _ = http.ListenAndServe(o.pprofAddr, nil) }()
 	}

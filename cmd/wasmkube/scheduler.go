@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
 
 	"github.com/wasmkube/wasmkube/core/scheduler"
 	"github.com/wasmkube/wasmkube/plugins/schedwasm"
@@ -74,7 +75,11 @@ func schedLogger(level string) (*slog.Logger, error) {
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: must be debug, info, warn or error", level)
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+	// client-go (leader election, reflectors, the event recorder) logs through klog;
+	// send it to the same place in the same format.
+	klog.SetSlogLogger(log)
+	return log, nil
 }
 
 // schedServeMetrics serves /metrics and /healthz on addr until ctx ends.
