@@ -3,6 +3,7 @@
 package wasmbuild
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +16,6 @@ import (
 var (
 	mu    sync.Mutex
 	built = map[string]string{}
-	dir   string
 )
 
 // Root is the repository root.
@@ -24,15 +24,21 @@ func Root() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
+// outDir is one folder reused by every test run, so builds do not pile up in /tmp.
 func outDir(t testing.TB) string {
-	if dir == "" {
-		d, err := os.MkdirTemp("", "wasmkube-wasmbuild-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir = d
+	d := filepath.Join(os.TempDir(), "wasmkube-wasmbuild")
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
 	}
-	return dir
+	return d
+}
+
+// install moves a finished build into place atomically: test binaries of several
+// packages may build the same module at the same time.
+func install(t testing.TB, tmp, out string) {
+	if err := os.Rename(tmp, out); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Go builds the Go guest in pkgDir (relative to the repository root) with
@@ -46,13 +52,15 @@ func Go(t testing.TB, pkgDir string) string {
 		return p
 	}
 	out := filepath.Join(outDir(t), strings.ReplaceAll(pkgDir, "/", "_")+".wasm")
+	tmp := fmt.Sprintf("%s.%d.tmp", out, os.Getpid())
 	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	cmd := exec.Command(goBin, "build", "-buildmode=c-shared", "-o", out, "./"+pkgDir)
+	cmd := exec.Command(goBin, "build", "-buildmode=c-shared", "-o", tmp, "./"+pkgDir)
 	cmd.Dir = Root()
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build %s for wasip1: %v\n%s", pkgDir, err, b)
 	}
+	install(t, tmp, out)
 	built[pkgDir] = out
 	return out
 }
@@ -66,10 +74,12 @@ func WAT(t testing.TB, file string) string {
 		return p
 	}
 	out := filepath.Join(outDir(t), strings.ReplaceAll(file, "/", "_")+".wasm")
-	cmd := exec.Command("wat2wasm", "-o", out, filepath.Join(Root(), file))
+	tmp := fmt.Sprintf("%s.%d.tmp", out, os.Getpid())
+	cmd := exec.Command("wat2wasm", "-o", tmp, filepath.Join(Root(), file))
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("wat2wasm %s (install wabt: scripts/deps.sh): %v\n%s", file, err, b)
 	}
+	install(t, tmp, out)
 	built[file] = out
 	return out
 }

@@ -104,6 +104,9 @@ func TestSDKThroughTheHost(t *testing.T) {
 	if got := c.Verdicts[0].Reason; got != want {
 		t.Errorf("the guest saw\n%s\nwant\n%s", got, want)
 	}
+	if !strings.Contains(logs.String(), `msg="stdout says hello from n1" plugin=testguest`) {
+		t.Errorf("guest stdout line missing from host log:\n%s", logs.String())
+	}
 	if !strings.Contains(logs.String(), `msg="filtered n1" plugin=testguest`) {
 		t.Errorf("guest log line missing from host log:\n%s", logs.String())
 	}

@@ -77,6 +77,7 @@ func report(pod sdk.Pod, node sdk.Node) sdk.Status {
 	seen, _ := sdk.State.Get("seen")
 	fmt.Fprintf(&b, " | args=%s state=%q", args.Greeting, seen)
 	sdk.Log(sdk.LevelInfo, "filtered "+node.Name())
+	fmt.Println("stdout says hello from", node.Name())
 	return sdk.Reject(b.String())
 }
 
