@@ -428,10 +428,12 @@ func TestRestartBackOffLivenessAndOOM(t *testing.T) {
 	crash := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "crash", Namespace: "default"},
 		Spec: v1.PodSpec{NodeName: n.name, TerminationGracePeriodSeconds: int64p(1),
-			Containers: []v1.Container{busybox("crash", "echo attempt; exit 3")}},
+			Containers: []v1.Container{busybox("crash", "echo attempt; echo crashed-on-purpose > /dev/termination-log; exit 3")}},
 	}
+	crash.Spec.Containers[0].TerminationMessagePath = "/dev/termination-log"
 	oom := busybox("oom", "echo filling; head -c 200m /dev/zero | tail")
 	oom.Resources.Limits = v1.ResourceList{v1.ResourceMemory: resource.MustParse("20Mi")}
+	oom.TerminationMessagePath, oom.TerminationMessagePolicy = "/dev/termination-log", v1.TerminationMessageFallbackToLogsOnError
 	oomPod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "oom", Namespace: "default"},
 		Spec:       v1.PodSpec{NodeName: n.name, RestartPolicy: v1.RestartPolicyNever, Containers: []v1.Container{oom}},
@@ -466,7 +468,8 @@ func TestRestartBackOffLivenessAndOOM(t *testing.T) {
 		return cs != nil && cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff"
 	})
 	cs := containerStatus(p, "crash")
-	if cs.RestartCount < 1 || cs.LastTerminationState.Terminated == nil || cs.LastTerminationState.Terminated.ExitCode != 3 || cs.LastTerminationState.Terminated.Reason != "Error" {
+	if cs.RestartCount < 1 || cs.LastTerminationState.Terminated == nil || cs.LastTerminationState.Terminated.ExitCode != 3 ||
+		cs.LastTerminationState.Terminated.Reason != "Error" || cs.LastTerminationState.Terminated.Message != "crashed-on-purpose\n" {
 		t.Errorf("crash status %+v", cs)
 	}
 	if !strings.Contains(cs.State.Waiting.Message, "back-off 10s") {
@@ -481,7 +484,7 @@ func TestRestartBackOffLivenessAndOOM(t *testing.T) {
 	}
 
 	op := waitPod(t, srv.Client, "default", "oom", "failed", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
-	if cs := containerStatus(op, "oom"); cs == nil || cs.State.Terminated == nil || cs.State.Terminated.Reason != "OOMKilled" {
+	if cs := containerStatus(op, "oom"); cs == nil || cs.State.Terminated == nil || cs.State.Terminated.Reason != "OOMKilled" || !strings.HasPrefix(cs.State.Terminated.Message, "filling\n") {
 		t.Errorf("oom container status %+v", cs)
 	}
 	waitPod(t, srv.Client, "default", "nopull", "in ImagePullBackOff", func(p *v1.Pod) bool {

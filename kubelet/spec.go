@@ -399,3 +399,30 @@ func RemovePodDir(rootDir, podUID string) error {
 	}
 	return nil
 }
+
+// TerminationLogPath is the host file bind-mounted at a container attempt's
+// terminationMessagePath.
+func TerminationLogPath(rootDir, podUID, container string, attempt int) string {
+	return filepath.Join(rootDir, "pods", podUID, container, strconv.Itoa(attempt)+".termination-log")
+}
+
+// maxTerminationMessage bounds a termination message, as Kubernetes does (4 KiB per container).
+const maxTerminationMessage = 4096
+
+// TerminationMessage reads what an exited container left at its terminationMessagePath; with
+// policy FallbackToLogsOnError and nothing written after a failure, the tail of its log.
+func TerminationMessage(c *v1.Container, termLog, logPath string, exitCode int32) string {
+	b, _ := os.ReadFile(termLog)
+	if len(b) > maxTerminationMessage {
+		b = b[:maxTerminationMessage]
+	}
+	if len(b) == 0 && exitCode != 0 && c != nil && c.TerminationMessagePolicy == v1.TerminationMessageFallbackToLogsOnError {
+		data, _ := os.ReadFile(logPath)
+		data = data[TailOffset(data, 80):]
+		if len(data) > 2048 {
+			data = data[len(data)-2048:]
+		}
+		b = data
+	}
+	return string(b)
+}

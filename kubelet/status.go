@@ -26,6 +26,7 @@ type StatusInput struct {
 	Ready      map[string]bool // runtime id -> readiness (absent: no probe result yet)
 	Started    map[string]bool // runtime id -> startup probe passed (absent: no startup probe)
 	Waiting    map[string]Waiting
+	Messages   map[string]string // runtime id -> termination message of an exited container
 	HostIP     string
 	Now        time.Time
 }
@@ -59,7 +60,7 @@ func apiTime(t time.Time) metav1.Time {
 	return metav1.NewTime(t.Truncate(time.Second))
 }
 
-func terminatedState(c *runtime.ContainerStatus) *v1.ContainerStateTerminated {
+func terminatedState(c *runtime.ContainerStatus, msgs map[string]string) *v1.ContainerStateTerminated {
 	reason := "Error"
 	switch {
 	case c.OOMKilled:
@@ -68,7 +69,7 @@ func terminatedState(c *runtime.ContainerStatus) *v1.ContainerStateTerminated {
 		reason = "Completed"
 	}
 	return &v1.ContainerStateTerminated{ExitCode: c.ExitCode, Reason: reason, StartedAt: apiTime(c.StartedAt),
-		FinishedAt: apiTime(c.FinishedAt), ContainerID: "containerd://" + c.ID}
+		FinishedAt: apiTime(c.FinishedAt), ContainerID: "containerd://" + c.ID, Message: msgs[c.ID]}
 }
 
 func exited(c *runtime.ContainerStatus) bool {
@@ -87,7 +88,7 @@ func ComputeStatus(in StatusInput) v1.PodStatus {
 		cs := v1.ContainerStatus{Name: c.Name, Image: c.Image}
 		l := latest[c.Name]
 		if p := previous[c.Name]; p != nil && exited(p) {
-			cs.LastTerminationState.Terminated = terminatedState(p)
+			cs.LastTerminationState.Terminated = terminatedState(p, in.Messages)
 		}
 		if l == nil {
 			w, ok := in.Waiting[c.Name]
@@ -121,9 +122,9 @@ func ComputeStatus(in StatusInput) v1.PodStatus {
 			cs.Started = &f
 			if w, ok := in.Waiting[c.Name]; ok {
 				cs.State.Waiting = &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
-				cs.LastTerminationState = v1.ContainerState{Terminated: terminatedState(l)}
+				cs.LastTerminationState = v1.ContainerState{Terminated: terminatedState(l, in.Messages)}
 			} else {
-				cs.State.Terminated = terminatedState(l)
+				cs.State.Terminated = terminatedState(l, in.Messages)
 			}
 		default:
 			cs.State.Waiting = &v1.ContainerStateWaiting{Reason: "ContainerCreating"}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -472,6 +473,7 @@ func (w *podWorker) pruneOldAttempts(ctx context.Context, name string, attempt i
 		if c.Name == name && c.Attempt < attempt-1 {
 			_ = w.k.rt.RemoveContainer(ctx, c.ID)
 			_ = os.Remove(c.LogPath)
+			_ = os.Remove(TerminationLogPath(w.k.opts.RootDir, string(w.uid), c.Name, c.Attempt))
 		}
 	}
 }
@@ -480,6 +482,17 @@ func (w *podWorker) containerConfig(pod *v1.Pod, sb *runtime.Sandbox, c *v1.Cont
 	mounts, err := ContainerMounts(pod, c, field, volumes)
 	if err != nil {
 		return nil, err
+	}
+	if c.TerminationMessagePath != "" {
+		tl := TerminationLogPath(w.k.opts.RootDir, string(pod.UID), c.Name, attempt)
+		if err := os.MkdirAll(filepath.Dir(tl), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(tl, nil, 0o666); err != nil {
+			return nil, err
+		}
+		_ = os.Chmod(tl, 0o666) // writable whatever user the container runs as
+		mounts = append(mounts, runtime.Mount{HostPath: tl, ContainerPath: c.TerminationMessagePath})
 	}
 	env, err := ContainerEnv(context.Background(), pod, c, field, sb.IP, w.k.opts.NodeIP, w.k.objects)
 	if err != nil {
@@ -629,6 +642,13 @@ func (w *podWorker) writeStatus(ctx context.Context, pod *v1.Pod, obs *observed)
 		if l := latest[n]; l != nil && l.State == runtime.ContainerRunning {
 			delete(in.Waiting, n)
 			w.setWaiting(n, nil)
+		}
+	}
+	in.Messages = map[string]string{}
+	for i := range obs.containers {
+		if c := &obs.containers[i]; exited(c) {
+			in.Messages[c.ID] = TerminationMessage(findContainer(pod, c.Name),
+				TerminationLogPath(w.k.opts.RootDir, string(pod.UID), c.Name, c.Attempt), c.LogPath, c.ExitCode)
 		}
 	}
 	status := ComputeStatus(in)
