@@ -31,6 +31,7 @@ type pluginCheckOptions struct {
 	memoryLimit string
 	cacheDir    string
 	verbose     bool
+	benchNodes  int
 }
 
 func init() {
@@ -56,6 +57,7 @@ refuse the module.`,
 	f.StringVar(&o.memoryLimit, "memory-limit", "64Mi", "memory limit per instance")
 	f.StringVar(&o.cacheDir, "cache-dir", "", "compilation cache directory (default: none, compile in memory)")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "show the plugin's log lines")
+	f.IntVar(&o.benchNodes, "bench-nodes", 0, "also time Filter and Score over this many synthetic nodes in one batch (0: skip)")
 	pluginCmd.AddCommand(check)
 	rootCmd.AddCommand(pluginCmd)
 }
@@ -147,6 +149,11 @@ func runPluginCheck(ctx context.Context, out io.Writer, file string, o *pluginCh
 		fmt.Fprintf(out, "result:       REJECTED (the scheduler refuses a module whose smoke call fails)\n")
 		return errors.New("plugin check failed")
 	}
+	if o.benchNodes > 0 {
+		if err := benchPlugin(ctx, out, pool, o.benchNodes); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(out, "result:       OK\n")
 	return nil
 }
@@ -176,4 +183,31 @@ func describeResult(c *wasmhost.Call) string {
 		return code + ": " + c.Reason
 	}
 	return code
+}
+
+// benchPlugin times the batched Filter and Score of a pool over n copies of the smoke node,
+// one batch per call, and prints the cost per node.
+func benchPlugin(ctx context.Context, out io.Writer, pool *wasmhost.Pool, n int) error {
+	nodes := make([]*framework.NodeInfo, n)
+	for i := range nodes {
+		nodes[i] = schedwasm.SmokeNode()
+	}
+	pod := schedwasm.SmokePod()
+	for _, k := range []wasmhost.Kind{wasmhost.Filter, wasmhost.Score} {
+		if !pool.Module().Kinds().Has(k) {
+			continue
+		}
+		call := &wasmhost.Call{Kind: k, Pod: pod, Requests: wasmhost.NewPodRequests(pod), Nodes: nodes, Scores: make([]int64, n), State: framework.NewCycleState()}
+		rounds := 0
+		start := time.Now()
+		for time.Since(start) < time.Second {
+			if err := pool.Do(ctx, call); err != nil {
+				return fmt.Errorf("bench %s: %w", k.Export(), err)
+			}
+			rounds++
+		}
+		perNode := time.Since(start) / time.Duration(rounds*n)
+		fmt.Fprintf(out, "bench:        %-24s %d nodes per call, %d calls: %s per node\n", k.Export(), n, rounds, perNode)
+	}
+	return nil
 }

@@ -12,7 +12,7 @@ import (
 
 func TestPluginCheck(t *testing.T) {
 	opts := func(args string) *pluginCheckOptions {
-		return &pluginCheckOptions{args: args, timeout: 100 * time.Millisecond, memoryLimit: "64Mi"}
+		return &pluginCheckOptions{args: args, timeout: 100 * time.Millisecond, memoryLimit: "64Mi", benchNodes: 10}
 	}
 	tests := []struct {
 		name    string
@@ -22,7 +22,8 @@ func TestPluginCheck(t *testing.T) {
 		want    []string
 	}{
 		{"wat filter", wasmbuild.WAT(t, "wasm-examples/wat/drain-filter/drain-filter.wat"), "", "",
-			[]string{"ABI:          v1", "entry points: wasmkube_filter", "wasmkube_filter          ok", "node passed", "result:       OK"}},
+			[]string{"ABI:          v1", "entry points: wasmkube_filter", "wasmkube_filter          ok", "node passed",
+				"bench:        wasmkube_filter          10 nodes per call", "result:       OK"}},
 		{"all kinds", wasmbuild.Go(t, "sdk/go/internal/testguest"), `{"greeting":"hi"}`, "",
 			[]string{"wasmkube_prefilter, wasmkube_filter, wasmkube_postfilter, wasmkube_prescore, wasmkube_score, wasmkube_normalizescore",
 				"wasmkube_score           ok", "score 4", "nominated wasmkube-smoke-node", "result:       OK"}},
