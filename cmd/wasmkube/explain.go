@@ -55,7 +55,7 @@ Filter plugin rejected them and why. The scheduler stores it in the pod annotati
 			}
 			raw, ok := pod.Annotations[scheduler.ExplainAnnotation]
 			if !ok {
-				return fmt.Errorf("pod %s/%s has no scheduler explanation (annotation %s): it was not scheduled by the wasmkube scheduler yet, or explanations are off (scheduler.explainTopNodes < 0)",
+				return fmt.Errorf("pod %s/%s has no scheduler explanation (annotation %s): the wasmkube scheduler has not tried it yet, explanations are off (scheduler.explainTopNodes < 0), or it was dropped in a burst of bindings (see docs/scheduler.md)",
 					namespace, pod.Name, scheduler.ExplainAnnotation)
 			}
 			var e runtime.Explanation
