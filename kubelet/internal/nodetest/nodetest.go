@@ -16,6 +16,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	client "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
@@ -122,6 +123,7 @@ var (
 func ImageArchives(t testing.TB) (busybox, pause string) {
 	t.Helper()
 	imgOnce.Do(func() {
+		removeStaleImageDirs()
 		imgDir, imgErr = os.MkdirTemp("", "wki-")
 		if imgErr != nil {
 			return
@@ -132,6 +134,17 @@ func ImageArchives(t testing.TB) (busybox, pause string) {
 		t.Fatalf("build images: %v", imgErr)
 	}
 	return filepath.Join(imgDir, "busybox.tar"), filepath.Join(imgDir, "pause.tar")
+}
+
+// removeStaleImageDirs deletes archive dirs that earlier test binaries left (they cannot
+// know when their last test ends); an hour old is surely finished.
+func removeStaleImageDirs() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "wki-*"))
+	for _, d := range dirs {
+		if fi, err := os.Stat(d); err == nil && time.Since(fi.ModTime()) > time.Hour {
+			os.RemoveAll(d)
+		}
+	}
 }
 
 func buildArchives(dir string) error {
