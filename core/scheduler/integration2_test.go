@@ -444,3 +444,43 @@ func TestNoNodes(t *testing.T) {
 		t.Fatalf("lonely on %s", p.Spec.NodeName)
 	}
 }
+
+func TestDefaultSpreadFromService(t *testing.T) {
+	c := newCluster(t, 6)
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: v1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []v1.ServicePort{{Port: 80}}}}
+	if _, err := c.client.CoreV1().Services("default").Create(c.ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Only PodTopologySpread scores, so the spread comes from its system defaults.
+	c.startScheduler(scheduler.Options{Config: []byte(`
+scheduler:
+  profiles:
+  - schedulerName: default-scheduler
+    plugins:
+      score: {disabled: [{name: "*"}], enabled: [{name: PodTopologySpread}]}
+`)})
+	zones := map[string]int{}
+	hosts := map[string]int{}
+	for i := range 6 {
+		name := fmt.Sprintf("web-%d", i)
+		c.createPod(name, labels("app", "web"), requests("100m", "64Mi"))
+		p := c.waitPod(name, "bound", bound)
+		n, err := c.client.CoreV1().Nodes().Get(c.ctx, p.Spec.NodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		zones[n.Labels[v1.LabelTopologyZone]]++
+		hosts[n.Name]++
+	}
+	for z, n := range zones {
+		if n != 2 {
+			t.Fatalf("zones %v (hosts %v): want 2 web pods in each zone (%s has %d)", zones, hosts, z, n)
+		}
+	}
+	for h, n := range hosts {
+		if n != 1 {
+			t.Fatalf("hosts %v: want one web pod per node (%s has %d)", hosts, h, n)
+		}
+	}
+}

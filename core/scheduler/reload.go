@@ -104,6 +104,7 @@ func (s *Scheduler) build(ctx context.Context, data []byte, old *profileSet) (*p
 			PercentageOfNodesToScore: pct,
 			ExplainTopNodes:          top,
 			Metrics:                  s.metrics,
+			InformerFactory:          s.factory,
 		})
 		if err != nil {
 			return nil, err
@@ -134,6 +135,10 @@ func (s *Scheduler) Reload(data []byte) error {
 		return err
 	}
 	s.profiles.Store(ps)
+	if s.ctx != nil {
+		// Informers that new plugins asked for (no-op for running ones).
+		s.factory.Start(s.ctx.Done())
+	}
 	s.metrics.reloads.WithLabelValues("success").Inc()
 	s.log.Info("config reloaded", "profiles", s.Profiles())
 	s.queue.MoveAllToActiveOrBackoff(nil)

@@ -168,12 +168,12 @@ func New(ctx context.Context, opts Options) (*Scheduler, error) {
 	} else if wd, err := os.Getwd(); err == nil {
 		s.baseDir = wd
 	}
+	s.factory = informers.NewSharedInformerFactory(client, 0)
 	ps, err := s.build(ctx, data, nil)
 	if err != nil {
 		return nil, err
 	}
 	s.profiles.Store(ps)
-	s.factory = informers.NewSharedInformerFactory(client, 0)
 	s.addHandlers()
 	return s, nil
 }

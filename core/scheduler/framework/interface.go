@@ -17,6 +17,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -196,4 +197,13 @@ type PreemptionHandle interface {
 	// state of every PreFilter plugin after a simulated change of node.
 	RunPreFilterExtensionAddPod(ctx context.Context, state *CycleState, podToSchedule *v1.Pod, podToAdd *PodInfo, node *NodeInfo) *Status
 	RunPreFilterExtensionRemovePod(ctx context.Context, state *CycleState, podToSchedule *v1.Pod, podToRemove *PodInfo, node *NodeInfo) *Status
+}
+
+// InformerHandle is the Handle of a runtime that shares the scheduler's informers, for
+// plugins that look at other objects (PodTopologySpread's default constraints take
+// their selector from the pod's Services and ReplicaSet). Factory may return nil (unit
+// tests, simulations); plugins then do without.
+type InformerHandle interface {
+	Handle
+	SharedInformerFactory() informers.SharedInformerFactory
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/wasmkube/wasmkube/core/scheduler/config"
@@ -48,6 +49,9 @@ type Options struct {
 	ExplainTopNodes int
 	// Metrics (optional).
 	Metrics Metrics
+	// InformerFactory is the scheduler's (optional): plugins may take listers from it
+	// in their factory; the scheduler starts the informers they asked for.
+	InformerFactory informers.SharedInformerFactory
 }
 
 type scorePlugin struct {
@@ -89,7 +93,10 @@ type Framework struct {
 	totalBuf []int64
 }
 
-var _ framework.PreemptionHandle = (*Framework)(nil)
+var (
+	_ framework.PreemptionHandle = (*Framework)(nil)
+	_ framework.InformerHandle   = (*Framework)(nil)
+)
 
 // New resolves profile against registry and builds its plugins. Each plugin is built
 // once per profile (with its pluginConfig args) and shared by the extension points it
@@ -229,6 +236,11 @@ func (f *Framework) SnapshotSharedLister() framework.NodeInfoLister { return f.o
 
 // ClientSet implements framework.Handle.
 func (f *Framework) ClientSet() kubernetes.Interface { return f.opts.Client }
+
+// SharedInformerFactory implements framework.InformerHandle.
+func (f *Framework) SharedInformerFactory() informers.SharedInformerFactory {
+	return f.opts.InformerFactory
+}
 
 // Parallelism implements framework.Handle.
 func (f *Framework) Parallelism() int { return f.workers }

@@ -8,9 +8,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"github.com/wasmkube/wasmkube/core/scheduler/framework"
 	"github.com/wasmkube/wasmkube/core/scheduler/plugins/internal/match"
@@ -25,14 +29,116 @@ const (
 	ErrReasonNodeLabelNotMatch   = ErrReasonConstraintsNotMatch + " (missing required label)"
 )
 
-// PodTopologySpread implements PreFilter (+extensions), Filter, PreScore and Score.
-type PodTopologySpread struct{ h framework.Handle }
+// Defaulting types of the args, as upstream.
+const (
+	SystemDefaulting = "System"
+	ListDefaulting   = "List"
+)
 
-// New is the factory. The plugin takes no args: cluster-level default constraints need
-// the pod's owning Services and ReplicaSets to build selectors, which the scheduler
-// does not watch.
+// Args are the plugin's args.
+type Args struct {
+	// DefaultingType is System (default: upstream's built-in default constraints) or
+	// List (DefaultConstraints). Defaults apply to pods without constraints of their own
+	// and take their label selector from the Services selecting the pod and the
+	// ReplicaSet owning it.
+	DefaultingType     string                        `json:"defaultingType,omitempty"`
+	DefaultConstraints []v1.TopologySpreadConstraint `json:"defaultConstraints,omitempty"`
+}
+
+// systemDefaultConstraints are upstream's: spread softly over hosts and zones.
+var systemDefaultConstraints = []v1.TopologySpreadConstraint{
+	{TopologyKey: v1.LabelHostname, WhenUnsatisfiable: v1.ScheduleAnyway, MaxSkew: 3},
+	{TopologyKey: v1.LabelTopologyZone, WhenUnsatisfiable: v1.ScheduleAnyway, MaxSkew: 5},
+}
+
+// PodTopologySpread implements PreFilter (+extensions), Filter, PreScore and Score.
+type PodTopologySpread struct {
+	h        framework.Handle
+	defaults []v1.TopologySpreadConstraint
+	services corelisters.ServiceLister
+	rsets    appslisters.ReplicaSetLister
+}
+
+// New is the factory. Default constraints need the handle's informers (for Services
+// and ReplicaSets); without them only the pods' own constraints apply.
 func New(_ context.Context, raw json.RawMessage, h framework.Handle) (framework.Plugin, error) {
-	return &PodTopologySpread{h: h}, framework.DecodeArgs(Name, raw, &struct{}{})
+	var a Args
+	if err := framework.DecodeArgs(Name, raw, &a); err != nil {
+		return nil, err
+	}
+	pl := &PodTopologySpread{h: h}
+	switch a.DefaultingType {
+	case "", SystemDefaulting:
+		if len(a.DefaultConstraints) > 0 {
+			return nil, fmt.Errorf("args of plugin %s: defaultConstraints: only with defaultingType %s", Name, ListDefaulting)
+		}
+		pl.defaults = systemDefaultConstraints
+	case ListDefaulting:
+		for i, c := range a.DefaultConstraints {
+			if c.LabelSelector != nil {
+				return nil, fmt.Errorf("args of plugin %s: defaultConstraints[%d].labelSelector: must not be set (it comes from the pod's Services and ReplicaSet)", Name, i)
+			}
+			if c.MaxSkew <= 0 || c.TopologyKey == "" || (c.WhenUnsatisfiable != v1.DoNotSchedule && c.WhenUnsatisfiable != v1.ScheduleAnyway) {
+				return nil, fmt.Errorf("args of plugin %s: defaultConstraints[%d]: needs maxSkew > 0, topologyKey and whenUnsatisfiable DoNotSchedule or ScheduleAnyway", Name, i)
+			}
+		}
+		pl.defaults = a.DefaultConstraints
+	default:
+		return nil, fmt.Errorf("args of plugin %s: defaultingType: %q is not %s or %s", Name, a.DefaultingType, SystemDefaulting, ListDefaulting)
+	}
+	if ih, ok := h.(framework.InformerHandle); ok && ih.SharedInformerFactory() != nil && len(pl.defaults) > 0 {
+		f := ih.SharedInformerFactory()
+		pl.services = f.Core().V1().Services().Lister()
+		pl.rsets = f.Apps().V1().ReplicaSets().Lister()
+	}
+	return pl, nil
+}
+
+// podConstraints is the pod's own constraints, or, when it has none, the defaults with
+// the selector of its Services and ReplicaSet (none when that selector is empty).
+func (pl *PodTopologySpread) podConstraints(pod *v1.Pod) []v1.TopologySpreadConstraint {
+	if len(pod.Spec.TopologySpreadConstraints) > 0 || pl.services == nil {
+		return pod.Spec.TopologySpreadConstraints
+	}
+	sel := pl.defaultSelector(pod)
+	if sel == nil {
+		return nil
+	}
+	out := make([]v1.TopologySpreadConstraint, len(pl.defaults))
+	for i, c := range pl.defaults {
+		c.LabelSelector = sel
+		out[i] = c
+	}
+	return out
+}
+
+// defaultSelector merges the selectors of the Services that select the pod and of the
+// ReplicaSet that controls it (upstream's DefaultSelector; wasmkube serves neither
+// StatefulSets nor ReplicationControllers).
+func (pl *PodTopologySpread) defaultSelector(pod *v1.Pod) *metav1.LabelSelector {
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{}}
+	if svcs, err := pl.services.Services(pod.Namespace).List(labels.Everything()); err == nil {
+		for _, svc := range svcs {
+			if len(svc.Spec.Selector) == 0 || !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(pod.Labels)) {
+				continue
+			}
+			for k, v := range svc.Spec.Selector {
+				sel.MatchLabels[k] = v
+			}
+		}
+	}
+	if owner := metav1.GetControllerOfNoCopy(pod); owner != nil && owner.Kind == "ReplicaSet" && strings.HasPrefix(owner.APIVersion, "apps/") {
+		if rs, err := pl.rsets.ReplicaSets(pod.Namespace).Get(owner.Name); err == nil && rs.Spec.Selector != nil {
+			for k, v := range rs.Spec.Selector.MatchLabels {
+				sel.MatchLabels[k] = v
+			}
+			sel.MatchExpressions = append(sel.MatchExpressions, rs.Spec.Selector.MatchExpressions...)
+		}
+	}
+	if len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0 {
+		return nil
+	}
+	return sel
 }
 
 // Name implements framework.Plugin.
@@ -47,9 +153,9 @@ type constraint struct {
 	honorTaints   bool
 }
 
-func constraints(pod *v1.Pod, action v1.UnsatisfiableConstraintAction) ([]constraint, error) {
+func constraints(pod *v1.Pod, all []v1.TopologySpreadConstraint, action v1.UnsatisfiableConstraintAction) ([]constraint, error) {
 	var out []constraint
-	for _, c := range pod.Spec.TopologySpreadConstraints {
+	for _, c := range all {
 		if c.WhenUnsatisfiable != action {
 			continue
 		}
@@ -151,7 +257,7 @@ func (s *preFilterState) minMatch(i int) int {
 // PreFilter implements framework.PreFilterPlugin: it counts matching pods per domain
 // over every node that counts. Pods without DoNotSchedule constraints Skip.
 func (pl *PodTopologySpread) PreFilter(_ context.Context, state *framework.CycleState, pod *v1.Pod) (*framework.PreFilterResult, *framework.Status) {
-	cs, err := constraints(pod, v1.DoNotSchedule)
+	cs, err := constraints(pod, pl.podConstraints(pod), v1.DoNotSchedule)
 	if err != nil {
 		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, err.Error())
 	}
@@ -253,7 +359,7 @@ func (s *preScoreState) Clone() framework.StateData { return s }
 // PreScore implements framework.PreScorePlugin; pods without ScheduleAnyway
 // constraints Skip.
 func (pl *PodTopologySpread) PreScore(_ context.Context, state *framework.CycleState, pod *v1.Pod, filtered []*framework.NodeInfo) *framework.Status {
-	cs, err := constraints(pod, v1.ScheduleAnyway)
+	cs, err := constraints(pod, pl.podConstraints(pod), v1.ScheduleAnyway)
 	if err != nil {
 		return framework.AsStatus(err)
 	}
