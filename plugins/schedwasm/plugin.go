@@ -60,12 +60,19 @@ func (c *core) putCall(call *wasmhost.Call) {
 	c.calls.Put(call)
 }
 
-// failed turns a call error into the status the policy asks for; nil for Ignore.
+// failed turns a call error into the status the policy asks for; nil for Ignore. A
+// cancelled call is not the plugin's failure: it is an Error whatever the policy, as the
+// caller is abandoning the cycle anyway.
 func (c *core) failed(err error) *framework.Status {
-	if c.policy == Ignore {
+	if c.policy == Ignore && !canceled(err) {
 		return nil
 	}
 	return framework.AsStatus(err).WithPlugin(c.name)
+}
+
+func canceled(err error) bool {
+	var ce *wasmhost.CallError
+	return errors.As(err, &ce) && ce.Reason == wasmhost.ReasonCanceled
 }
 
 // requestsState caches the pod's effective request for the cycle, shared by all wasm
@@ -141,7 +148,12 @@ func (p filterPart) FilterBatch(ctx context.Context, state *framework.CycleState
 	defer c.putCall(call)
 	call.Nodes = nodes
 	if err := c.pool.Do(ctx, call); err != nil {
-		if c.policy == Fail {
+		switch {
+		case canceled(err):
+			for i := range statuses {
+				statuses[i] = framework.AsStatus(err).WithPlugin(c.name)
+			}
+		case c.policy == Fail:
 			for i := range statuses {
 				statuses[i] = framework.NewStatus(framework.UnschedulableAndUnresolvable, err.Error()).WithPlugin(c.name)
 			}
@@ -184,7 +196,7 @@ func (p postFilterPart) PostFilter(ctx context.Context, state *framework.CycleSt
 	}
 	call.NodeNames, call.FilterCodes = names, codes
 	if err := c.pool.Do(ctx, call); err != nil {
-		if c.policy == Ignore {
+		if c.policy == Ignore && !canceled(err) {
 			return nil, framework.NewStatus(framework.Unschedulable, "wasm plugin "+c.name+" failed (ignored): "+err.Error()).WithPlugin(c.name)
 		}
 		return nil, c.failed(err)
@@ -261,7 +273,7 @@ func (p normalizePart) NormalizeScore(ctx context.Context, state *framework.Cycl
 	}
 	call.NodeNames, call.Scores = names, raw
 	if err := c.pool.Do(ctx, call); err != nil {
-		if c.policy == Ignore {
+		if c.policy == Ignore && !canceled(err) {
 			for i := range scores {
 				scores[i].Score = min(max(scores[i].Score, framework.MinNodeScore), framework.MaxNodeScore)
 			}

@@ -374,3 +374,22 @@ func TestMisbehavingPluginInAProfile(t *testing.T) {
 		}
 	}
 }
+
+// A call cancelled by the caller is an Error whatever the failure policy, never a
+// rejection (Fail) or a pass (Ignore).
+func TestCancellationIsNeitherRejectionNorPass(t *testing.T) {
+	l := newLoader(t)
+	for _, policy := range []string{"Fail", "Ignore"} {
+		p := mustPlugin(t, l, config.WasmPlugin{Name: "loop-" + policy, FailurePolicy: policy, Timeout: metav1.Duration{Duration: time.Hour}},
+			"wat:plugins/testdata/loop.wat", "").(framework.BatchFilterPlugin)
+		bad := pod("bad", "1", "1Gi")
+		bad.Labels = map[string]string{"bad": ""}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+		st := make([]*framework.Status, 1)
+		p.FilterBatch(ctx, framework.NewCycleState(), bad, []*framework.NodeInfo{node("n0", "", "4", "8Gi")}, st)
+		cancel()
+		if st[0].Code() != framework.Error || !strings.Contains(st[0].Message(), "canceled") {
+			t.Errorf("%s: status %v %q, want Error (canceled)", policy, st[0].Code(), st[0].Message())
+		}
+	}
+}
