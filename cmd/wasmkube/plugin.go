@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/yaml"
 
 	"github.com/wasmkube/wasmkube/core/scheduler/framework"
 	"github.com/wasmkube/wasmkube/plugins/schedwasm"
@@ -32,6 +34,8 @@ type pluginCheckOptions struct {
 	cacheDir    string
 	verbose     bool
 	benchNodes  int
+	podFile     string
+	nodeFiles   []string
 }
 
 func init() {
@@ -57,6 +61,8 @@ refuse the module.`,
 	f.StringVar(&o.memoryLimit, "memory-limit", "64Mi", "memory limit per instance")
 	f.StringVar(&o.cacheDir, "cache-dir", "", "compilation cache directory (default: none, compile in memory)")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "show the plugin's log lines")
+	f.StringVar(&o.podFile, "pod", "", "call the plugin with this pod (YAML or JSON) instead of the synthetic one")
+	f.StringSliceVar(&o.nodeFiles, "node", nil, "call the plugin with these nodes (YAML or JSON files; repeatable) instead of the synthetic one")
 	f.IntVar(&o.benchNodes, "bench-nodes", 0, "also time Filter and Score over this many synthetic nodes in one batch (0: skip)")
 	pluginCmd.AddCommand(check)
 	rootCmd.AddCommand(pluginCmd)
@@ -117,19 +123,33 @@ func runPluginCheck(ctx context.Context, out io.Writer, file string, o *pluginCh
 		return nil
 	}
 	failed := false
-	pod, node := schedwasm.SmokePod(), schedwasm.SmokeNode()
-	fmt.Fprintf(out, "smoke calls:  pod %s/%s (100m cpu, 128Mi) on node %s (4 cpu, 8Gi)\n", pod.Namespace, pod.Name, node.Node().Name)
+	pod, nodes, err := checkObjects(o)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, n := range nodes {
+		names = append(names, n.Node().Name)
+	}
+	fmt.Fprintf(out, "smoke calls:  pod %s/%s on node(s) %s\n", pod.Namespace, pod.Name, strings.Join(names, ", "))
+	state := framework.NewCycleState()
 	for _, k := range (mod.Kinds() & wasmhost.SchedulerKinds).List() {
-		call := &wasmhost.Call{Kind: k, Pod: pod, State: framework.NewCycleState()}
+		call := &wasmhost.Call{Kind: k, Pod: pod, State: state}
 		switch k {
 		case wasmhost.Filter, wasmhost.PreScore:
-			call.Nodes = []*framework.NodeInfo{node}
+			call.Nodes = nodes
 		case wasmhost.Score:
-			call.Nodes, call.Scores = []*framework.NodeInfo{node}, make([]int64, 1)
+			call.Nodes, call.Scores = nodes, make([]int64, len(nodes))
 		case wasmhost.NormalizeScore:
-			call.NodeNames, call.Scores = []string{node.Node().Name}, []int64{50}
+			call.NodeNames, call.Scores = names, make([]int64, len(nodes))
+			for i := range call.Scores {
+				call.Scores[i] = int64(50 + i)
+			}
 		case wasmhost.PostFilter:
-			call.NodeNames, call.FilterCodes = []string{node.Node().Name}, []int32{wasmhost.CodeUnschedulable}
+			call.NodeNames, call.FilterCodes = names, make([]int32, len(nodes))
+			for i := range call.FilterCodes {
+				call.FilterCodes[i] = wasmhost.CodeUnschedulable
+			}
 		}
 		t := time.Now()
 		err := pool.Do(ctx, call)
@@ -158,18 +178,56 @@ func runPluginCheck(ctx context.Context, out io.Writer, file string, o *pluginCh
 	return nil
 }
 
+// checkObjects returns the pod and nodes of the smoke calls: from --pod and --node files,
+// or the synthetic ones.
+func checkObjects(o *pluginCheckOptions) (*v1.Pod, []*framework.NodeInfo, error) {
+	pod := schedwasm.SmokePod()
+	if o.podFile != "" {
+		pod = &v1.Pod{}
+		if err := readObject(o.podFile, pod); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(o.nodeFiles) == 0 {
+		return pod, []*framework.NodeInfo{schedwasm.SmokeNode()}, nil
+	}
+	var nodes []*framework.NodeInfo
+	for _, f := range o.nodeFiles {
+		n := &v1.Node{}
+		if err := readObject(f, n); err != nil {
+			return nil, nil, err
+		}
+		ni := framework.NewNodeInfo()
+		ni.SetNode(n)
+		nodes = append(nodes, ni)
+	}
+	return pod, nodes, nil
+}
+
+func readObject(file string, into any) error {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	if err := yaml.UnmarshalStrict(b, into); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	return nil
+}
+
 // describeResult renders what an entry point returned.
 func describeResult(c *wasmhost.Call) string {
 	code := framework.Code(c.Code).String()
 	switch c.Kind {
 	case wasmhost.Filter:
-		if len(c.Verdicts) == 0 {
-			return "node passed"
+		passed := len(c.Nodes) - len(c.Verdicts)
+		msg := fmt.Sprintf("%d of %d node(s) passed", passed, len(c.Nodes))
+		for _, v := range c.Verdicts {
+			msg += fmt.Sprintf("; %s rejected: %s: %s", c.Nodes[v.Index].Node().Name, framework.Code(v.Code), strings.ReplaceAll(v.Reason, "\n", ", "))
 		}
-		v := c.Verdicts[0]
-		return fmt.Sprintf("node rejected: %s: %s", framework.Code(v.Code), strings.ReplaceAll(v.Reason, "\n", ", "))
+		return msg
 	case wasmhost.Score, wasmhost.NormalizeScore:
-		return fmt.Sprintf("score %d", c.Scores[0])
+		return fmt.Sprintf("scores %v", c.Scores)
 	case wasmhost.PreFilter:
 		if c.PreFilterNodes != nil {
 			return fmt.Sprintf("%s, nodes %v", code, c.PreFilterNodes)

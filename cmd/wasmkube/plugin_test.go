@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,11 +24,11 @@ func TestPluginCheck(t *testing.T) {
 		want    []string
 	}{
 		{"wat filter", wasmbuild.WAT(t, "wasm-examples/wat/drain-filter/drain-filter.wat"), "", "",
-			[]string{"ABI:          v1", "entry points: wasmkube_filter", "wasmkube_filter          ok", "node passed",
+			[]string{"ABI:          v1", "entry points: wasmkube_filter", "wasmkube_filter          ok", "1 of 1 node(s) passed",
 				"bench:        wasmkube_filter          10 nodes per call", "result:       OK"}},
 		{"all kinds", wasmbuild.Go(t, "sdk/go/internal/testguest"), `{"greeting":"hi"}`, "",
 			[]string{"wasmkube_prefilter, wasmkube_filter, wasmkube_postfilter, wasmkube_prescore, wasmkube_score, wasmkube_normalizescore",
-				"wasmkube_score           ok", "score 4", "nominated wasmkube-smoke-node", "result:       OK"}},
+				"wasmkube_score           ok", "scores [4]", "nominated wasmkube-smoke-node", "result:       OK"}},
 		{"wrong ABI", wasmbuild.WAT(t, "plugins/testdata/v2.wat"), "", "exports wasmkube_abi_version 2, this host supports 1",
 			[]string{"result:       REJECTED"}},
 		{"smoke trap", wasmbuild.WAT(t, "plugins/testdata/alwaystrap.wat"), "", "plugin check failed",
@@ -34,8 +36,9 @@ func TestPluginCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			o := opts(tt.args)
 			var out bytes.Buffer
-			err := runPluginCheck(context.Background(), &out, tt.file, opts(tt.args))
+			err := runPluginCheck(context.Background(), &out, tt.file, o)
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Fatalf("error %v, want %q\n%s", err, tt.wantErr, out.String())
 			}
@@ -45,5 +48,34 @@ func TestPluginCheck(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Real objects from files replace the synthetic pod and node.
+func TestPluginCheckWithObjects(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	pod := write("pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: shop}\nspec:\n  containers: [{name: c, image: busybox}]\n")
+	ok := write("ok.yaml", "apiVersion: v1\nkind: Node\nmetadata: {name: ok}\n")
+	draining := write("draining.yaml", "apiVersion: v1\nkind: Node\nmetadata:\n  name: draining\n  labels: {wasmkube.io/drain: \"\"}\n")
+	var out bytes.Buffer
+	o := &pluginCheckOptions{timeout: 100 * time.Millisecond, memoryLimit: "64Mi", podFile: pod, nodeFiles: []string{ok, draining}}
+	if err := runPluginCheck(context.Background(), &out, wasmbuild.WAT(t, "wasm-examples/wat/drain-filter/drain-filter.wat"), o); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, w := range []string{"pod shop/web on node(s) ok, draining", "1 of 2 node(s) passed; draining rejected: UnschedulableAndUnresolvable: node is draining"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("output lacks %q:\n%s", w, out.String())
+		}
+	}
+	o.podFile = write("bad.yaml", "metadata: {name: x}\nspec: {containerz: []}\n")
+	if err := runPluginCheck(context.Background(), &out, wasmbuild.WAT(t, "wasm-examples/wat/drain-filter/drain-filter.wat"), o); err == nil || !strings.Contains(err.Error(), "bad.yaml") {
+		t.Errorf("a pod file with an unknown field: got %v", err)
 	}
 }
