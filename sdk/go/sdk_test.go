@@ -4,6 +4,7 @@ package sdk_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -180,5 +181,37 @@ func TestSandbox(t *testing.T) {
 	}
 	if strings.Contains(got, fmt.Sprintf("year=%d", start.Year())) {
 		t.Errorf("sandbox report %q: the guest sees the real date", got)
+	}
+}
+
+// A Go guest that allocates without bound hits its memory limit; the Go runtime aborts, the
+// host reports the memory limit and a fresh instance serves the next call.
+func TestGoGuestMemoryLimit(t *testing.T) {
+	h, err := wasmhost.New(wasmhost.Options{CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	m, err := h.Load(ctx, wasmhost.LoadOptions{Name: "hog", Path: wasmbuild.Go(t, "sdk/go/internal/testguest"), MemoryLimit: 32 << 20, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(ctx)
+	p, err := m.NewPool(ctx, nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hog := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"hog": ""}}}
+	err = p.Do(ctx, &wasmhost.Call{Kind: wasmhost.Filter, Pod: hog, Nodes: []*framework.NodeInfo{framework.NewNodeInfo()}})
+	var ce *wasmhost.CallError
+	if !errors.As(err, &ce) || ce.Reason != wasmhost.ReasonMemory {
+		t.Fatalf("got %v, want a memory limit failure", err)
+	}
+	c := &wasmhost.Call{Kind: wasmhost.Filter, Pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "q", Labels: map[string]string{"sandbox": ""}}}, Nodes: []*framework.NodeInfo{framework.NewNodeInfo()}}
+	if err := p.Do(ctx, c); err != nil {
+		t.Fatalf("next call: %v", err)
+	}
+	if created, discarded := p.Stats(); created != 2 || discarded != 1 {
+		t.Errorf("instances created/discarded %d/%d, want 2/1", created, discarded)
 	}
 }

@@ -55,9 +55,18 @@ func init() {
 	})
 }
 
+// hog keeps what the "hog" pod makes the guest allocate reachable.
+var hog [][]byte
+
 func report(pod sdk.Pod, node sdk.Node) sdk.Status {
 	if _, ok := pod.LookupLabel("sandbox"); ok {
 		return sandbox()
+	}
+	if _, ok := pod.LookupLabel("hog"); ok {
+		hog = nil
+		for {
+			hog = append(hog, make([]byte, 1<<20))
+		}
 	}
 	var b strings.Builder
 	req := pod.Requests()
