@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -117,6 +118,7 @@ type nodes struct {
 	mu     sync.Mutex
 	leases map[string]*coordinationv1.Lease
 	ipNext []uint32
+	uids   []types.UID // node UIDs, for the leases' owner references
 }
 
 // Run registers the nodes and keeps them alive until ctx ends. It returns an error if
@@ -156,7 +158,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		return fmt.Errorf("hollow nodes: client: %w", err)
 	}
 	n := &nodes{opts: opts, client: client, log: opts.Logger.With("component", "hollow-nodes"),
-		index: map[string]int{}, leases: map[string]*coordinationv1.Lease{}, ipNext: make([]uint32, opts.Count)}
+		index: map[string]int{}, leases: map[string]*coordinationv1.Lease{}, ipNext: make([]uint32, opts.Count), uids: make([]types.UID, opts.Count)}
 	for i := 0; i < opts.Count; i++ {
 		n.index[NodeName(opts.Prefix, i)] = i
 	}
@@ -231,15 +233,20 @@ func (n *nodes) register(ctx context.Context, client kubernetes.Interface) error
 	return parallel(ctx, n.opts.Count, 32, func(i int) error {
 		node := NewNode(n.opts.Prefix, i)
 		created, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		fresh := err == nil
 		if apierrors.IsAlreadyExists(err) {
 			// A restarted process takes its nodes back: fresh status, same object.
 			cur, gerr := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
 			if gerr != nil {
 				return fmt.Errorf("hollow node %s: %w", node.Name, gerr)
 			}
+			n.setUID(i, cur.UID)
 			cur.Status = node.Status
 			_, err = client.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
-		} else if err == nil && created.Status.Allocatable == nil {
+		} else if err == nil {
+			n.setUID(i, created.UID)
+		}
+		if fresh && created.Status.Allocatable == nil {
 			// Status is a subresource: a create may drop it.
 			created.Status = node.Status
 			_, err = client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
@@ -304,8 +311,11 @@ func (n *nodes) renewLease(ctx context.Context, i int) error {
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: v1.NamespaceNodeLease},
 			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(name), LeaseDurationSeconds: &dur, RenewTime: &now},
 		}
-		if node, gerr := n.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); gerr == nil {
-			cur.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: node.UID}}
+		n.mu.Lock()
+		uid := n.uids[i]
+		n.mu.Unlock()
+		if uid != "" {
+			cur.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: uid}}
 		}
 		cur, err = leases.Create(ctx, cur, metav1.CreateOptions{})
 	case err == nil:
@@ -319,6 +329,12 @@ func (n *nodes) renewLease(ctx context.Context, i int) error {
 	}
 	n.setLease(name, cur)
 	return nil
+}
+
+func (n *nodes) setUID(i int, uid types.UID) {
+	n.mu.Lock()
+	n.uids[i] = uid
+	n.mu.Unlock()
 }
 
 func (n *nodes) setLease(name string, l *coordinationv1.Lease) {

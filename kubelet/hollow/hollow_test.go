@@ -119,4 +119,24 @@ func TestHollowNodes(t *testing.T) {
 	if !lease().Equal(last) {
 		t.Fatal("lease renewed after the hollow nodes stopped")
 	}
+
+	// A restarted process takes its nodes back and heartbeats resume.
+	ctx2, stop2 := context.WithCancel(context.Background())
+	defer stop2()
+	ready2 := make(chan struct{})
+	done2 := make(chan error, 1)
+	go func() {
+		done2 <- hollow.Run(ctx2, srv.Config, hollow.Options{Count: 4, Prefix: "h-", Ready: ready2,
+			LeaseInterval: 200 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	}()
+	select {
+	case <-ready2:
+	case err := <-done2:
+		t.Fatalf("restart: %v", err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx2, 50*time.Millisecond, 10*time.Second, false, func(context.Context) (bool, error) {
+		return lease().After(last), nil
+	}); err != nil {
+		t.Fatalf("heartbeats did not resume after a restart: %v", err)
+	}
 }
