@@ -208,6 +208,10 @@ func (s *Scheduler) runPatcher(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case r := <-s.patches:
+			// Paced: explanations are for people; they must not compete with bindings.
+			if err := s.patchLimiter.Wait(ctx); err != nil {
+				return
+			}
 			if _, err := s.client.CoreV1().Pods(r.ns).Patch(ctx, r.name, types.MergePatchType, r.patch, metav1.PatchOptions{}); err != nil {
 				s.log.Debug("annotate bound pod with explanation", "pod", r.ns+"/"+r.name, "err", err)
 			}

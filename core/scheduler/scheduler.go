@@ -31,12 +31,16 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
 
 	schedcache "github.com/wasmkube/wasmkube/core/scheduler/cache"
 	"github.com/wasmkube/wasmkube/core/scheduler/config"
 	"github.com/wasmkube/wasmkube/core/scheduler/framework"
 	"github.com/wasmkube/wasmkube/core/scheduler/queue"
 )
+
+// explainPatchQueue bounds the explanations waiting to be patched onto bound pods.
+const explainPatchQueue = 1024
 
 // ExplainAnnotation is the pod annotation holding the last cycle's explanation (JSON
 // of runtime.Explanation); `wasmkube explain pod` prints it.
@@ -92,6 +96,7 @@ type Scheduler struct {
 	// seen bound (see explainBound); patches feeds runPatcher.
 	pendingExplain sync.Map
 	patches        chan patchReq
+	patchLimiter   flowcontrol.RateLimiter
 
 	reloadMu sync.Mutex
 	leading  atomic.Bool
@@ -147,7 +152,9 @@ func New(ctx context.Context, opts Options) (*Scheduler, error) {
 		cache:    schedcache.New(),
 		snapshot: schedcache.NewSnapshot(),
 		queue:    queue.New(opts.Queue),
-		patches:  make(chan patchReq, 4096),
+		patches:  make(chan patchReq, explainPatchQueue),
+		// 50 explanation patches per second at most, bursts of 100.
+		patchLimiter: flowcontrol.NewTokenBucketRateLimiter(50, 100),
 	}
 	s.metrics = newMetrics(s.queue)
 	s.broadcaster = record.NewBroadcaster(record.WithContext(ctx))
