@@ -177,7 +177,13 @@ func (s *Scheduler) handleFailure(ctx context.Context, fwk *runtime.Framework, s
 	}
 	s.queue.AddUnschedulable(qp, unschedulable)
 	s.recorder.Event(pod, v1.EventTypeWarning, "FailedScheduling", msg)
-	s.updateStatus(ctx, pod, reason, msg, nominated, explanation)
+	// The API writes happen off the scheduling loop, as upstream does, so that many
+	// unschedulable pods do not slow the pods that fit.
+	s.bindWG.Add(1)
+	go func() {
+		defer s.bindWG.Done()
+		s.updateStatus(ctx, pod, reason, msg, nominated, explanation)
+	}()
 }
 
 // explainBound makes sure a pod just seen bound carries the explanation of the cycle
