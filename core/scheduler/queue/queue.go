@@ -101,10 +101,16 @@ func New(opts Options) *Queue {
 	return q
 }
 
+// activeLess orders activeQ by spec.priority, then by creation time (metadata has
+// second granularity), then by when the pod entered the queue.
 func activeLess(a, b *QueuedPodInfo) bool {
 	pa, pb := priority(a.Pod), priority(b.Pod)
 	if pa != pb {
 		return pa > pb
+	}
+	ca, cb := a.Pod.CreationTimestamp.Time, b.Pod.CreationTimestamp.Time
+	if !ca.Equal(cb) {
+		return ca.Before(cb)
 	}
 	return a.Timestamp.Before(b.Timestamp)
 }

@@ -95,6 +95,18 @@ func TestUnschedulableWaitsForEventThenBacksOff(t *testing.T) {
 	}
 }
 
+func TestOlderPodsFirstWithinAPriority(t *testing.T) {
+	q, _ := newQ()
+	young, old := pod("young", 0), pod("old", 0)
+	young.CreationTimestamp = metav1.Unix(2000, 0)
+	old.CreationTimestamp = metav1.Unix(1000, 0)
+	q.Add(young) // enters the queue first, but was created later
+	q.Add(old)
+	if got := q.Pop().Pod.Name; got != "old" {
+		t.Fatalf("popped %s first, want the older pod", got)
+	}
+}
+
 func TestMoveDuringCycleGoesToBackoff(t *testing.T) {
 	q, _ := newQ()
 	q.Add(pod("p", 0))
