@@ -31,6 +31,7 @@ type upOptions struct {
 	imagesDir   string
 	hollowNodes int
 	noKubelet   bool
+	keepPods    bool
 	logLevel    string
 }
 
@@ -49,7 +50,8 @@ func init() {
   and --hollow-nodes simulated nodes for scale work.
 
 Ctrl-C stops everything and removes the kubelet's pods: no containers, mounts, veths or
-network namespaces are left behind.`,
+network namespaces are left behind. With --keep-pods the pods' containers keep running (their
+shims outlive containerd), and the next up on the same data dir adopts them without restarts.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runUp(o) },
 	}
@@ -61,6 +63,7 @@ network namespaces are left behind.`,
 	f.StringVar(&o.imagesDir, "images-dir", "", "OCI archives the kubelet imports at start (default: images/ beside the binary)")
 	f.IntVar(&o.hollowNodes, "hollow-nodes", 0, "number of simulated nodes to add")
 	f.BoolVar(&o.noKubelet, "no-kubelet", false, "run without the real kubelet (hollow nodes only)")
+	f.BoolVar(&o.keepPods, "keep-pods", false, "on Ctrl-C leave the real node's containers running (their shims outlive containerd); the next up on the same data dir adopts them")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	rootCmd.AddCommand(cmd)
 }
@@ -247,7 +250,7 @@ func startKubelet(ctx context.Context, srv *apiserver.Server, dataDir string, o 
 	k, err := kubelet.New(ctx, kubelet.Options{
 		RESTConfig: nodeCfg, NodeName: name, RootDir: filepath.Join(dataDir, "kubelet"),
 		ContainerdAddress: daemon.Address(), Snapshotter: daemon.Snapshotter(),
-		ImagesDir: images, ServerAddr: "127.0.0.1:10250", CleanupOnExit: true, Logger: log,
+		ImagesDir: images, ServerAddr: "127.0.0.1:10250", CleanupOnExit: !o.keepPods, Logger: log,
 	})
 	if err != nil {
 		_ = daemon.Stop()
