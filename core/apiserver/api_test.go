@@ -435,7 +435,8 @@ func TestGenerateNameScaleBindingTokenReview(t *testing.T) {
 		t.Fatalf("generateName: %v %q", err, got.Name)
 	}
 	// binding sets spec.nodeName once.
-	b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: got.Name}, Target: corev1.ObjectReference{Kind: "Node", Name: "n1"}}
+	b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: got.Name, Annotations: map[string]string{"example.com/why": "fits"}},
+		Target: corev1.ObjectReference{Kind: "Node", Name: "n1"}}
 	if err := pods.Bind(ctx, b, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("bind: %v", err)
 	}
@@ -445,6 +446,9 @@ func TestGenerateNameScaleBindingTokenReview(t *testing.T) {
 	bound, _ := pods.Get(ctx, got.Name, metav1.GetOptions{})
 	if bound.Spec.NodeName != "n1" || len(bound.Status.Conditions) != 1 || bound.Status.Conditions[0].Type != corev1.PodScheduled {
 		t.Fatalf("after bind: %q %+v", bound.Spec.NodeName, bound.Status.Conditions)
+	}
+	if bound.Annotations["example.com/why"] != "fits" {
+		t.Fatalf("binding annotations not copied onto the pod: %v", bound.Annotations)
 	}
 	// scale subresource.
 	dep := `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"replicas":1,"selector":{"matchLabels":{"app":"d"}},"template":{"metadata":{"labels":{"app":"d"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}}}`

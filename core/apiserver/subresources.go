@@ -83,6 +83,14 @@ func (s *Server) serveBinding(ctx context.Context, rq *request, st *store) error
 			return nil, apierrors.NewConflict(st.res.gvr.GroupResource(), name, fmt.Errorf("pod %s is already assigned to node %q", name, pod.Spec.NodeName))
 		}
 		pod.Spec.NodeName = b.Target.Name
+		// As upstream: the Binding's annotations are copied onto the pod, so a scheduler
+		// records what it decided in the same write as the decision.
+		for k, v := range b.Annotations {
+			if pod.Annotations == nil {
+				pod.Annotations = map[string]string{}
+			}
+			pod.Annotations[k] = v
+		}
 		setPodScheduled(pod)
 		return pod, nil
 	})
