@@ -14,6 +14,9 @@ run go test ./core/storage -run '^$' -bench 'BenchmarkCreate|BenchmarkWatchFanou
 # Scheduler: the algorithm alone, then end to end through the API server, native and wasm
 run go test ./core/scheduler/runtime -run '^$' -bench SchedulePod -benchtime 3000x
 run bin/wasmkube bench scheduler --nodes 5000 --pods 10000 --output json
+# The same policy native and as wasm modules, one after the other in this run (issue 4: wasm >= 80% of native)
+run bin/wasmkube bench scheduler --nodes 5000 --pods 10000 --output json --config wasm-examples/go/bench-native.yaml
+run bin/wasmkube bench scheduler --nodes 5000 --pods 10000 --output json --config wasm-examples/go/bench-wasm.yaml
 # Wasm plugins: cost per (pod, node), wasm against native
 run go test ./plugins/... -run '^$' -bench . -benchtime 2s
 # Kubelet pod startup (real containerd and CNI; needs root)
