@@ -98,6 +98,10 @@ type Scheduler struct {
 	patches        chan patchReq
 	patchLimiter   flowcontrol.RateLimiter
 
+	// handlersSynced report when the informers' initial lists went through the event
+	// handlers (into the cache and queue), not only into the informers' stores.
+	handlersSynced []cache.InformerSynced
+
 	reloadMu sync.Mutex
 	leading  atomic.Bool
 	bindWG   sync.WaitGroup
@@ -229,6 +233,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			return fmt.Errorf("scheduler: informer for %v did not sync", typ)
 		}
 	}
+	if !cache.WaitForCacheSync(ctx.Done(), s.handlersSynced...) {
+		return nil
+	}
 	go s.queue.Run(ctx.Done())
 	for range 2 {
 		go s.runPatcher(ctx)
@@ -273,7 +280,7 @@ func (s *Scheduler) responsible(pod *v1.Pod) bool {
 
 func (s *Scheduler) addHandlers() {
 	podInf := s.factory.Core().V1().Pods().Informer()
-	_, _ = podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	podReg, _ := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { s.onPodAdd(obj.(*v1.Pod)) },
 		UpdateFunc: func(o, n any) { s.onPodUpdate(o.(*v1.Pod), n.(*v1.Pod)) },
 		DeleteFunc: func(obj any) {
@@ -286,7 +293,7 @@ func (s *Scheduler) addHandlers() {
 		},
 	})
 	nodeInf := s.factory.Core().V1().Nodes().Informer()
-	_, _ = nodeInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	nodeReg, _ := nodeInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			s.cache.AddNode(obj.(*v1.Node))
 			s.queue.MoveAllToActiveOrBackoff(nil)
@@ -307,6 +314,7 @@ func (s *Scheduler) addHandlers() {
 			}
 		},
 	})
+	s.handlersSynced = []cache.InformerSynced{podReg.HasSynced, nodeReg.HasSynced}
 }
 
 func terminated(p *v1.Pod) bool {
