@@ -173,6 +173,9 @@ func readControllerSettings(configFile string) (controllerSettings, error) {
 	return controllerSettings{nodeMonitorGracePeriod: g, tolerationSeconds: tol}, nil
 }
 
+// schedulerMetricsAddr is where the in-process scheduler serves /metrics.
+const schedulerMetricsAddr = "127.0.0.1:10259"
+
 // startControlPlane runs the scheduler (with its wasm plugins) and the controllers in
 // process, as clients of srv; they stop when ctx ends.
 func startControlPlane(ctx context.Context, srv *apiserver.Server, dataDir, configFile string, cs controllerSettings, leaderElect bool, log *slog.Logger) error {
@@ -186,6 +189,11 @@ func startControlPlane(ctx context.Context, srv *apiserver.Server, dataDir, conf
 	})
 	if err != nil {
 		return err
+	}
+	// The scheduler's metrics (attempts, plugin durations, config reloads) are served where
+	// a standalone `wasmkube scheduler` serves them; the API server's /metrics has the rest.
+	if err := schedServeMetrics(ctx, schedulerMetricsAddr, sched.MetricsHandler(), log); err != nil {
+		log.Warn("scheduler metrics not served", "err", err)
 	}
 	go func() {
 		if err := sched.Run(ctx); err != nil && ctx.Err() == nil {
