@@ -2,7 +2,8 @@
 # Builds every example plugin into <name>.wasm beside its source:
 #   wasm-examples/go/<name>/    Go guests: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared
 #   wasm-examples/wat/<name>/   WebAssembly text: wat2wasm <name>.wat
-#   wasm-examples/<lang>/<name>/build.sh   any other language builds itself (run from its folder)
+#   wasm-examples/<lang>/<name>/build.sh   any other language builds itself (run from its folder;
+#                                          C: clang + lld, Rust: Debian's /usr/bin/rustc)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin"

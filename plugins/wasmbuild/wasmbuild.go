@@ -83,3 +83,25 @@ func WAT(t testing.TB, file string) string {
 	built[file] = out
 	return out
 }
+
+// Script builds the example in dir (relative to the repository root) with its own
+// build.sh, the way scripts/build-examples.sh builds examples in languages other than Go
+// and WAT: `bash build.sh OUT` run from dir, writing the module to OUT. It returns OUT.
+func Script(t testing.TB, dir string) string {
+	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	if p, ok := built[dir]; ok {
+		return p
+	}
+	out := filepath.Join(outDir(t), strings.ReplaceAll(dir, "/", "_")+".wasm")
+	tmp := fmt.Sprintf("%s.%d.tmp", out, os.Getpid())
+	cmd := exec.Command("bash", "build.sh", tmp)
+	cmd.Dir = filepath.Join(Root(), dir)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build %s with its build.sh (toolchains: scripts/deps.sh): %v\n%s", dir, err, b)
+	}
+	install(t, tmp, out)
+	built[dir] = out
+	return out
+}
