@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -258,7 +259,7 @@ func startKubelet(ctx context.Context, srv *apiserver.Server, dataDir string, o 
 	k, err := kubelet.New(ctx, kubelet.Options{
 		RESTConfig: nodeCfg, NodeName: name, RootDir: filepath.Join(dataDir, "kubelet"),
 		ContainerdAddress: daemon.Address(), Snapshotter: daemon.Snapshotter(),
-		ImagesDir: images, ServerAddr: "127.0.0.1:10250", CleanupOnExit: !o.keepPods, Logger: log,
+		ImagesDir: images, ServerAddr: kubeletAddr(), CleanupOnExit: !o.keepPods, Logger: log,
 	})
 	if err != nil {
 		_ = daemon.Stop()
@@ -266,6 +267,18 @@ func startKubelet(ctx context.Context, srv *apiserver.Server, dataDir string, o 
 	}
 	go func() { done <- k.Run(ctx) }()
 	return daemon, nil
+}
+
+// kubeletAddr is the kubelet's usual port when it is free, else any free port: the node
+// publishes its port in status.daemonEndpoints, which is all the API server needs to reach
+// it, so a second cluster on the same machine still gets a real node.
+func kubeletAddr() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:10250")
+	if err != nil {
+		return "127.0.0.1:0"
+	}
+	_ = ln.Close()
+	return "127.0.0.1:10250"
 }
 
 func joinWords(items []string) string {
