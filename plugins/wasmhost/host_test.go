@@ -100,6 +100,9 @@ func TestMisbehavingPluginsAreContained(t *testing.T) {
 		discarded   bool
 	}{
 		{"loop.wat", Filter, LoadOptions{Timeout: 50 * time.Millisecond}, ReasonTimeout, "time limit of 50ms", true},
+		// 1 GiB of memory.fill takes tens of milliseconds on any machine: far past 5ms.
+		{"overrun.wat", Filter, LoadOptions{Timeout: 5 * time.Millisecond}, ReasonTimeout, "time limit of 5ms", true},
+		{"overrun-start.wat", Filter, LoadOptions{Timeout: 5 * time.Millisecond}, ReasonTimeout, "time limit of 5ms", true},
 		{"trap.wat", Filter, LoadOptions{}, ReasonTrap, "unreachable", true},
 		{"grow.wat", Filter, LoadOptions{MemoryLimit: 2 << 20}, ReasonMemory, "memory limit of 2097152 bytes", true},
 		{"garbage.wat", Filter, LoadOptions{}, ReasonGarbage, "returned status code 42", false},

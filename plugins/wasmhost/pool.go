@@ -186,6 +186,9 @@ func (inst *instance) run(ctx context.Context, fn api.Function, stack []uint64, 
 			}
 			return err, ReasonTimeout
 		}
+		if err == nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+			return errOverran, ReasonTimeout
+		}
 		return err, ""
 	}
 	if ctx.Err() != nil {
@@ -219,11 +222,23 @@ func (inst *instance) run(ctx context.Context, fn api.Function, stack []uint64, 
 	if hit != "" {
 		inst.deadline.Set(0)
 		if err == nil {
-			hit = "" // finished before reaching a check: the result stands
+			if hit == ReasonTimeout {
+				// Finished before reaching a check, but late: the time limit is a limit on
+				// the call, not on its loops (straight-line code, memory.grow and bulk
+				// memory instructions can take long without looping), so the result is
+				// dropped as a timeout.
+				err = errOverran
+			} else {
+				hit = "" // the caller gave up just as the call finished: the result stands
+			}
 		}
 	}
 	return err, hit
 }
+
+// errOverran is the error of a call that returned after its time limit without reaching
+// a deadline check.
+var errOverran = errors.New("returned after its time limit")
 
 // onTimer is the instance's timer: it expires the running call if its time is up. A timer
 // armed for an earlier call may fire late, while a later call runs; the time check makes
