@@ -321,3 +321,21 @@ func failures(plugin, kind string) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// A rejection without a reason gets the plugin's name as its reason, so that the
+// scheduler's "0/N nodes are available" message still says who rejected the node.
+func TestRejectionWithoutReasonNamesThePlugin(t *testing.T) {
+	h, _ := newHost(t)
+	p, err := load(t, h, "quiet", "noreason.wat", LoadOptions{}).NewPool(context.Background(), nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCall(Filter, testPod("p", nil), testNodes("n0", "n1"))
+	if err := p.Do(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	want := []Verdict{{Index: 0, Code: CodeUnschedulable, Reason: "rejected by plugin quiet"}}
+	if len(c.Verdicts) != 1 || c.Verdicts[0] != want[0] {
+		t.Errorf("verdicts %+v, want %+v", c.Verdicts, want)
+	}
+}

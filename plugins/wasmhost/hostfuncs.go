@@ -234,7 +234,12 @@ var hostFuncs = []hostFunc{
 			c.setGarbage("node_status: status code " + itoa(int64(code)) + " is not one of 0..3")
 		case code == CodeSuccess:
 		default:
-			c.Verdicts = append(c.Verdicts, Verdict{Index: i, Code: code, Reason: truncate(reason, maxReason)})
+			r := truncate(reason, maxReason)
+			if r == "" {
+				// "0/5 nodes are available: 5 ." tells a user nothing; the plugin's name does.
+				r = "rejected by plugin " + instanceOf(ctx).pool.m.name
+			}
+			c.Verdicts = append(c.Verdicts, Verdict{Index: i, Code: code, Reason: r})
 		}
 	}},
 	{"node_score", []api.ValueType{i32, i64}, nil, func(ctx context.Context, mod api.Module, s []uint64) {
