@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"time"
 
@@ -77,7 +74,7 @@ Config file keys (flags override them):
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 			if metricsAddr != "" {
-				if err := serveControllerMetrics(ctx, metricsAddr, reg, log); err != nil {
+				if err := serveMetrics(ctx, metricsAddr, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), log); err != nil {
 					return err
 				}
 			}
@@ -97,26 +94,4 @@ Config file keys (flags override them):
 	f.IntVar(&workers, "workers", 5, "workers per controller")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	rootCmd.AddCommand(cmd)
-}
-
-// serveControllerMetrics serves reg on addr until ctx is done.
-func serveControllerMetrics(ctx context.Context, addr string, reg *prometheus.Registry, log *slog.Logger) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("metrics listener %s: %w", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		<-ctx.Done()
-		_ = srv.Close()
-	}()
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Warn("metrics server stopped", "err", err)
-		}
-	}()
-	return nil
 }

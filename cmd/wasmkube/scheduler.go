@@ -1,14 +1,9 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
@@ -51,7 +46,7 @@ schedules. Prometheus metrics are served at --metrics-addr/metrics.`,
 				return err
 			}
 			if metricsAddr != "" {
-				if err := schedServeMetrics(ctx, metricsAddr, s.MetricsHandler(), log); err != nil {
+				if err := serveMetrics(ctx, metricsAddr, s.MetricsHandler(), log); err != nil {
 					return err
 				}
 			}
@@ -80,27 +75,4 @@ func schedLogger(level string) (*slog.Logger, error) {
 	// send it to the same place in the same format.
 	klog.SetSlogLogger(log)
 	return log, nil
-}
-
-// schedServeMetrics serves /metrics and /healthz on addr until ctx ends.
-func schedServeMetrics(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("--metrics-addr %s: %w", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", h)
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		_ = srv.Close()
-	}()
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server", "err", err)
-		}
-	}()
-	log.Info("serving metrics", "addr", ln.Addr().String())
-	return nil
 }

@@ -193,7 +193,7 @@ func startControlPlane(ctx context.Context, srv *apiserver.Server, dataDir, conf
 	}
 	// The scheduler's metrics (attempts, plugin durations, config reloads) are served where
 	// a standalone `wasmkube scheduler` serves them; the API server's /metrics has the rest.
-	if err := schedServeMetrics(ctx, schedulerMetricsAddr, sched.MetricsHandler(), log); err != nil {
+	if err := serveMetrics(ctx, schedulerMetricsAddr, sched.MetricsHandler(), log); err != nil {
 		log.Warn("scheduler metrics not served", "err", err)
 	}
 	go func() {
