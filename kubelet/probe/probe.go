@@ -113,7 +113,8 @@ func (r *Runner) Probe(ctx context.Context, t Target, h *v1.ProbeHandler) (Resul
 		var d net.Dialer
 		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 		if err != nil {
-			return Failure, fmt.Sprintf("dial tcp %s:%d: %v", host, port, err), nil
+			// The dial error already names the network and address.
+			return Failure, err.Error(), nil
 		}
 		conn.Close()
 		return Success, "", nil
@@ -159,7 +160,8 @@ func (r *Runner) httpGet(ctx context.Context, t Target, g *v1.HTTPGetAction) (Re
 	}
 	resp, err := r.HTTP.Do(req)
 	if err != nil {
-		return Failure, fmt.Sprintf("Get %q: %v", u.String(), err), nil
+		// A *url.Error already reads `Get "URL": cause`.
+		return Failure, err.Error(), nil
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 10<<10))
 	resp.Body.Close()

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -83,17 +84,25 @@ func TestRunnerHandlers(t *testing.T) {
 		name string
 		h    v1.ProbeHandler
 		want Result
+		// wantMsg is the Unhealthy event's message, as upstream words it (each part once).
+		wantMsg string
 	}{
-		{"http ok", v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/ok", Port: intstr.FromInt32(int32(port)), HTTPHeaders: []v1.HTTPHeader{{Name: "X-Probe", Value: "1"}}}}, Success},
-		{"http 503", v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/bad", Port: intstr.FromInt32(int32(port))}}, Failure},
-		{"tcp open", v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}}, Success},
-		{"tcp closed", v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(int32(closedPort))}}, Failure},
-		{"exec 0", v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}, Success},
-		{"exec 1", v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"false"}}}, Failure},
+		{"http ok", v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/ok", Port: intstr.FromInt32(int32(port)), HTTPHeaders: []v1.HTTPHeader{{Name: "X-Probe", Value: "1"}}}}, Success, ""},
+		{"http 503", v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/bad", Port: intstr.FromInt32(int32(port))}}, Failure, "HTTP probe failed with statuscode: 503"},
+		{"http refused", v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/ok", Port: intstr.FromInt32(int32(closedPort))}}, Failure,
+			fmt.Sprintf(`Get "http://127.0.0.1:%d/ok": dial tcp 127.0.0.1:%d: connect: connection refused`, closedPort, closedPort)},
+		{"tcp open", v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}}, Success, ""},
+		{"tcp closed", v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(int32(closedPort))}}, Failure,
+			fmt.Sprintf("dial tcp 127.0.0.1:%d: connect: connection refused", closedPort)},
+		{"exec 0", v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}, Success, ""},
+		{"exec 1", v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"false"}}}, Failure, `command "false" exited with 1: bad`},
 	} {
 		got, msg, err := r.Probe(ctx, tgt, &tc.h)
 		if err != nil || got != tc.want {
 			t.Errorf("%s: got %v (%s) err %v, want %v", tc.name, got, msg, err, tc.want)
+		}
+		if tc.wantMsg != "" && msg != tc.wantMsg {
+			t.Errorf("%s: message %q, want %q", tc.name, msg, tc.wantMsg)
 		}
 	}
 }
