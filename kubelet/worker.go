@@ -150,7 +150,9 @@ func (w *podWorker) sync(ctx context.Context) (time.Duration, bool) {
 	}
 	obs, err := w.observe(ctx)
 	if err != nil {
-		w.k.log.Error("observe pod", "pod", podKey(pod), "err", err)
+		if ctx.Err() == nil { // a cancelled context is the kubelet stopping, not a fault
+			w.k.log.Error("observe pod", "pod", podKey(pod), "err", err)
+		}
 		return 2 * time.Second, false
 	}
 	if isTerminal(pod) {
@@ -172,7 +174,9 @@ func (w *podWorker) sync(ctx context.Context) (time.Duration, bool) {
 
 	obs, err = w.observe(ctx)
 	if err != nil {
-		w.k.log.Error("observe pod", "pod", podKey(pod), "err", err)
+		if ctx.Err() == nil { // a cancelled context is the kubelet stopping, not a fault
+			w.k.log.Error("observe pod", "pod", podKey(pod), "err", err)
+		}
 		return 2 * time.Second, false
 	}
 	w.syncProbes(ctx, pod, obs)
