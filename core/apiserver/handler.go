@@ -286,8 +286,15 @@ func (s *Server) serveResource(rq *request) error {
 	case "scale":
 		return s.serveScale(ctx, rq, st)
 	}
-	if info.res.gvr.Resource == "tokenreviews" {
+	switch info.res.gvr.Resource {
+	case "tokenreviews":
 		return s.serveTokenReview(rq)
+	case "selfsubjectreviews":
+		return s.serveSelfSubjectReview(rq)
+	case "selfsubjectaccessreviews":
+		return s.serveSelfSubjectAccessReview(rq)
+	case "selfsubjectrulesreviews":
+		return s.serveSelfSubjectRulesReview(rq)
 	}
 
 	switch info.verb {

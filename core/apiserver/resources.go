@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,7 +23,7 @@ type resource struct {
 	namespaced bool
 	shortNames []string
 	categories []string
-	// createOnly resources (tokenreviews) are not stored.
+	// createOnly resources (tokenreviews, self reviews) are not stored.
 	createOnly bool
 	// subresources served besides the object itself.
 	subresources []string
@@ -145,6 +146,16 @@ var resources = []*resource{
 	{gvr: authenticationv1.SchemeGroupVersion.WithResource("tokenreviews"), kind: "TokenReview", singular: "tokenreview",
 		createOnly: true,
 		newFunc:    newOf[authenticationv1.TokenReview]()},
+	// kubectl auth whoami and kubectl auth can-i ask these about the caller.
+	{gvr: authenticationv1.SchemeGroupVersion.WithResource("selfsubjectreviews"), kind: "SelfSubjectReview", singular: "selfsubjectreview",
+		createOnly: true,
+		newFunc:    newOf[authenticationv1.SelfSubjectReview]()},
+	{gvr: authorizationv1.SchemeGroupVersion.WithResource("selfsubjectaccessreviews"), kind: "SelfSubjectAccessReview", singular: "selfsubjectaccessreview",
+		createOnly: true,
+		newFunc:    newOf[authorizationv1.SelfSubjectAccessReview]()},
+	{gvr: authorizationv1.SchemeGroupVersion.WithResource("selfsubjectrulesreviews"), kind: "SelfSubjectRulesReview", singular: "selfsubjectrulesreview",
+		createOnly: true,
+		newFunc:    newOf[authorizationv1.SelfSubjectRulesReview]()},
 }
 
 // registry finds resources by group, version and plural name.

@@ -576,7 +576,8 @@ func (st *store) predicate(labelSel, fieldSel string) (storage.Predicate, error)
 	if labelSel != "" {
 		s, err := labels.Parse(labelSel)
 		if err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("unable to parse requirement: %v", err))
+			// labels.Parse already says "unable to parse requirement: ...".
+			return nil, apierrors.NewBadRequest(err.Error())
 		}
 		ls = s
 	}
