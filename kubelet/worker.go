@@ -41,6 +41,15 @@ type podWorker struct {
 
 	pullFailures map[string]int       // container name -> failed pulls in a row
 	pullRetry    map[string]time.Time // container name -> no pull before
+	pullNever    map[string]string    // container name -> message while its image is absent under policy Never
+}
+
+// errImageNeverPull is a missing image under imagePullPolicy Never: not a pull failure, so
+// it is reported as ErrImageNeverPull (as upstream) rather than ErrImagePull/ImagePullBackOff.
+type errImageNeverPull struct{ image string }
+
+func (e *errImageNeverPull) Error() string {
+	return fmt.Sprintf("Container image %q is not present with pull policy of Never", e.image)
 }
 
 type containerProbes struct {
@@ -56,7 +65,7 @@ type containerProbes struct {
 func newPodWorker(k *Kubelet, pod *v1.Pod) *podWorker {
 	return &podWorker{k: k, uid: pod.UID, pod: pod, lastPod: pod, poke: make(chan struct{}, 1),
 		probes: map[string]*containerProbes{}, waiting: map[string]Waiting{}, backoff: map[string]string{},
-		pullFailures: map[string]int{}, pullRetry: map[string]time.Time{}}
+		pullFailures: map[string]int{}, pullRetry: map[string]time.Time{}, pullNever: map[string]string{}}
 }
 
 func (w *podWorker) update(pod *v1.Pod) {
@@ -386,7 +395,7 @@ func (w *podWorker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	}
 	switch {
 	case policy == v1.PullNever && present == nil:
-		return fmt.Errorf("container image %q is not present with pull policy of Never", c.Image)
+		return &errImageNeverPull{image: c.Image}
 	case policy == v1.PullAlways || present == nil:
 		w.k.rec.event(pod, v1.EventTypeNormal, "Pulling", c.Name, "Pulling image %q", c.Image)
 		start := time.Now()
@@ -412,17 +421,35 @@ func isLocalOnly(ref string) bool {
 
 func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, sb *runtime.Sandbox, c *v1.Container, field string, attempt int, volumes map[string]string) {
 	w.mu.Lock()
-	retryAt, failures := w.pullRetry[c.Name], w.pullFailures[c.Name]
+	retryAt, failures, never := w.pullRetry[c.Name], w.pullFailures[c.Name], w.pullNever[c.Name]
 	w.mu.Unlock()
 	if time.Now().Before(retryAt) {
-		w.setWaiting(c.Name, &Waiting{Reason: "ImagePullBackOff", Message: fmt.Sprintf("Back-off pulling image %q", c.Image)})
+		if never != "" {
+			w.setWaiting(c.Name, &Waiting{Reason: "ErrImageNeverPull", Message: never})
+		} else {
+			w.setWaiting(c.Name, &Waiting{Reason: "ImagePullBackOff", Message: fmt.Sprintf("Back-off pulling image %q", c.Image)})
+		}
 		return
 	}
 	if err := w.ensureImage(ctx, pod, c); err != nil {
 		failures++
+		var neverErr *errImageNeverPull
+		isNever := errors.As(err, &neverErr)
 		w.mu.Lock()
+		// Policy Never is re-checked on the same back-off (the image may be imported meanwhile),
+		// which also keeps its warning events from flooding.
 		w.pullFailures[c.Name], w.pullRetry[c.Name] = failures, time.Now().Add(RestartDelay(failures))
+		if isNever {
+			w.pullNever[c.Name] = err.Error()
+		} else {
+			delete(w.pullNever, c.Name)
+		}
 		w.mu.Unlock()
+		if isNever {
+			w.setWaiting(c.Name, &Waiting{Reason: "ErrImageNeverPull", Message: err.Error()})
+			w.k.rec.event(pod, v1.EventTypeWarning, "ErrImageNeverPull", c.Name, "%s", err.Error())
+			return
+		}
 		w.setWaiting(c.Name, &Waiting{Reason: "ErrImagePull", Message: err.Error()})
 		w.k.rec.event(pod, v1.EventTypeWarning, "Failed", c.Name, "Failed to pull image %q: %v", c.Image, err)
 		return
@@ -430,6 +457,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, sb *runtime
 	w.mu.Lock()
 	delete(w.pullFailures, c.Name)
 	delete(w.pullRetry, c.Name)
+	delete(w.pullNever, c.Name)
 	w.mu.Unlock()
 	cfg, err := w.containerConfig(pod, sb, c, field, attempt, volumes)
 	if err != nil {

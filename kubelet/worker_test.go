@@ -106,3 +106,62 @@ func waitGone(t *testing.T, srv *apiservertest.Server, name string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// A missing image with imagePullPolicy Never is reported as upstream does: waiting reason
+// ErrImageNeverPull with the policy named, during the retry back-off too, and a Warning event
+// of that reason; the runtime is never asked to pull.
+func TestImageNeverPullReason(t *testing.T) {
+	srv := apiservertest.Start(t)
+	fake := runtime.NewFake("busybox")
+	ctx, cancel := context.WithCancel(context.Background())
+	k, err := kubelet.New(ctx, kubelet.Options{RESTConfig: srv.NodeConfig(t, "fake-node"), NodeName: "fake-node", RootDir: t.TempDir(),
+		Runtime: fake, ServerAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- k.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "never", Namespace: "default"}, Spec: v1.PodSpec{NodeName: "fake-node",
+		Containers: []v1.Container{{Name: "app", Image: "example.com/absent:1", ImagePullPolicy: v1.PullNever}}}}
+	if _, err := srv.Client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waiting := func(p *v1.Pod) *v1.ContainerStateWaiting {
+		if cs := containerStatus(p, "app"); cs != nil {
+			return cs.State.Waiting
+		}
+		return nil
+	}
+	got := waitPod(t, srv.Client, "default", "never", "waiting on its image", func(p *v1.Pod) bool { return waiting(p) != nil && waiting(p).Reason != "ContainerCreating" })
+	want := `Container image "example.com/absent:1" is not present with pull policy of Never`
+	if w := waiting(got); w.Reason != "ErrImageNeverPull" || w.Message != want {
+		t.Errorf("waiting %+v, want ErrImageNeverPull: %s", w, want)
+	}
+	// The kubelet keeps re-checking (the image may be imported later); the reason stays.
+	time.Sleep(1500 * time.Millisecond)
+	got = waitPod(t, srv.Client, "default", "never", "still waiting", func(p *v1.Pod) bool { return waiting(p) != nil })
+	if w := waiting(got); w.Reason != "ErrImageNeverPull" {
+		t.Errorf("later waiting %+v, want ErrImageNeverPull", w)
+	}
+	evs, err := srv.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=never"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reasons []string
+	for _, e := range evs.Items {
+		reasons = append(reasons, e.Reason)
+		if e.Reason == "ErrImageNeverPull" && e.Message != want {
+			t.Errorf("event message %q, want %q", e.Message, want)
+		}
+	}
+	if !strings.Contains(strings.Join(reasons, ","), "ErrImageNeverPull") {
+		t.Errorf("events %v: want an ErrImageNeverPull warning", reasons)
+	}
+	for _, c := range fake.Calls() {
+		if strings.HasPrefix(c, "PullImage") {
+			t.Errorf("runtime asked to pull despite policy Never: %s", c)
+		}
+	}
+}
