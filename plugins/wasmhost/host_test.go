@@ -105,6 +105,7 @@ func TestMisbehavingPluginsAreContained(t *testing.T) {
 		{"overrun-start.wat", Filter, LoadOptions{Timeout: 5 * time.Millisecond}, ReasonTimeout, "time limit of 5ms", true},
 		{"trap.wat", Filter, LoadOptions{}, ReasonTrap, "unreachable", true},
 		{"grow.wat", Filter, LoadOptions{MemoryLimit: 2 << 20}, ReasonMemory, "memory limit of 2097152 bytes", true},
+		{"growbig.wat", Filter, LoadOptions{MemoryLimit: 16 << 20, Timeout: time.Minute}, ReasonMemory, "memory limit of 16777216 bytes", true},
 		{"garbage.wat", Filter, LoadOptions{}, ReasonGarbage, "returned status code 42", false},
 		{"garbage.wat", Score, LoadOptions{}, ReasonGarbage, "score 1000 for node n0 is outside [0, 100]", false},
 		{"badindex.wat", Filter, LoadOptions{}, ReasonGarbage, "node index 99 is outside the batch of 2", false},
@@ -337,5 +338,23 @@ func TestRejectionWithoutReasonNamesThePlugin(t *testing.T) {
 	want := []Verdict{{Index: 0, Code: CodeUnschedulable, Reason: "rejected by plugin quiet"}}
 	if len(c.Verdicts) != 1 || c.Verdicts[0] != want[0] {
 		t.Errorf("verdicts %+v, want %+v", c.Verdicts, want)
+	}
+}
+
+// A refused memory.grow that the guest copes with is not a failure, and does not make a
+// later, unrelated trap a memory-limit failure.
+func TestRefusedGrowIsForgottenAfterItsCall(t *testing.T) {
+	h, _ := newHost(t)
+	p, err := load(t, h, "cope", "growcope.wat", LoadOptions{}).NewPool(context.Background(), nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Do(context.Background(), newCall(Filter, testPod("p", map[string]string{"bad": ""}), testNodes("n0"))); err != nil {
+		t.Fatalf("call with a refused grow the guest copes with: %v", err)
+	}
+	err = p.Do(context.Background(), newCall(Filter, testPod("p", map[string]string{"late": ""}), testNodes("n0")))
+	var ce *CallError
+	if !errors.As(err, &ce) || ce.Reason != ReasonTrap {
+		t.Fatalf("later trap: got %v, want a %q failure", err, ReasonTrap)
 	}
 }

@@ -11,6 +11,11 @@ import (
 // traps. See docs/plugins.md ("Time limits").
 const deadlineExport = "wasmkube_deadline"
 
+// growFailedExport is the exported mutable i32 global that instrument sets to 1 whenever a
+// memory.grow of the guest returns -1, so that the host can tell a trap that follows a
+// refused grow (a language runtime aborting) from any other trap.
+const growFailedExport = "wasmkube_grow_failed"
+
 var errNoRewrite = errors.New("module cannot be instrumented")
 
 // instrument rewrites a module so that it can be interrupted cheaply. It adds two mutable
@@ -25,7 +30,9 @@ var errNoRewrite = errors.New("module cannot be instrumented")
 //		if deadline { unreachable }
 //	}
 //
-// so a loop iteration costs a global load, a store and a branch. Any execution that never
+// so a loop iteration costs a global load, a store and a branch. After every memory.grow it
+// inserts "if the result is -1, set grow_failed" (through a scratch global, exported as
+// wasmkube_grow_failed), so that a memory-limit failure is classified as one. Any execution that never
 // ends must loop (and hit the check) or recurse (and overflow the stack), so a rewritten
 // module always stops soon after the host raises the flag, and never keeps the Go runtime
 // from stopping the world.
@@ -81,11 +88,16 @@ func instrument(bin []byte) ([]byte, error) {
 	}
 	fuel := importedGlobals + definedGlobals
 	g := fuel + 1
+	scratch, growFailed := g+1, g+2
 	check := checkCode(fuel, g)
+	grow := growCode(scratch, growFailed)
 	newGlobals := []byte{
 		0x7f, 0x01, 0x41, 0x80, 0x08, 0x0b, // fuel: i32, mutable, i32.const checkEvery, end
 		0x7f, 0x01, 0x41, 0x00, 0x0b, // deadline: i32, mutable, i32.const 0, end
+		0x7f, 0x01, 0x41, 0x00, 0x0b, // scratch: i32, mutable, i32.const 0, end
+		0x7f, 0x01, 0x41, 0x00, 0x0b, // grow_failed: i32, mutable, i32.const 0, end
 	}
+	const added = 4
 
 	var out bytes.Buffer
 	out.Write(bin[:8])
@@ -98,23 +110,25 @@ func instrument(bin []byte) ([]byte, error) {
 	for _, s := range secs {
 		// Sections are ordered by id except custom (0) and data count (12, before code).
 		if !hasGlobal && !globalDone && s.id != 0 && order(s.id) > order(6) {
-			emit(6, append(uleb(2), newGlobals...))
+			emit(6, append(uleb(added), newGlobals...))
 			globalDone = true
 		}
 		switch s.id {
 		case 6:
 			sr := &reader{b: s.payload}
 			n := sr.u32()
-			emit(6, append(append(uleb(n+2), s.payload[sr.p:]...), newGlobals...))
+			emit(6, append(append(uleb(n+added), s.payload[sr.p:]...), newGlobals...))
 		case 7:
 			sr := &reader{b: s.payload}
 			n := sr.u32()
-			p := append(uleb(n+1), s.payload[sr.p:]...)
+			p := append(uleb(n+2), s.payload[sr.p:]...)
 			p = append(append(p, uleb(uint32(len(deadlineExport)))...), deadlineExport...)
 			p = append(append(p, 0x03), uleb(g)...)
+			p = append(append(p, uleb(uint32(len(growFailedExport)))...), growFailedExport...)
+			p = append(append(p, 0x03), uleb(growFailed)...)
 			emit(7, p)
 		case 10:
-			code, err := instrumentCode(s.payload, check)
+			code, err := instrumentCode(s.payload, check, grow)
 			if err != nil {
 				return nil, err
 			}
@@ -140,6 +154,18 @@ func checkCode(fuel, deadline uint32) []byte {
 	c = append(append(c, 0x41, 0x80, 0x08, 0x24), f...)         // i32.const 1024; global.set fuel
 	c = append(c, 0x41, 0x00, 0x40, 0x00, 0x1a, 0x23)           // i32.const 0; memory.grow 0; drop; global.get
 	c = append(append(c, d...), 0x04, 0x40, 0x00, 0x0b, 0x0b)   // deadline; if; unreachable; end; end
+	return c
+}
+
+// growCode is the code inserted after every memory.grow (see instrument): with the grow's
+// result r on the stack, "scratch = r; if r == -1 { grow_failed = 1 }; push r".
+func growCode(scratch, failed uint32) []byte {
+	sc, f := uleb(scratch), uleb(failed)
+	var c []byte
+	c = append(append(append(c, 0x24), sc...), 0x23)                      // global.set scratch; global.get
+	c = append(append(append(append(c, sc...), 0x23), sc...), 0x41, 0x7f) // scratch; global.get scratch; i32.const -1
+	c = append(c, 0x46, 0x04, 0x40, 0x41, 0x01, 0x24)                     // i32.eq; if; i32.const 1; global.set
+	c = append(append(c, f...), 0x0b)                                     // grow_failed; end
 	return c
 }
 
@@ -182,7 +208,7 @@ func countImportedGlobals(p []byte) (uint32, error) {
 	return globals, r.err
 }
 
-func instrumentCode(p []byte, check []byte) ([]byte, error) {
+func instrumentCode(p []byte, check, grow []byte) ([]byte, error) {
 	r := &reader{b: p}
 	n := r.u32()
 	out := uleb(n)
@@ -192,7 +218,7 @@ func instrumentCode(p []byte, check []byte) ([]byte, error) {
 		if r.err != nil {
 			return nil, r.err
 		}
-		nb, err := instrumentBody(body, check)
+		nb, err := instrumentBody(body, check, grow)
 		if err != nil {
 			return nil, fmt.Errorf("function body %d: %w", i, err)
 		}
@@ -201,7 +227,7 @@ func instrumentCode(p []byte, check []byte) ([]byte, error) {
 	return out, r.err
 }
 
-func instrumentBody(body []byte, check []byte) ([]byte, error) {
+func instrumentBody(body []byte, check, grow []byte) ([]byte, error) {
 	r := &reader{b: body}
 	groups := r.u32()
 	for i := uint32(0); i < groups; i++ {
@@ -224,8 +250,11 @@ func instrumentBody(body []byte, check []byte) ([]byte, error) {
 			return nil, r.err
 		}
 		out = append(out, body[start:r.p]...)
-		if loop {
+		switch {
+		case loop:
 			out = append(out, check...)
+		case op == 0x40: // memory.grow
+			out = append(out, grow...)
 		}
 	}
 	return out, nil

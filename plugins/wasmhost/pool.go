@@ -51,13 +51,16 @@ type instance struct {
 	sink  *logSink
 
 	// Deadline mode (nil in context mode): the flag, and which call may raise it.
-	deadline  api.MutableGlobal
-	mu        sync.Mutex
-	gen       uint64
-	active    uint64
-	hit       FailureReason
-	timer     *time.Timer
-	expiresAt time.Time
+	deadline api.MutableGlobal
+	// growFailed is set by the guest when one of its memory.grow returned -1 (deadline
+	// mode only; nil otherwise).
+	growFailed api.MutableGlobal
+	mu         sync.Mutex
+	gen        uint64
+	active     uint64
+	hit        FailureReason
+	timer      *time.Timer
+	expiresAt  time.Time
 }
 
 // NewPool makes a pool of up to size instances for the plugin with the given args (JSON,
@@ -133,6 +136,9 @@ func (p *Pool) newInstance(ctx context.Context) (*instance, error) {
 			return fail(errors.New("instrumented module lost its deadline global"))
 		}
 		inst.deadline = g
+		if gf, ok := mod.ExportedGlobal(growFailedExport).(api.MutableGlobal); ok {
+			inst.growFailed = gf
+		}
 		if mod.ExportedFunction("_initialize") != nil {
 			if _, err := run("_initialize", startLimit); err != nil {
 				return fail(err)
@@ -198,7 +204,8 @@ func (inst *instance) run(ctx context.Context, fn api.Function, stack []uint64, 
 	inst.gen++
 	gen := inst.gen
 	inst.active = gen
-	inst.expiresAt = time.Now().Add(limit)
+	expires := time.Now().Add(limit)
+	inst.expiresAt = expires
 	inst.mu.Unlock()
 	// One timer per instance, re-armed per call: a call allocates no timer.
 	if inst.timer == nil {
@@ -221,17 +228,17 @@ func (inst *instance) run(ctx context.Context, fn api.Function, stack []uint64, 
 	inst.mu.Unlock()
 	if hit != "" {
 		inst.deadline.Set(0)
-		if err == nil {
-			if hit == ReasonTimeout {
-				// Finished before reaching a check, but late: the time limit is a limit on
-				// the call, not on its loops (straight-line code, memory.grow and bulk
-				// memory instructions can take long without looping), so the result is
-				// dropped as a timeout.
-				err = errOverran
-			} else {
-				hit = "" // the caller gave up just as the call finished: the result stands
-			}
+		if err == nil && hit != ReasonTimeout {
+			hit = "" // the caller gave up just as the call finished: the result stands
 		}
+	}
+	// A call that finished before reaching a check, but late, is a timeout too: the limit
+	// is on the call, not on its loops (straight-line code, memory.grow and bulk memory
+	// instructions take long without looping). The clock is read here because the timer
+	// may not have run yet: machine code without checks cannot be preempted, and a pending
+	// stop-the-world holds every other goroutine, timers included, until it returns.
+	if err == nil && (hit == ReasonTimeout || !time.Now().Before(expires)) {
+		return errOverran, ReasonTimeout
 	}
 	return err, hit
 }
@@ -364,10 +371,14 @@ func (inst *instance) invoke(ctx context.Context, c *Call) (_ *CallError, discar
 	}
 	err, hit := inst.run(ctx, inst.fns[c.Kind], stack, p.m.timeout)
 	inst.sink.endCall()
+	growFailed := inst.growFailed != nil && inst.growFailed.Get() != 0
+	if growFailed {
+		inst.growFailed.Set(0) // a guest that coped with a refused grow is not blamed later
+	}
 	if err != nil {
 		reason := hit
 		if reason == "" {
-			reason = inst.classify(err)
+			reason = inst.classify(err, growFailed)
 		}
 		return &CallError{Plugin: p.m.name, Kind: c.Kind, Reason: reason, Err: trimTrace(err, reason, p.m)}, true
 	}
@@ -386,7 +397,7 @@ func (inst *instance) invoke(ctx context.Context, c *Call) (_ *CallError, discar
 }
 
 // classify maps a failed call to a FailureReason (docs/abi.md section 7).
-func (inst *instance) classify(err error) FailureReason {
+func (inst *instance) classify(err error, growFailed bool) FailureReason {
 	var bp *badPointerError
 	var ge *garbageError
 	var exit *sys.ExitError
@@ -396,9 +407,13 @@ func (inst *instance) classify(err error) FailureReason {
 	case errors.As(err, &ge):
 		return ReasonGarbage
 	}
-	// A language runtime that cannot grow its heap aborts (trap or proc_exit); what tells
-	// the cause is a memory close to its limit (within an eighth: runtimes grow in chunks,
-	// so the last failed request may have been far smaller than what was left).
+	// A language runtime that cannot grow its heap aborts (trap or proc_exit). A rewritten
+	// module says exactly whether a grow was refused during the call; for the others, what
+	// tells the cause is a memory close to its limit (within an eighth: runtimes grow in
+	// chunks, so the last failed request may have been far smaller than what was left).
+	if growFailed {
+		return ReasonMemory
+	}
 	if mem := inst.mod.Memory(); mem != nil && uint64(mem.Size())+max(pageSize, inst.pool.m.memLimit/8) > inst.pool.m.memLimit {
 		return ReasonMemory
 	}
