@@ -229,6 +229,7 @@ func (s *Server) seedNamespaces(ctx context.Context) error {
 	for _, name := range []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease} {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		st.prepareForCreate(ns, metav1.Now())
+		defaultObject(ns)
 		if _, err := st.s.Create(ctx, st.key("", name), ns); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
 			return fmt.Errorf("apiserver: create namespace %s: %w", name, err)
 		}

@@ -209,6 +209,7 @@ func (st *store) create(ctx context.Context, rq *request, obj runtime.Object) (r
 		}
 		if generated && errors.Is(err, storage.ErrAlreadyExists) && attempt < 5 {
 			m.SetName(m.GetGenerateName() + generateSuffix())
+			defaultObject(obj) // defaults may derive from the name (a namespace's name label)
 			continue
 		}
 		return nil, st.apiError(err, m.GetName())

@@ -1,7 +1,9 @@
 // Package defaults fills in the fields Kubernetes fills in when an object is created or
 // updated (restartPolicy Always, imagePullPolicy from the tag, probe timings, Deployment
 // strategy, Service type, ...), following upstream's pkg/apis/*/v1/defaults.go. Default
-// changes the object in place, sets only fields that are unset, and is idempotent.
+// changes the object in place, sets only fields that are unset (except a namespace's
+// kubernetes.io/metadata.name label, which always equals its name, as upstream), and is
+// idempotent.
 package defaults
 
 import (
@@ -246,6 +248,14 @@ func node(n *corev1.Node) {
 }
 
 func namespace(ns *corev1.Namespace) {
+	// Upstream labels every namespace with its own name (always, even over a user's value)
+	// so that namespace selectors can pick a namespace by name.
+	if ns.Name != "" {
+		if ns.Labels == nil {
+			ns.Labels = map[string]string{}
+		}
+		ns.Labels[corev1.LabelMetadataName] = ns.Name
+	}
 	if ns.Status.Phase == "" {
 		ns.Status.Phase = corev1.NamespaceActive
 	}
@@ -290,6 +300,19 @@ func service(svc *corev1.Service) {
 		}
 		if len(s.ClusterIPs) == 0 && s.ClusterIP != "" {
 			s.ClusterIPs = []string{s.ClusterIP}
+		}
+		// wasmkube's service network is single-stack IPv4 (see the allocator), so the
+		// families are upstream's defaults on such a cluster: headless services without a
+		// selector get RequireDualStack, every other one SingleStack.
+		if s.IPFamilyPolicy == nil {
+			p := corev1.IPFamilyPolicySingleStack
+			if s.ClusterIP == corev1.ClusterIPNone && len(s.Selector) == 0 {
+				p = corev1.IPFamilyPolicyRequireDualStack
+			}
+			s.IPFamilyPolicy = &p
+		}
+		if len(s.IPFamilies) == 0 {
+			s.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
 		}
 	}
 	if (s.Type == corev1.ServiceTypeNodePort || s.Type == corev1.ServiceTypeLoadBalancer) && s.ExternalTrafficPolicy == "" {

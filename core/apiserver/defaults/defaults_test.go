@@ -129,11 +129,30 @@ func TestServiceNamespaceNodeDefaults(t *testing.T) {
 		t.Errorf("service defaults wrong: %+v", svc.Spec)
 	}
 
+	if *svc.Spec.IPFamilyPolicy != corev1.IPFamilyPolicySingleStack || len(svc.Spec.IPFamilies) != 1 || svc.Spec.IPFamilies[0] != corev1.IPv4Protocol {
+		t.Errorf("service IP families wrong: %v %v", svc.Spec.IPFamilyPolicy, svc.Spec.IPFamilies)
+	}
+	headless := &corev1.Service{Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone}}
+	Default(headless)
+	if *headless.Spec.IPFamilyPolicy != corev1.IPFamilyPolicyRequireDualStack {
+		t.Errorf("selectorless headless service policy = %v, want RequireDualStack", *headless.Spec.IPFamilyPolicy)
+	}
+	external := &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "example.com"}}
+	Default(external)
+	if external.Spec.IPFamilyPolicy != nil || external.Spec.IPFamilies != nil {
+		t.Errorf("ExternalName service got IP families: %v %v", external.Spec.IPFamilyPolicy, external.Spec.IPFamilies)
+	}
+
 	ns := &corev1.Namespace{}
+	ns.Name = "team-a"
+	ns.Labels = map[string]string{corev1.LabelMetadataName: "forged", "x": "y"}
 	Default(ns)
 	Default(ns)
 	if ns.Status.Phase != corev1.NamespaceActive || len(ns.Spec.Finalizers) != 1 || ns.Spec.Finalizers[0] != corev1.FinalizerKubernetes {
 		t.Errorf("namespace defaults wrong: %+v", ns)
+	}
+	if ns.Labels[corev1.LabelMetadataName] != "team-a" || ns.Labels["x"] != "y" {
+		t.Errorf("namespace name label wrong: %v", ns.Labels)
 	}
 
 	node := &corev1.Node{Status: corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}

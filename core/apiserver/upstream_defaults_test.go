@@ -1,0 +1,42 @@
+package apiserver_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/apiservertest"
+)
+
+// Defaults a kubectl user sees on an upstream cluster: namespaces carry their name as the
+// kubernetes.io/metadata.name label (used by namespace selectors), services their IP
+// families.
+func TestKubectlNamespaceLabelAndServiceFamilies(t *testing.T) {
+	srv := apiservertest.Start(t)
+	k := newKubectl(t, srv)
+
+	k.ok("create", "namespace", "team-a")
+	for _, ns := range []string{"team-a", "default", "kube-system"} {
+		if out := k.ok("get", "namespace", ns, "-o", "jsonpath={.metadata.labels.kubernetes\\.io/metadata\\.name}"); out != ns {
+			t.Errorf("namespace %s name label = %q", ns, out)
+		}
+	}
+	// The label follows the name even when a user removes or changes it.
+	k.ok("label", "namespace", "team-a", "kubernetes.io/metadata.name=other", "--overwrite")
+	if out := k.ok("get", "namespace", "-l", "kubernetes.io/metadata.name=team-a", "-o", "name"); strings.TrimSpace(out) != "namespace/team-a" {
+		t.Errorf("selecting the namespace by its name label: %q", out)
+	}
+
+	k.ok("create", "service", "clusterip", "web", "--tcp=80:8080")
+	if out := k.ok("get", "service", "web", "-o", "jsonpath={.spec.ipFamilyPolicy} {.spec.ipFamilies}"); out != `SingleStack ["IPv4"]` {
+		t.Errorf("service IP families: %q", out)
+	}
+	if out := k.ok("describe", "service", "web"); !strings.Contains(out, "IP Families:              IPv4") ||
+		!strings.Contains(out, "IP Family Policy:         SingleStack") {
+		t.Errorf("describe service:\n%s", out)
+	}
+	k.ok("create", "service", "clusterip", "headless", "--clusterip=None")
+	if out := k.ok("get", "service", "headless", "-o", "jsonpath={.spec.ipFamilyPolicy}"); out != "SingleStack" {
+		// kubectl create service gives it the selector app=headless
+		t.Errorf("headless service with a selector: policy %q", out)
+	}
+}
