@@ -79,15 +79,16 @@ var errNotFoundPath = apierrors.NewGenericServerResponse(http.StatusNotFound, ""
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
-	verb, resName, sub, userName := strings.ToUpper(r.Method), "", "", ""
+	userName := ""
+	ml := requestLabels{verb: strings.ToUpper(r.Method)}
 	defer func() {
 		code := sw.code
 		if code == 0 {
 			code = http.StatusOK
 		}
-		s.metrics.observe(verb, resName, sub, code, time.Since(start))
+		s.metrics.observe(ml, code, time.Since(start))
 		if s.log.Enabled(r.Context(), slog.LevelDebug) {
-			s.log.Debug("request", "verb", verb, "uri", r.URL.RequestURI(), "user", userName, "code", code, "latency", time.Since(start))
+			s.log.Debug("request", "verb", ml.verb, "uri", r.URL.RequestURI(), "user", userName, "code", code, "latency", time.Since(start))
 		}
 	}()
 
@@ -130,8 +131,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(sw, err)
 		return
 	}
-	verb = metricVerb(info.verb)
-	resName, sub = info.res.gvr.Resource, info.subresource
+	ml = labelsFor(metricVerb(info.verb), info, r.URL.Query()["dryRun"])
+	resName, sub := info.res.gvr.Resource, info.subresource
 	if ok, why := authorize(user, info); !ok {
 		writeError(sw, apierrors.NewForbidden(info.res.gvr.GroupResource(), info.name,
 			fmt.Errorf("User %q cannot %s resource %q in API group %q: %s", user.Name, info.verb, subName(resName, sub), info.res.gvr.Group, why)))

@@ -1,7 +1,9 @@
 package apiserver
 
 import (
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,13 +27,13 @@ func newMetrics() *apiMetrics {
 		m := &apiMetrics{
 			requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 				Name: "apiserver_request_total",
-				Help: "Counter of apiserver requests broken out for each verb, resource, subresource and HTTP response code.",
-			}, []string{"verb", "resource", "subresource", "code"}),
+				Help: "Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.",
+			}, append(requestLabelNames, "code")),
 			latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 				Name:    "apiserver_request_duration_seconds",
-				Help:    "Response latency distribution in seconds for each verb, resource and subresource (WATCH excluded).",
+				Help:    "Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component (WATCH excluded).",
 				Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
-			}, []string{"verb", "resource", "subresource"}),
+			}, requestLabelNames),
 		}
 		m.requests = registerOrReuse(m.requests).(*prometheus.CounterVec)
 		m.latency = registerOrReuse(m.latency).(*prometheus.HistogramVec)
@@ -50,9 +52,44 @@ func registerOrReuse(c prometheus.Collector) prometheus.Collector {
 	return c
 }
 
-func (m *apiMetrics) observe(verb, resource, sub string, code int, d time.Duration) {
-	m.requests.WithLabelValues(verb, resource, sub, strconv.Itoa(code)).Inc()
-	if verb != "WATCH" && verb != "CONNECT" {
-		m.latency.WithLabelValues(verb, resource, sub).Observe(d.Seconds())
+// requestLabelNames are upstream's labels of the request metrics (code comes on top for
+// apiserver_request_total), so dashboards written for Kubernetes work unchanged.
+var requestLabelNames = []string{"verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component"}
+
+// requestLabels describe one request for the metrics.
+type requestLabels struct {
+	verb, dryRun, group, version, resource, subresource, scope string
+}
+
+func (l requestLabels) values() []string {
+	return []string{l.verb, l.dryRun, l.group, l.version, l.resource, l.subresource, l.scope, "apiserver"}
+}
+
+// labelsFor describes a resource request as upstream does: scope is "resource" for a
+// named object or a create, "namespace" for a collection in a namespace, "cluster" for a
+// cluster-wide collection; dry_run is the sorted, comma-joined dryRun values.
+func labelsFor(verb string, ri *requestInfo, dryRun []string) requestLabels {
+	l := requestLabels{verb: verb, group: ri.res.gvr.Group, version: ri.res.gvr.Version,
+		resource: ri.res.gvr.Resource, subresource: ri.subresource}
+	switch {
+	case ri.name != "" || ri.verb == "create":
+		l.scope = "resource"
+	case ri.namespace != "":
+		l.scope = "namespace"
+	default:
+		l.scope = "cluster"
+	}
+	if len(dryRun) > 0 {
+		d := append([]string(nil), dryRun...)
+		sort.Strings(d)
+		l.dryRun = strings.Join(d, ",")
+	}
+	return l
+}
+
+func (m *apiMetrics) observe(l requestLabels, code int, d time.Duration) {
+	m.requests.WithLabelValues(append(l.values(), strconv.Itoa(code))...).Inc()
+	if l.verb != "WATCH" && l.verb != "CONNECT" {
+		m.latency.WithLabelValues(l.values()...).Observe(d.Seconds())
 	}
 }

@@ -40,3 +40,29 @@ func TestKubectlNamespaceLabelAndServiceFamilies(t *testing.T) {
 		t.Errorf("headless service with a selector: policy %q", out)
 	}
 }
+
+// `kubectl get --raw /metrics` shows the request counter with upstream's labels.
+func TestKubectlMetricsCarryUpstreamLabels(t *testing.T) {
+	srv := apiservertest.Start(t)
+	k := newKubectl(t, srv)
+	k.ok("create", "namespace", "metrics-a")
+	k.ok("get", "deployments", "-n", "metrics-a")
+	out := k.ok("get", "--raw", "/metrics")
+	want := `apiserver_request_total{code="200",component="apiserver",dry_run="",group="apps",resource="deployments",scope="namespace",subresource="",verb="LIST",version="v1"}`
+	if !strings.Contains(out, want) {
+		t.Fatalf("no %s in\n%s", want, grepLines(out, "apiserver_request_total"))
+	}
+	if !strings.Contains(out, `apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="",resource="namespaces",scope="resource",subresource="",verb="POST",version="v1"`) {
+		t.Fatalf("no namespace create latency in\n%s", grepLines(out, "apiserver_request_duration_seconds_count"))
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
