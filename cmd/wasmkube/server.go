@@ -7,11 +7,17 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/wasmkube/wasmkube/core/apiserver"
+	"github.com/wasmkube/wasmkube/core/controller"
 )
 
 func init() { rootCmd.AddCommand(newServerCmd()) }
@@ -49,11 +55,25 @@ same process, each leader-elected through a Lease in kube-system.`,
 			opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			ctx, stop := signalContext()
 			defer stop()
-			srv, err := startAPIServer(ctx, opts)
+			// The API server outlives a stop signal briefly, so that the in-process
+			// scheduler and controller manager can hand back their leader Leases and a
+			// restart does not wait for them to expire. During start-up a signal stops
+			// it at once.
+			apiCtx, stopAPI := context.WithCancel(context.WithoutCancel(ctx))
+			defer stopAPI()
+			stopAPIOnSignal := context.AfterFunc(ctx, stopAPI)
+			apiOnly, _ := cmd.Flags().GetBool("apiserver-only")
+			srv, err := startAPIServer(apiCtx, opts)
 			if err != nil {
 				return err
 			}
-			if apiOnly, _ := cmd.Flags().GetBool("apiserver-only"); !apiOnly {
+			if !apiOnly {
+				stopAPIOnSignal()
+				go func() {
+					<-ctx.Done()
+					awaitLeasesReleased(apiCtx, srv.AdminRESTConfig(), leaseReleaseGrace)
+					stopAPI()
+				}()
 				configFile, _ := cmd.Flags().GetString("config")
 				cs, err := readControllerSettings(configFile)
 				if err != nil {
@@ -151,4 +171,53 @@ func startAPIServer(ctx context.Context, opts apiserver.Options) (*apiserver.Ser
 		_ = srv.Wait()
 		return nil, ctx.Err()
 	}
+}
+
+// leaseReleaseGrace bounds how long the API server waits, after a stop signal, for this
+// host's scheduler and controller manager to release their leader Leases.
+const leaseReleaseGrace = 3 * time.Second
+
+// controlPlaneLeases are the kube-system Leases the in-process components hold.
+var controlPlaneLeases = []string{"wasmkube-scheduler", controller.LeaseName}
+
+// awaitLeasesReleased returns once no control-plane Lease is held by a component of this
+// host (their identities are "<hostname>_<random>"), or after max. Both components
+// release on cancellation (ReleaseOnCancel), which needs the API server still serving.
+func awaitLeasesReleased(ctx context.Context, cfg *rest.Config, max time.Duration) {
+	host, err := os.Hostname()
+	if err != nil {
+		return
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, max)
+	defer cancel()
+	for {
+		held := false
+		for _, name := range controlPlaneLeases {
+			l, err := client.CoordinationV1().Leases(metav1.NamespaceSystem).Get(ctx, name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				held = true // unknown: keep waiting until max
+			case heldByHost(l.Spec.HolderIdentity, host):
+				held = true
+			}
+		}
+		if !held {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// heldByHost reports whether a Lease holder identity belongs to a component on host.
+func heldByHost(holder *string, host string) bool {
+	return holder != nil && strings.HasPrefix(*holder, host+"_")
 }

@@ -73,11 +73,13 @@ func TestServerOptionsPrecedence(t *testing.T) {
 // TestServerCommandStopsOnSIGTERMAndRestarts runs `wasmkube server` in process, stops it
 // with SIGTERM (which the command catches) and starts it again on the same data dir. The
 // signal goes to the whole test process, so this test must never run in parallel.
-func TestServerCommandStopsOnSIGTERMAndRestarts(t *testing.T) {
-	dir := t.TempDir()
-	run := func() (stop func() error, client kubernetes.Interface) {
+// runServerCmd runs `wasmkube server` in process on dir until the returned stop sends
+// SIGTERM.
+func runServerCmd(t *testing.T, dir string, extra ...string) (stop func() error, client kubernetes.Interface) {
+	t.Helper()
+	{
 		cmd := newServerCmd()
-		if err := cmd.Flags().Parse([]string{"--data-dir", dir, "--listen", "127.0.0.1:0", "--log-level", "error"}); err != nil {
+		if err := cmd.Flags().Parse(append([]string{"--data-dir", dir, "--listen", "127.0.0.1:0", "--log-level", "error"}, extra...)); err != nil {
 			t.Fatal(err)
 		}
 		_ = os.Remove(filepath.Join(dir, "admin.kubeconfig"))
@@ -110,6 +112,11 @@ func TestServerCommandStopsOnSIGTERMAndRestarts(t *testing.T) {
 			return <-done
 		}, cs
 	}
+}
+
+func TestServerCommandStopsOnSIGTERMAndRestarts(t *testing.T) {
+	dir := t.TempDir()
+	run := func() (func() error, kubernetes.Interface) { return runServerCmd(t, dir) }
 	stop, c := run()
 	if _, err := c.CoreV1().ConfigMaps("default").Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kept"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -121,5 +128,64 @@ func TestServerCommandStopsOnSIGTERMAndRestarts(t *testing.T) {
 	defer func() { _ = stop() }()
 	if _, err := c.CoreV1().ConfigMaps("default").Get(context.Background(), "kept", metav1.GetOptions{}); err != nil {
 		t.Fatalf("object after restart: %v", err)
+	}
+}
+
+// On SIGTERM the API server stays up until the in-process scheduler and controller
+// manager have released their Leases, so a restart does not wait for them to expire.
+func TestServerCommandReleasesLeasesOnStop(t *testing.T) {
+	dir := t.TempDir()
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, c := runServerCmd(t, dir)
+	deadline := time.Now().Add(60 * time.Second)
+	for held := 0; held < len(controlPlaneLeases); {
+		if time.Now().After(deadline) {
+			_ = stop()
+			t.Fatal("the scheduler and controller manager never took their Leases")
+		}
+		time.Sleep(100 * time.Millisecond)
+		held = 0
+		for _, name := range controlPlaneLeases {
+			l, err := c.CoordinationV1().Leases("kube-system").Get(context.Background(), name, metav1.GetOptions{})
+			if err == nil && heldByHost(l.Spec.HolderIdentity, host) {
+				held++
+			}
+		}
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("server after SIGTERM: %v", err)
+	}
+	stop, c = runServerCmd(t, dir, "--apiserver-only")
+	defer func() { _ = stop() }()
+	for _, name := range controlPlaneLeases {
+		l, err := c.CoordinationV1().Leases("kube-system").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("lease %s: %v", name, err)
+		}
+		if h := l.Spec.HolderIdentity; h != nil && *h != "" {
+			t.Errorf("lease %s still held by %q after the server stopped", name, *h)
+		}
+	}
+}
+
+func TestHeldByHost(t *testing.T) {
+	s := func(v string) *string { return &v }
+	cases := []struct {
+		holder *string
+		want   bool
+	}{
+		{nil, false},
+		{s(""), false},
+		{s("vm_0123abcd"), true},
+		{s("vm2_0123abcd"), false},
+		{s("othervm_0123"), false},
+	}
+	for _, c := range cases {
+		if got := heldByHost(c.holder, "vm"); got != c.want {
+			t.Errorf("heldByHost(%v, vm) = %v, want %v", c.holder, got, c.want)
+		}
 	}
 }
