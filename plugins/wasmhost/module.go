@@ -140,7 +140,10 @@ func (h *Host) Load(ctx context.Context, o LoadOptions) (*Module, error) {
 
 // setup makes the module's runtime and compiles bin in it; on error the runtime is closed.
 func (m *Module) setup(ctx context.Context, bin []byte, pages uint64) (err error) {
+	// No DWARF: wazero would symbolize every trap's stack trace from it (about 300ms per
+	// trap for a Rust std module), and only the trace's first line is ever reported.
 	cfg := wazero.NewRuntimeConfig().
+		WithDebugInfoEnabled(false).
 		WithCompilationCache(m.host.cache).
 		WithCloseOnContextDone(m.interrupt == InterruptContext).
 		WithMemoryLimitPages(uint32(pages))
