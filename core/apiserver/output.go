@@ -81,8 +81,9 @@ func (s *Server) transform(rq *request, obj runtime.Object) (any, error) {
 	} else if rq.info.subresource == "" || rq.info.subresource == "status" || rq.info.subresource == "finalize" {
 		ensureKind(obj, res.gvk())
 	}
-	// Subresources with their own kinds (Scale, Status) are never converted.
-	if rq.format != outTable && rq.format != outPartial || rq.info.subresource != "" {
+	// Subresources with kinds of their own (Scale) are not converted here; /status is the
+	// parent object and gets the parent's columns, as upstream.
+	if rq.format != outTable && rq.format != outPartial || rq.info.subresource != "" && rq.info.subresource != "status" {
 		return obj, nil
 	}
 	var items []runtime.Object

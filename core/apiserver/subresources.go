@@ -197,8 +197,7 @@ func (s *Server) serveScale(ctx context.Context, rq *request, st *store) error {
 		if err != nil {
 			return st.apiError(err, name)
 		}
-		writeJSON(rq.w, http.StatusOK, scaleOf(obj), rq.format)
-		return nil
+		return writeScale(rq, scaleOf(obj))
 	case "update":
 		obj, err := s.decodeAs(rq, scaleRes)
 		if err != nil {
@@ -244,7 +243,39 @@ func (s *Server) serveScale(ctx context.Context, rq *request, st *store) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(rq.w, http.StatusOK, scaleOf(out), rq.format)
+	return writeScale(rq, scaleOf(out))
+}
+
+// writeScale writes a Scale, or upstream's Table of it (NAME DESIRED AVAILABLE) for
+// `kubectl get --subresource=scale`.
+func writeScale(rq *request, sc *autoscalingv1.Scale) error {
+	if rq.format != outTable {
+		writeJSON(rq.w, http.StatusOK, sc, rq.format)
+		return nil
+	}
+	var row runtime.RawExtension
+	if rq.query.Get("includeObject") != "None" {
+		var v any = partial(sc)
+		if rq.query.Get("includeObject") == "Object" {
+			v = sc
+		}
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		row.Raw = raw
+	}
+	t := &metav1.Table{
+		TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "Table"},
+		ListMeta: metav1.ListMeta{ResourceVersion: sc.ResourceVersion},
+		ColumnDefinitions: []metav1.TableColumnDefinition{
+			{Name: "Name", Type: "string", Format: "name", Description: "Name must be unique within a namespace."},
+			{Name: "Desired", Type: "integer", Description: "Desired number of replicas (spec.replicas)."},
+			{Name: "Available", Type: "integer", Description: "Actual number of replicas (status.replicas)."},
+		},
+		Rows: []metav1.TableRow{{Cells: []any{sc.Name, sc.Spec.Replicas, sc.Status.Replicas}, Object: row}},
+	}
+	writeJSON(rq.w, http.StatusOK, t, rq.format)
 	return nil
 }
 

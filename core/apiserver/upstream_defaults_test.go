@@ -1,6 +1,7 @@
 package apiserver_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -65,4 +66,27 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// `kubectl get --subresource=status|scale` print upstream's columns: the parent's for
+// status, NAME DESIRED AVAILABLE for scale.
+func TestKubectlGetSubresourceColumns(t *testing.T) {
+	srv := apiservertest.Start(t)
+	k := newKubectl(t, srv)
+	k.ok("create", "-f", k.file("p.yaml", fmt.Sprintf(podManifest, "p", "p", "busybox")))
+	out := k.ok("get", "pod", "p", "--subresource=status")
+	if h := header(out); h != "NAME READY STATUS RESTARTS AGE" {
+		t.Errorf("pods/status header %q:\n%s", h, out)
+	}
+	k.ok("create", "deployment", "d", "--image=busybox", "--replicas=3")
+	out = k.ok("get", "deployment", "d", "--subresource=scale")
+	if h := header(out); h != "NAME DESIRED AVAILABLE" {
+		t.Errorf("deployments/scale header %q:\n%s", h, out)
+	}
+	if row := strings.Fields(strings.Split(out, "\n")[1]); len(row) != 3 || row[0] != "d" || row[1] != "3" {
+		t.Errorf("deployments/scale row %q", row)
+	}
+	if out := k.ok("get", "deployment", "d", "--subresource=scale", "-o", "jsonpath={.kind} {.spec.replicas}"); out != "Scale 3" {
+		t.Errorf("scale as an object: %q", out)
+	}
 }
