@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -139,6 +141,9 @@ func serverOptions(cmd *cobra.Command) (apiserver.Options, slog.Level, error) {
 	for _, e := range v.GetStringSlice("server.etcdEndpoints") {
 		for _, p := range strings.Split(e, ",") {
 			if p = strings.TrimSpace(p); p != "" {
+				if err := checkEtcdEndpoint(p); err != nil {
+					return opts, 0, fmt.Errorf("server.etcdEndpoints: %w", err)
+				}
 				opts.EtcdEndpoints = append(opts.EtcdEndpoints, p)
 			}
 		}
@@ -220,4 +225,29 @@ func awaitLeasesReleased(ctx context.Context, cfg *rest.Config, max time.Duratio
 // heldByHost reports whether a Lease holder identity belongs to a component on host.
 func heldByHost(holder *string, host string) bool {
 	return holder != nil && strings.HasPrefix(*holder, host+"_")
+}
+
+// checkEtcdEndpoint accepts what the etcd client does: http(s)://host:port,
+// unix(s)://path, or a bare host:port. Anything else would only fail later as a timeout.
+func checkEtcdEndpoint(e string) error {
+	if !strings.Contains(e, "://") {
+		if _, _, err := net.SplitHostPort(e); err != nil {
+			return fmt.Errorf("%q is not an etcd URL (http://host:port, https://host:port or host:port): %w", e, err)
+		}
+		return nil
+	}
+	u, err := url.Parse(e)
+	if err != nil {
+		return fmt.Errorf("%q is not an etcd URL: %w", e, err)
+	}
+	switch u.Scheme {
+	case "http", "https":
+		if u.Host == "" {
+			return fmt.Errorf("%q has no host", e)
+		}
+	case "unix", "unixs":
+	default:
+		return fmt.Errorf("%q: scheme %q is not http, https, unix or unixs", e, u.Scheme)
+	}
+	return nil
 }

@@ -40,6 +40,10 @@ func TestServerOptionsPrecedence(t *testing.T) {
 		{name: "defaults", args: []string{"--data-dir", "/d"}, dataDir: "/d", listen: "127.0.0.1:6443", tolerate: 300},
 		{name: "data dir required", args: []string{}, wantErr: true},
 		{name: "bad log level", args: []string{"--data-dir", "/d", "--log-level", "loud"}, wantErr: true},
+		{name: "bare host:port etcd", args: []string{"--data-dir", "/d", "--etcd-endpoints", "127.0.0.1:2379"}, dataDir: "/d", listen: "127.0.0.1:6443", etcd: []string{"127.0.0.1:2379"}, tolerate: 300},
+		{name: "etcd endpoint not a URL", args: []string{"--data-dir", "/d", "--etcd-endpoints", "not a url"}, wantErr: true},
+		{name: "etcd endpoint bad scheme", args: []string{"--data-dir", "/d", "--etcd-endpoints", "ftp://a:2379"}, wantErr: true},
+		{name: "etcd endpoint without host", args: []string{"--data-dir", "/d", "--etcd-endpoints", "http://"}, wantErr: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
