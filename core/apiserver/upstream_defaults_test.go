@@ -90,3 +90,19 @@ func TestKubectlGetSubresourceColumns(t *testing.T) {
 		t.Errorf("scale as an object: %q", out)
 	}
 }
+
+// `kubectl replace -f` from the manifest a pod was created from (no tolerations, no
+// resourceVersion) works as upstream: the default tolerations are added again rather than
+// read as removed.
+func TestKubectlReplacePodFromItsManifest(t *testing.T) {
+	srv := apiservertest.Start(t)
+	k := newKubectl(t, srv)
+	k.ok("create", "-f", k.file("p.yaml", fmt.Sprintf(podManifest, "p", "v1", "busybox")))
+	out := k.ok("replace", "-f", k.file("p2.yaml", fmt.Sprintf(podManifest, "p", "v2", "busybox")))
+	if !strings.Contains(out, "pod/p replaced") {
+		t.Fatalf("replace: %s", out)
+	}
+	if got := k.ok("get", "pod", "p", "-o", "jsonpath={.metadata.labels.app} {.spec.tolerations[*].key}"); got != "v2 node.kubernetes.io/not-ready node.kubernetes.io/unreachable" {
+		t.Fatalf("after replace: %q", got)
+	}
+}

@@ -80,6 +80,22 @@ func TestDefaultTolerationSeconds(t *testing.T) {
 	if pod.Spec.Tolerations[0].TolerationSeconds != nil {
 		t.Fatal("an existing toleration was changed")
 	}
+
+	// Updates get them too (a replace from a manifest without them); status writes not.
+	for _, c := range []struct {
+		op   Operation
+		sub  string
+		want int
+	}{{Update, "", 2}, {Update, "status", 0}, {Delete, "", 0}} {
+		a := podAttrs(c.op)
+		a.Subresource = c.sub
+		if err := (DefaultTolerationSeconds{}).Admit(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(a.Object.(*corev1.Pod).Spec.Tolerations); got != c.want {
+			t.Errorf("%v %q: %d tolerations, want %d", c.op, c.sub, got, c.want)
+		}
+	}
 }
 
 func TestNamespaceLifecycle(t *testing.T) {

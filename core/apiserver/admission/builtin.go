@@ -62,9 +62,11 @@ func (p Defaulting) Admit(_ context.Context, a *Attributes) error {
 	return nil
 }
 
-// DefaultTolerationSeconds gives every new pod NoExecute tolerations for the
+// DefaultTolerationSeconds gives every pod NoExecute tolerations for the
 // node.kubernetes.io/not-ready and unreachable taints, unless it already tolerates them,
-// so that pods are evicted from a failed node only after Seconds (300 by default).
+// so that pods are evicted from a failed node only after Seconds (300 by default). As
+// upstream it acts on updates too: a `kubectl replace` from a manifest without them must
+// not read as removing tolerations, which pod updates may not do.
 type DefaultTolerationSeconds struct {
 	Seconds int64
 }
@@ -72,7 +74,7 @@ type DefaultTolerationSeconds struct {
 // Admit implements MutationInterface.
 func (p DefaultTolerationSeconds) Admit(_ context.Context, a *Attributes) error {
 	pod, ok := a.Object.(*corev1.Pod)
-	if !ok || a.Operation != Create || a.Subresource != "" {
+	if !ok || a.Operation != Create && a.Operation != Update || a.Subresource != "" {
 		return nil
 	}
 	secs := p.Seconds
