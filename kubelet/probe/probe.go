@@ -95,8 +95,11 @@ func (r *Runner) Probe(ctx context.Context, t Target, h *v1.ProbeHandler) (Resul
 			return Unknown, "", err
 		}
 		if res.ExitCode != 0 {
-			out := strings.TrimSpace(string(res.Stdout) + string(res.Stderr))
-			return Failure, fmt.Sprintf("command %q exited with %d: %s", strings.Join(h.Exec.Command, " "), res.ExitCode, out), nil
+			msg := fmt.Sprintf("command %q exited with %d", strings.Join(h.Exec.Command, " "), res.ExitCode)
+			if out := strings.TrimSpace(string(res.Stdout) + string(res.Stderr)); out != "" {
+				msg += ": " + out
+			}
+			return Failure, msg, nil
 		}
 		return Success, "", nil
 	case h.HTTPGet != nil:

@@ -68,8 +68,11 @@ func TestRunnerHandlers(t *testing.T) {
 
 	fake := runtime.NewFake("busybox")
 	fake.Exec = func(_ runtime.ContainerStatus, cmd []string) *runtime.ExecResult {
-		if cmd[0] == "true" {
+		switch cmd[0] {
+		case "true":
 			return &runtime.ExecResult{}
+		case "silent":
+			return &runtime.ExecResult{ExitCode: 2}
 		}
 		return &runtime.ExecResult{ExitCode: 1, Stdout: []byte("bad")}
 	}
@@ -96,6 +99,7 @@ func TestRunnerHandlers(t *testing.T) {
 			fmt.Sprintf("dial tcp 127.0.0.1:%d: connect: connection refused", closedPort)},
 		{"exec 0", v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}, Success, ""},
 		{"exec 1", v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"false"}}}, Failure, `command "false" exited with 1: bad`},
+		{"exec 2 silent", v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"silent", "x"}}}, Failure, `command "silent x" exited with 2`},
 	} {
 		got, msg, err := r.Probe(ctx, tgt, &tc.h)
 		if err != nil || got != tc.want {
