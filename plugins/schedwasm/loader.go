@@ -135,12 +135,20 @@ func SmokeNode() *framework.NodeInfo {
 }
 
 // Smoke calls every scheduler entry point the pool's module exports once with SmokePod
-// and SmokeNode. A trap, timeout, memory or pointer fault, or garbage result is an
-// error; a plugin that returns a verdict (even Error, with a reason) passes.
+// and SmokeNode, as one scheduling cycle would: in cycle order, with one cycle state (so
+// a Filter or Score that reads what its PreFilter or PreScore wrote sees it), and without
+// the Filter or Score that a PreFilter or PreScore Skip leaves out of a cycle. A trap,
+// timeout, memory or pointer fault, or garbage result is an error; a plugin that returns
+// a verdict (even Error, with a reason) passes.
 func Smoke(ctx context.Context, pool *wasmhost.Pool) error {
 	pod, node := SmokePod(), SmokeNode()
+	state := framework.NewCycleState()
+	skipped := map[wasmhost.Kind]bool{}
 	for _, k := range (pool.Module().Kinds() & wasmhost.SchedulerKinds).List() {
-		call := &wasmhost.Call{Kind: k, Pod: pod, State: framework.NewCycleState()}
+		if skipped[k] {
+			continue
+		}
+		call := &wasmhost.Call{Kind: k, Pod: pod, State: state}
 		switch k {
 		case wasmhost.Filter, wasmhost.PreScore:
 			call.Nodes = []*framework.NodeInfo{node}
@@ -156,6 +164,14 @@ func Smoke(ctx context.Context, pool *wasmhost.Pool) error {
 				continue
 			}
 			return fmt.Errorf("smoke call of %s: %w", k.Export(), err)
+		}
+		if call.Code == wasmhost.CodeSkip {
+			switch k {
+			case wasmhost.PreFilter:
+				skipped[wasmhost.Filter] = true
+			case wasmhost.PreScore:
+				skipped[wasmhost.Score], skipped[wasmhost.NormalizeScore] = true, true
+			}
 		}
 	}
 	return nil

@@ -393,3 +393,10 @@ func TestCancellationIsNeitherRejectionNorPass(t *testing.T) {
 		}
 	}
 }
+
+// The smoke call runs a module's entry points as one cycle does: a Filter that needs its
+// PreFilter's cycle state gets it, and a Score that its PreScore's Skip leaves out of
+// every cycle is not called. Both used to reject plugins that follow docs/abi.md.
+func TestSmokeCallFollowsTheCycle(t *testing.T) {
+	mustPlugin(t, newLoader(t), config.WasmPlugin{Name: "cycle"}, "wat:plugins/testdata/cycle.wat", "")
+}
