@@ -41,10 +41,7 @@ func resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 		if r.gvr.GroupVersion() != gv {
 			continue
 		}
-		verbs := crudVerbs
-		if r.createOnly {
-			verbs = metav1.Verbs{"create"}
-		}
+		verbs := r.verbs()
 		l.APIResources = append(l.APIResources, metav1.APIResource{
 			Name: r.gvr.Resource, SingularName: r.singular, Namespaced: r.namespaced, Kind: r.kind,
 			Verbs: verbs, ShortNames: r.shortNames, Categories: r.categories,

@@ -62,10 +62,7 @@ func aggregatedDiscovery(core bool) *apidiscoveryv2.APIGroupDiscoveryList {
 		if r.namespaced {
 			scope = apidiscoveryv2.ScopeNamespace
 		}
-		verbs := []string(crudVerbs)
-		if r.createOnly {
-			verbs = []string{"create"}
-		}
+		verbs := []string(r.verbs())
 		rd := apidiscoveryv2.APIResourceDiscovery{
 			Resource: r.gvr.Resource, Scope: scope, SingularResource: r.singular, Verbs: verbs,
 			ShortNames: r.shortNames, Categories: r.categories,

@@ -232,7 +232,7 @@ func (s *Server) parsePath(method, path string, q url.Values) (*requestInfo, err
 			}
 		}
 	}
-	if ri.verb == "" || res.createOnly && ri.verb != "create" {
+	if ri.verb == "" || res.createOnly && ri.verb != "create" || ri.verb == "deletecollection" && res.noDeleteCollection {
 		return nil, apierrors.NewMethodNotSupported(res.gvr.GroupResource(), strings.ToLower(method))
 	}
 	return ri, nil

@@ -25,6 +25,9 @@ type resource struct {
 	categories []string
 	// createOnly resources (tokenreviews, self reviews) are not stored.
 	createOnly bool
+	// noDeleteCollection refuses DELETE on the collection (405), as upstream does for
+	// namespaces: one request must not be able to empty the cluster.
+	noDeleteCollection bool
 	// subresources served besides the object itself.
 	subresources []string
 	// generation: metadata.generation counts spec changes.
@@ -53,6 +56,23 @@ func (r *resource) hasStatus() bool { return r.hasSub("status") }
 var allCategory = []string{"all"}
 
 var crudVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+
+// verbs are the verbs discovery lists for r.
+func (r *resource) verbs() metav1.Verbs {
+	switch {
+	case r.createOnly:
+		return metav1.Verbs{"create"}
+	case r.noDeleteCollection:
+		var v metav1.Verbs
+		for _, x := range crudVerbs {
+			if x != "deletecollection" {
+				v = append(v, x)
+			}
+		}
+		return v
+	}
+	return crudVerbs
+}
 
 func podFields(o runtime.Object) map[string]string {
 	p := o.(*corev1.Pod)
@@ -114,7 +134,7 @@ func newOf[T any, PT interface {
 
 // resources is everything the server serves, in discovery order.
 var resources = []*resource{
-	{gvr: corev1.SchemeGroupVersion.WithResource("namespaces"), kind: "Namespace", singular: "namespace",
+	{gvr: corev1.SchemeGroupVersion.WithResource("namespaces"), kind: "Namespace", singular: "namespace", noDeleteCollection: true,
 		shortNames: []string{"ns"}, subresources: []string{"status", "finalize"},
 		newFunc: newOf[corev1.Namespace](), newList: newOf[corev1.NamespaceList](), fields: namespaceFields},
 	{gvr: corev1.SchemeGroupVersion.WithResource("pods"), kind: "Pod", singular: "pod", namespaced: true,

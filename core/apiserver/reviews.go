@@ -120,10 +120,7 @@ func rulesReview(u admission.UserInfo, namespace string) authorizationv1.Subject
 	}
 	var st authorizationv1.SubjectRulesReviewStatus
 	for _, res := range resources {
-		verbs := []string(crudVerbs)
-		if res.createOnly {
-			verbs = []string{"create"}
-		}
+		verbs := []string(res.verbs())
 		for _, sub := range append([]string{""}, res.subresources...) {
 			subVerbs := verbs
 			if sub != "" {

@@ -106,3 +106,28 @@ func TestKubectlReplacePodFromItsManifest(t *testing.T) {
 		t.Fatalf("after replace: %q", got)
 	}
 }
+
+// Namespaces cannot be deleted as a collection (405, as upstream): one request must not
+// empty the cluster, and discovery does not offer it.
+func TestNamespacesHaveNoDeleteCollection(t *testing.T) {
+	srv := apiservertest.Start(t)
+	k := newKubectl(t, srv)
+	k.ok("create", "namespace", "aaa")
+	code, st := rawRequest(t, srv, "DELETE", "/api/v1/namespaces", "", nil)
+	if code != 405 || !strings.Contains(st.Message, "not supported") {
+		t.Fatalf("DELETE /api/v1/namespaces: %d %q", code, st.Message)
+	}
+	if out := k.ok("get", "namespace", "aaa", "-o", "jsonpath={.status.phase}"); out != "Active" {
+		t.Fatalf("namespace aaa after the refused collection delete: %q", out)
+	}
+	out := k.ok("api-resources", "-o", "wide")
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) > 0 && f[0] == "namespaces" && strings.Contains(l, "deletecollection") {
+			t.Errorf("discovery offers deletecollection on namespaces: %s", l)
+		}
+		if len(f) > 0 && f[0] == "pods" && !strings.Contains(l, "deletecollection") {
+			t.Errorf("discovery lost deletecollection on pods: %s", l)
+		}
+	}
+}

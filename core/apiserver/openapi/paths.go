@@ -152,11 +152,14 @@ func (b *docBuilder) addResource(r resource) {
 	deleteT := reflect.TypeOf(metav1.DeleteOptions{})
 	patchT := reflect.TypeOf(metav1.Patch{})
 
-	b.addPath(coll, nsParams, tag,
-		op{method: "get", action: "list", id: "list" + group + scope + r.kind, doc: "list or watch objects of kind " + r.kind, gvk: gvk, params: listParams, resp: listT},
-		op{method: "post", action: "post", id: "create" + group + scope + r.kind, doc: "create a " + r.kind, gvk: gvk, params: writeParams, body: objT, resp: objT},
-		op{method: "delete", action: "deletecollection", id: "delete" + group + "Collection" + scope + r.kind, doc: "delete collection of " + r.kind, gvk: gvk, params: append(append([]param{}, deleteParams...), listParams...), body: deleteT, resp: statusT},
-	)
+	collOps := []op{
+		{method: "get", action: "list", id: "list" + group + scope + r.kind, doc: "list or watch objects of kind " + r.kind, gvk: gvk, params: listParams, resp: listT},
+		{method: "post", action: "post", id: "create" + group + scope + r.kind, doc: "create a " + r.kind, gvk: gvk, params: writeParams, body: objT, resp: objT},
+	}
+	if !r.noDeleteCollection {
+		collOps = append(collOps, op{method: "delete", action: "deletecollection", id: "delete" + group + "Collection" + scope + r.kind, doc: "delete collection of " + r.kind, gvk: gvk, params: append(append([]param{}, deleteParams...), listParams...), body: deleteT, resp: statusT})
+	}
+	b.addPath(coll, nsParams, tag, collOps...)
 	itemParams := append(append([]any{}, nsParams...), nameParam)
 	b.addPath(coll+"/{name}", itemParams, tag,
 		op{method: "get", action: "get", id: "read" + group + scope + r.kind, doc: "read the specified " + r.kind, gvk: gvk, resp: objT},

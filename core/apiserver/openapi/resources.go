@@ -15,12 +15,14 @@ import (
 
 // resource is one REST resource the API server serves, as far as the OpenAPI document needs.
 type resource struct {
-	gv           schema.GroupVersion
-	plural       string
-	kind         string
-	namespaced   bool
-	obj, list    any
-	subresources []subresource
+	gv         schema.GroupVersion
+	plural     string
+	kind       string
+	namespaced bool
+	// noDeleteCollection: DELETE on the collection is not served (namespaces).
+	noDeleteCollection bool
+	obj, list          any
+	subresources       []subresource
 }
 
 type subresource struct {
@@ -45,7 +47,7 @@ func scaleSub() subresource {
 
 // resources lists what wasmkube serves. Documents, hashes and paths all derive from it.
 var resources = []resource{
-	{gv: corev1.SchemeGroupVersion, plural: "namespaces", kind: "Namespace", obj: &corev1.Namespace{}, list: &corev1.NamespaceList{},
+	{gv: corev1.SchemeGroupVersion, plural: "namespaces", kind: "Namespace", noDeleteCollection: true, obj: &corev1.Namespace{}, list: &corev1.NamespaceList{},
 		subresources: []subresource{
 			statusOf(corev1.SchemeGroupVersion.WithKind("Namespace"), &corev1.Namespace{}),
 			{name: "finalize", kind: corev1.SchemeGroupVersion.WithKind("Namespace"), obj: &corev1.Namespace{}, verbs: []string{"put"}},
