@@ -133,7 +133,14 @@ func runPluginCheck(ctx context.Context, out io.Writer, file string, o *pluginCh
 	}
 	fmt.Fprintf(out, "smoke calls:  pod %s/%s on node(s) %s\n", pod.Namespace, pod.Name, strings.Join(names, ", "))
 	state := framework.NewCycleState()
+	// As the scheduler's smoke call (schedwasm.Smoke) and a real cycle do: a PreFilter or
+	// PreScore that returns Skip leaves its Filter or Score out.
+	skipped := map[wasmhost.Kind]string{}
 	for _, k := range (mod.Kinds() & wasmhost.SchedulerKinds).List() {
+		if by, ok := skipped[k]; ok {
+			fmt.Fprintf(out, "  %-24s skip             %s returned Skip\n", k.Export(), by)
+			continue
+		}
 		call := &wasmhost.Call{Kind: k, Pod: pod, State: state}
 		switch k {
 		case wasmhost.Filter, wasmhost.PreScore:
@@ -158,6 +165,14 @@ func runPluginCheck(ctx context.Context, out io.Writer, file string, o *pluginCh
 		switch {
 		case err == nil:
 			fmt.Fprintf(out, "  %-24s ok     %-9s %s\n", k.Export(), d, describeResult(call))
+			if call.Code == wasmhost.CodeSkip {
+				switch k {
+				case wasmhost.PreFilter:
+					skipped[wasmhost.Filter] = k.Export()
+				case wasmhost.PreScore:
+					skipped[wasmhost.Score], skipped[wasmhost.NormalizeScore] = k.Export(), k.Export()
+				}
+			}
 		case errors.As(err, &ce) && ce.Reason == wasmhost.ReasonError:
 			fmt.Fprintf(out, "  %-24s ok     %-9s Error: %v\n", k.Export(), d, ce.Err)
 		default:
@@ -170,7 +185,7 @@ func runPluginCheck(ctx context.Context, out io.Writer, file string, o *pluginCh
 		return errors.New("plugin check failed")
 	}
 	if o.benchNodes > 0 {
-		if err := benchPlugin(ctx, out, pool, o.benchNodes); err != nil {
+		if err := benchPlugin(ctx, out, pool, o.benchNodes, state, skipped); err != nil {
 			return err
 		}
 	}
@@ -245,17 +260,18 @@ func describeResult(c *wasmhost.Call) string {
 
 // benchPlugin times the batched Filter and Score of a pool over n copies of the smoke node,
 // one batch per call, and prints the cost per node.
-func benchPlugin(ctx context.Context, out io.Writer, pool *wasmhost.Pool, n int) error {
+// The calls use the smoke calls' cycle state, and leave out what a Skip left out there.
+func benchPlugin(ctx context.Context, out io.Writer, pool *wasmhost.Pool, n int, state *framework.CycleState, skipped map[wasmhost.Kind]string) error {
 	nodes := make([]*framework.NodeInfo, n)
 	for i := range nodes {
 		nodes[i] = schedwasm.SmokeNode()
 	}
 	pod := schedwasm.SmokePod()
 	for _, k := range []wasmhost.Kind{wasmhost.Filter, wasmhost.Score} {
-		if !pool.Module().Kinds().Has(k) {
+		if _, skip := skipped[k]; skip || !pool.Module().Kinds().Has(k) {
 			continue
 		}
-		call := &wasmhost.Call{Kind: k, Pod: pod, Requests: wasmhost.NewPodRequests(pod), Nodes: nodes, Scores: make([]int64, n), State: framework.NewCycleState()}
+		call := &wasmhost.Call{Kind: k, Pod: pod, Requests: wasmhost.NewPodRequests(pod), Nodes: nodes, Scores: make([]int64, n), State: state}
 		rounds := 0
 		start := time.Now()
 		for time.Since(start) < time.Second {

@@ -31,6 +31,8 @@ func TestPluginCheck(t *testing.T) {
 				"wasmkube_score           ok", "scores [4]", "nominated wasmkube-smoke-node", "result:       OK"}},
 		{"wrong ABI", wasmbuild.WAT(t, "plugins/testdata/v2.wat"), "", "exports wasmkube_abi_version 2, this host supports 1",
 			[]string{"result:       REJECTED"}},
+		{"prescore skip leaves score out", wasmbuild.WAT(t, "plugins/testdata/skipscore.wat"), "", "",
+			[]string{"wasmkube_prescore        ok", "wasmkube_score           skip", "wasmkube_prescore returned Skip", "result:       OK"}},
 		{"smoke trap", wasmbuild.WAT(t, "plugins/testdata/alwaystrap.wat"), "", "plugin check failed",
 			[]string{"wasmkube_score           FAILED", "trap: wasm error: unreachable", "result:       REJECTED"}},
 	}

@@ -86,7 +86,8 @@ same process, each leader-elected through a Lease in kube-system.`,
 				cs.tolerationSeconds = opts.DefaultTolerationSeconds
 				// Several servers may share one etcd: their schedulers and controller
 				// managers elect a leader through a Lease, so only one of each acts.
-				if err := startControlPlane(ctx, srv, opts.DataDir, configFile, cs, true, opts.Logger); err != nil {
+				metricsAddr, _ := cmd.Flags().GetString("metrics-addr")
+				if err := startControlPlane(ctx, srv, opts.DataDir, configFile, metricsAddr, cs, true, opts.Logger); err != nil {
 					stop()
 					_ = srv.Wait()
 					return err
@@ -104,6 +105,7 @@ same process, each leader-elected through a Lease in kube-system.`,
 	f.String("log-level", "info", "log level: debug, info, warn, error")
 	f.String("config", "", "YAML config file (keys under server., scheduler., controller.; the scheduler section is reloaded on change)")
 	f.Bool("apiserver-only", false, "run only the API server, without the in-process scheduler and controller manager")
+	f.String("metrics-addr", defaultSchedulerMetricsAddr, "where the in-process scheduler serves /metrics (empty: off); the API server's /metrics has the rest")
 	return cmd
 }
 

@@ -33,6 +33,7 @@ type upOptions struct {
 	hollowNodes int
 	noKubelet   bool
 	keepPods    bool
+	metricsAddr string
 	logLevel    string
 }
 
@@ -66,6 +67,7 @@ shims outlive containerd), and the next up on the same data dir adopts them with
 	f.BoolVar(&o.noKubelet, "no-kubelet", false, "run without the real kubelet (hollow nodes only)")
 	f.BoolVar(&o.keepPods, "keep-pods", false, "on Ctrl-C leave the real node's containers running (their shims outlive containerd); the next up on the same data dir adopts them")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.StringVar(&o.metricsAddr, "metrics-addr", defaultSchedulerMetricsAddr, "where the scheduler serves /metrics (empty: off); the API server's /metrics has the rest")
 	rootCmd.AddCommand(cmd)
 }
 
@@ -98,7 +100,7 @@ func runUp(o upOptions) error {
 	}
 	defer func() { stopAPI(); _ = srv.Wait() }()
 
-	if err := startControlPlane(ctx, srv, dataDir, o.configFile, cs, false, log); err != nil {
+	if err := startControlPlane(ctx, srv, dataDir, o.configFile, o.metricsAddr, cs, false, log); err != nil {
 		return err
 	}
 
@@ -174,12 +176,13 @@ func readControllerSettings(configFile string) (controllerSettings, error) {
 	return controllerSettings{nodeMonitorGracePeriod: g, tolerationSeconds: tol}, nil
 }
 
-// schedulerMetricsAddr is where the in-process scheduler serves /metrics.
-const schedulerMetricsAddr = "127.0.0.1:10259"
+// defaultSchedulerMetricsAddr is where the in-process scheduler serves /metrics, as a
+// standalone `wasmkube scheduler` does.
+const defaultSchedulerMetricsAddr = "127.0.0.1:10259"
 
 // startControlPlane runs the scheduler (with its wasm plugins) and the controllers in
 // process, as clients of srv; they stop when ctx ends.
-func startControlPlane(ctx context.Context, srv *apiserver.Server, dataDir, configFile string, cs controllerSettings, leaderElect bool, log *slog.Logger) error {
+func startControlPlane(ctx context.Context, srv *apiserver.Server, dataDir, configFile, metricsAddr string, cs controllerSettings, leaderElect bool, log *slog.Logger) error {
 	host, err := wasmhost.New(wasmhost.Options{CacheDir: filepath.Join(dataDir, "wasm-cache"), Logger: log})
 	if err != nil {
 		return err
@@ -193,8 +196,10 @@ func startControlPlane(ctx context.Context, srv *apiserver.Server, dataDir, conf
 	}
 	// The scheduler's metrics (attempts, plugin durations, config reloads) are served where
 	// a standalone `wasmkube scheduler` serves them; the API server's /metrics has the rest.
-	if err := serveMetrics(ctx, schedulerMetricsAddr, sched.MetricsHandler(), log); err != nil {
-		log.Warn("scheduler metrics not served", "err", err)
+	if metricsAddr != "" {
+		if err := serveMetrics(ctx, metricsAddr, sched.MetricsHandler(), log); err != nil {
+			log.Warn("scheduler metrics not served (choose another --metrics-addr)", "err", err)
+		}
 	}
 	go func() {
 		if err := sched.Run(ctx); err != nil && ctx.Err() == nil {
