@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -230,7 +231,19 @@ func (s *Server) seedNamespaces(ctx context.Context) error {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		st.prepareForCreate(ns, metav1.Now())
 		defaultObject(ns)
-		if _, err := st.s.Create(ctx, st.key("", name), ns); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
+		_, err := st.s.Create(ctx, st.key("", name), ns)
+		if errors.Is(err, storage.ErrAlreadyExists) {
+			// A data dir from before the kubernetes.io/metadata.name label: add it.
+			_, err = st.s.GuaranteedUpdate(ctx, st.key("", name), nil, func(cur runtime.Object) (runtime.Object, error) {
+				if cur.(*corev1.Namespace).Labels[corev1.LabelMetadataName] == name {
+					return cur, nil
+				}
+				next := cur.DeepCopyObject().(*corev1.Namespace)
+				defaultObject(next)
+				return next, nil
+			})
+		}
+		if err != nil {
 			return fmt.Errorf("apiserver: create namespace %s: %w", name, err)
 		}
 	}
