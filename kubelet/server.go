@@ -27,6 +27,7 @@ import (
 	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wasmkube/wasmkube/kubelet/runtime"
@@ -271,11 +272,7 @@ func (k *Kubelet) serveLogs(w http.ResponseWriter, r *http.Request) {
 		idx = 1
 	}
 	if len(mine) <= idx {
-		what := "container"
-		if opts.Previous {
-			what = "previous terminated container"
-		}
-		http.Error(w, fmt.Sprintf("%s %q in pod %q not found", what, container, name), http.StatusBadRequest)
+		http.Error(w, MissingLogMessage(pod, container, opts.Previous), http.StatusBadRequest)
 		return
 	}
 	c := mine[idx]
@@ -339,4 +336,37 @@ func (k *Kubelet) serveLogs(w http.ResponseWriter, r *http.Request) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// MissingLogMessage says why container of pod has no log to serve, in upstream's words: a
+// container that never ran is "waiting to start" with its waiting reason (ContainerCreating,
+// ErrImagePull, PodInitializing, ...); one that has not restarted has no previous log; a
+// name the pod does not have is not valid for it.
+func MissingLogMessage(pod *v1.Pod, container string, previous bool) string {
+	if !hasContainer(pod, container) {
+		return fmt.Sprintf("container %q is not valid for pod %q", container, pod.Name)
+	}
+	if previous {
+		return fmt.Sprintf("previous terminated container %q in pod %q not found", container, pod.Name)
+	}
+	reason := "ContainerCreating"
+	for _, list := range [][]v1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, cs := range list {
+			if cs.Name == container && cs.State.Waiting != nil && cs.State.Waiting.Reason != "" {
+				reason = cs.State.Waiting.Reason
+			}
+		}
+	}
+	return fmt.Sprintf("container %q in pod %q is waiting to start: %s", container, pod.Name, reason)
+}
+
+func hasContainer(pod *v1.Pod, container string) bool {
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range list {
+			if c.Name == container {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -257,3 +257,28 @@ func TestContainerSecurity(t *testing.T) {
 		t.Errorf("container level: %+v", s)
 	}
 }
+
+func TestMissingLogMessage(t *testing.T) {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: v1.PodSpec{
+		InitContainers: []v1.Container{{Name: "init"}}, Containers: []v1.Container{{Name: "app"}, {Name: "nostatus"}},
+	}, Status: v1.PodStatus{
+		InitContainerStatuses: []v1.ContainerStatus{{Name: "init", State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ErrImageNeverPull"}}}},
+		ContainerStatuses:     []v1.ContainerStatus{{Name: "app", State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "PodInitializing"}}}},
+	}}
+	for _, tc := range []struct {
+		container string
+		previous  bool
+		want      string
+	}{
+		{"app", false, `container "app" in pod "web" is waiting to start: PodInitializing`},
+		{"init", false, `container "init" in pod "web" is waiting to start: ErrImageNeverPull`},
+		{"nostatus", false, `container "nostatus" in pod "web" is waiting to start: ContainerCreating`},
+		{"app", true, `previous terminated container "app" in pod "web" not found`},
+		{"nope", false, `container "nope" is not valid for pod "web"`},
+		{"nope", true, `container "nope" is not valid for pod "web"`},
+	} {
+		if got := MissingLogMessage(pod, tc.container, tc.previous); got != tc.want {
+			t.Errorf("%s previous=%v: %q, want %q", tc.container, tc.previous, got, tc.want)
+		}
+	}
+}
