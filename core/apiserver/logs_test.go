@@ -34,6 +34,10 @@ func TestPodLogsProxyToKubelet(t *testing.T) {
 			http.Error(w, "no such container "+r.URL.Path, http.StatusNotFound)
 			return
 		}
+		if r.URL.Query().Get("previous") == "true" {
+			http.Error(w, `previous terminated container "app" in pod "web" not found`, http.StatusBadRequest)
+			return
+		}
 		fmt.Fprintf(w, "hello from app\ntailLines=%s follow=%s\n", r.URL.Query().Get("tailLines"), r.URL.Query().Get("follow"))
 	}))
 	defer kubelet.Close()
@@ -62,6 +66,11 @@ func TestPodLogsProxyToKubelet(t *testing.T) {
 	}
 	if got, err := k.run("logs", "web", "-c", "nope"); err == nil || !strings.Contains(got, "container nope is not valid") {
 		t.Fatalf("kubectl logs of a missing container: %v %q", err, got)
+	}
+	// The kubelet's refusal reaches the user in its own words, as a BadRequest.
+	if got, err := k.run("logs", "web", "--previous"); err == nil ||
+		!strings.Contains(got, `Error from server (BadRequest): previous terminated container "app" in pod "web" not found`) {
+		t.Fatalf("kubectl logs --previous: %v %q", err, got)
 	}
 	// A node credential may not read logs.
 	if _, err := kubeletClient.CoreV1().Pods("default").GetLogs("web", &corev1.PodLogOptions{}).DoRaw(ctx); err == nil {

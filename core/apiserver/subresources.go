@@ -402,8 +402,15 @@ func (s *Server) servePodLog(ctx context.Context, rq *request, st *store) error 
 		if code < 400 {
 			code = http.StatusInternalServerError
 		}
-		return apierrors.NewGenericServerResponse(code, "get", st.res.gvr.GroupResource(), name,
-			fmt.Sprintf("kubelet of node %s: %s", pod.Spec.NodeName, strings.TrimSpace(string(msg))), 0, false)
+		// The kubelet's words reach the user, as upstream's proxy passes them on:
+		// `container "app" in pod "web" is waiting to start: ContainerCreating`.
+		text := strings.TrimSpace(string(msg))
+		if text == "" {
+			text = fmt.Sprintf("kubelet of node %s answered %d", pod.Spec.NodeName, resp.StatusCode)
+		}
+		return &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: int32(code), Reason: logReason(code), Message: text,
+		}}
 	}
 	rq.w.Header().Set("Content-Type", "text/plain")
 	rq.w.WriteHeader(http.StatusOK)
@@ -422,6 +429,24 @@ func (s *Server) servePodLog(ctx context.Context, rq *request, st *store) error 
 		if rerr != nil {
 			return nil
 		}
+	}
+}
+
+// logReason is the Status reason for a kubelet's answer code.
+func logReason(code int) metav1.StatusReason {
+	switch code {
+	case http.StatusBadRequest:
+		return metav1.StatusReasonBadRequest
+	case http.StatusNotFound:
+		return metav1.StatusReasonNotFound
+	case http.StatusUnauthorized:
+		return metav1.StatusReasonUnauthorized
+	case http.StatusForbidden:
+		return metav1.StatusReasonForbidden
+	case http.StatusServiceUnavailable:
+		return metav1.StatusReasonServiceUnavailable
+	default:
+		return metav1.StatusReasonInternalError
 	}
 }
 
