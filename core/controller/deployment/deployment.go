@@ -8,7 +8,6 @@ package deployment
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -198,33 +197,10 @@ func (c *Controller) claimReplicaSets(ctx context.Context, d *appsv1.Deployment,
 		return nil, err
 	}
 	ref := podstate.ControllerRef(d, "apps/v1", "Deployment")
-	var out []*appsv1.ReplicaSet
-	var errs []error
-	for _, rs := range all {
-		switch podstate.Decide(rs, d.UID, d.DeletionTimestamp != nil, sel) {
-		case podstate.Owned:
-			out = append(out, rs)
-		case podstate.Adopt:
-			patch, err := podstate.AdoptPatch(rs, ref)
-			if err == nil {
-				_, err = c.client.AppsV1().ReplicaSets(rs.Namespace).Patch(ctx, rs.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-			}
-			if err == nil {
-				out = append(out, rs)
-			} else if !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("adopt replicaset %s/%s: %w", rs.Namespace, rs.Name, err))
-			}
-		case podstate.Release:
-			patch, err := podstate.ReleasePatch(rs, d.UID)
-			if err == nil {
-				_, err = c.client.AppsV1().ReplicaSets(rs.Namespace).Patch(ctx, rs.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-			}
-			if err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("release replicaset %s/%s: %w", rs.Namespace, rs.Name, err))
-			}
-		}
-	}
-	return out, errors.Join(errs...)
+	return podstate.ClaimAll(ctx, all, d, ref, sel, "replicaset", func(ctx context.Context, ns, name string, patch []byte) error {
+		_, err := c.client.AppsV1().ReplicaSets(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
 }
 
 // findNewRS returns the ReplicaSet made from d's current template: equal apart from the

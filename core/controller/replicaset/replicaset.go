@@ -310,34 +310,10 @@ func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, sel l
 		}
 	}
 	ref := podstate.ControllerRef(rs, "apps/v1", "ReplicaSet")
-	deleting := rs.DeletionTimestamp != nil
-	var out []*corev1.Pod
-	var errs []error
-	for _, p := range candidates {
-		switch podstate.Decide(p, rs.UID, deleting, sel) {
-		case podstate.Owned:
-			out = append(out, p)
-		case podstate.Adopt:
-			patch, err := podstate.AdoptPatch(p, ref)
-			if err == nil {
-				_, err = c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-			}
-			if err == nil {
-				out = append(out, p)
-			} else if !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("adopt pod %s/%s: %w", p.Namespace, p.Name, err))
-			}
-		case podstate.Release:
-			patch, err := podstate.ReleasePatch(p, rs.UID)
-			if err == nil {
-				_, err = c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-			}
-			if err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("release pod %s/%s: %w", p.Namespace, p.Name, err))
-			}
-		}
-	}
-	return out, errors.Join(errs...)
+	return podstate.ClaimAll(ctx, candidates, rs, ref, sel, "pod", func(ctx context.Context, ns, name string, patch []byte) error {
+		_, err := c.client.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
 }
 
 // Diff is the number of pods to create (positive) or delete (negative), capped at
