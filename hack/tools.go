@@ -7,6 +7,7 @@ package hack
 import (
 	_ "github.com/containerd/containerd/v2/client"
 	_ "github.com/containernetworking/cni/libcni"
+	_ "github.com/evanphx/json-patch/v5"
 	_ "github.com/google/go-containerregistry/pkg/registry"
 	_ "github.com/google/go-containerregistry/pkg/v1/layout"
 	_ "github.com/prometheus/client_golang/prometheus/promhttp"
@@ -20,8 +21,7 @@ import (
 	_ "k8s.io/client-go/informers"
 	_ "k8s.io/client-go/kubernetes"
 	_ "k8s.io/client-go/tools/leaderelection"
-	_ "k8s.io/client-go/util/workqueue"
 	_ "k8s.io/client-go/tools/record"
+	_ "k8s.io/client-go/util/workqueue"
 	_ "sigs.k8s.io/yaml"
-	_ "github.com/evanphx/json-patch/v5"
 )
