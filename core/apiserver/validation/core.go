@@ -1,9 +1,11 @@
 package validation
 
 import (
+	"bytes"
 	"fmt"
+	"maps"
 	"net/netip"
-	"sort"
+	"slices"
 	"strings"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -48,7 +50,7 @@ func validateServiceSpec(svc *corev1.Service) field.ErrorList {
 	switch {
 	case spec.Type == "":
 		allErrs = append(allErrs, field.Required(specPath.Child("type"), ""))
-	case !contains(supportedServiceTypes, string(spec.Type)):
+	case !slices.Contains(supportedServiceTypes, string(spec.Type)):
 		allErrs = append(allErrs, field.NotSupported(specPath.Child("type"), spec.Type, supportedServiceTypes))
 	}
 	if spec.Type == corev1.ServiceTypeExternalName {
@@ -114,13 +116,13 @@ func validateServiceSpec(svc *corev1.Service) field.ErrorList {
 	switch {
 	case spec.SessionAffinity == "":
 		allErrs = append(allErrs, field.Required(specPath.Child("sessionAffinity"), ""))
-	case !contains(supportedSessionAffinity, string(spec.SessionAffinity)):
+	case !slices.Contains(supportedSessionAffinity, string(spec.SessionAffinity)):
 		allErrs = append(allErrs, field.NotSupported(specPath.Child("sessionAffinity"), spec.SessionAffinity, supportedSessionAffinity))
 	}
 	if spec.ExternalTrafficPolicy != "" {
 		if spec.Type != corev1.ServiceTypeNodePort && spec.Type != corev1.ServiceTypeLoadBalancer {
 			allErrs = append(allErrs, field.Invalid(specPath.Child("externalTrafficPolicy"), spec.ExternalTrafficPolicy, "may only be set for externally-accessible services"))
-		} else if !contains(supportedTrafficPolicies, string(spec.ExternalTrafficPolicy)) {
+		} else if !slices.Contains(supportedTrafficPolicies, string(spec.ExternalTrafficPolicy)) {
 			allErrs = append(allErrs, field.NotSupported(specPath.Child("externalTrafficPolicy"), spec.ExternalTrafficPolicy, supportedTrafficPolicies))
 		}
 	}
@@ -222,15 +224,6 @@ func validateEndpointAddress(a *corev1.EndpointAddress, fldPath *field.Path) fie
 	return allErrs
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 func validateConfigMap(cm *corev1.ConfigMap) field.ErrorList {
 	allErrs := objectMeta(&cm.ObjectMeta, true, apimachineryvalidation.NameIsDNSSubdomain)
 	return append(allErrs, validateConfigMapData(cm)...)
@@ -239,7 +232,7 @@ func validateConfigMap(cm *corev1.ConfigMap) field.ErrorList {
 func validateConfigMapData(cm *corev1.ConfigMap) field.ErrorList {
 	var allErrs field.ErrorList
 	total := 0
-	for _, key := range sortedKeys(cm.Data) {
+	for _, key := range slices.Sorted(maps.Keys(cm.Data)) {
 		for _, msg := range utilvalidation.IsConfigMapKey(key) {
 			allErrs = append(allErrs, field.Invalid(field.NewPath("data").Key(key), key, msg))
 		}
@@ -248,7 +241,7 @@ func validateConfigMapData(cm *corev1.ConfigMap) field.ErrorList {
 		}
 		total += len(cm.Data[key])
 	}
-	for _, key := range sortedKeys(cm.BinaryData) {
+	for _, key := range slices.Sorted(maps.Keys(cm.BinaryData)) {
 		for _, msg := range utilvalidation.IsConfigMapKey(key) {
 			allErrs = append(allErrs, field.Invalid(field.NewPath("binaryData").Key(key), key, msg))
 		}
@@ -267,38 +260,14 @@ func validateConfigMapUpdate(cm, old *corev1.ConfigMap) field.ErrorList {
 		if cm.Immutable == nil || !*cm.Immutable {
 			allErrs = append(allErrs, field.Forbidden(field.NewPath("immutable"), "field is immutable when `immutable` is set"))
 		}
-		if !equalStringMaps(cm.Data, old.Data) {
+		if !maps.Equal(cm.Data, old.Data) {
 			allErrs = append(allErrs, field.Forbidden(field.NewPath("data"), "field is immutable when `immutable` is set"))
 		}
-		if !equalBytesMaps(cm.BinaryData, old.BinaryData) {
+		if !maps.EqualFunc(cm.BinaryData, old.BinaryData, bytes.Equal) {
 			allErrs = append(allErrs, field.Forbidden(field.NewPath("binaryData"), "field is immutable when `immutable` is set"))
 		}
 	}
 	return allErrs
-}
-
-func equalStringMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
-func equalBytesMaps(a, b map[string][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || string(w) != string(v) {
-			return false
-		}
-	}
-	return true
 }
 
 // validateEvent applies the core/v1 event rules: the namespace of the involved object must be

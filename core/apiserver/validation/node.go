@@ -2,6 +2,7 @@ package validation
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -53,7 +54,7 @@ func validateTaints(taints []corev1.Taint, fldPath *field.Path) field.ErrorList 
 		switch {
 		case t.Effect == "":
 			allErrs = append(allErrs, field.Required(idxPath.Child("effect"), ""))
-		case !contains(supportedTaintEffects, string(t.Effect)):
+		case !slices.Contains(supportedTaintEffects, string(t.Effect)):
 			allErrs = append(allErrs, field.NotSupported(idxPath.Child("effect"), t.Effect, supportedTaintEffects))
 		}
 		key := t.Key + "\x00" + string(t.Effect)

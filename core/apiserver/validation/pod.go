@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -91,7 +92,7 @@ func validatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList 
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("priorityClassName"), spec.PriorityClassName, msg))
 		}
 	}
-	if spec.PreemptionPolicy != nil && !contains(supportedPreemptionPolicies, string(*spec.PreemptionPolicy)) {
+	if spec.PreemptionPolicy != nil && !slices.Contains(supportedPreemptionPolicies, string(*spec.PreemptionPolicy)) {
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("preemptionPolicy"), *spec.PreemptionPolicy, supportedPreemptionPolicies))
 	}
 	if spec.TerminationGracePeriodSeconds != nil {
@@ -118,7 +119,7 @@ func validateRestartPolicy(p corev1.RestartPolicy, fldPath *field.Path) field.Er
 	switch {
 	case p == "":
 		return field.ErrorList{field.Required(fldPath, "")}
-	case !contains(supportedRestartPolicies, string(p)):
+	case !slices.Contains(supportedRestartPolicies, string(p)):
 		return field.ErrorList{field.NotSupported(fldPath, p, supportedRestartPolicies)}
 	}
 	return nil
@@ -128,7 +129,7 @@ func validateDNSPolicy(p corev1.DNSPolicy, fldPath *field.Path) field.ErrorList 
 	switch {
 	case p == "":
 		return field.ErrorList{field.Required(fldPath, "")}
-	case !contains(supportedDNSPolicies, string(p)):
+	case !slices.Contains(supportedDNSPolicies, string(p)):
 		return field.ErrorList{field.NotSupported(fldPath, p, supportedDNSPolicies)}
 	}
 	return nil
@@ -332,10 +333,10 @@ func validateContainers(containers []corev1.Container, init bool, volumes, names
 			names.Insert(ctr.Name)
 		}
 		allErrs = append(allErrs, validateImage(ctr.Image, idxPath.Child("image"))...)
-		if ctr.ImagePullPolicy != "" && !contains(supportedPullPolicies, string(ctr.ImagePullPolicy)) {
+		if ctr.ImagePullPolicy != "" && !slices.Contains(supportedPullPolicies, string(ctr.ImagePullPolicy)) {
 			allErrs = append(allErrs, field.NotSupported(idxPath.Child("imagePullPolicy"), ctr.ImagePullPolicy, supportedPullPolicies))
 		}
-		if ctr.TerminationMessagePolicy != "" && !contains(supportedTermMsgPolicies, string(ctr.TerminationMessagePolicy)) {
+		if ctr.TerminationMessagePolicy != "" && !slices.Contains(supportedTermMsgPolicies, string(ctr.TerminationMessagePolicy)) {
 			allErrs = append(allErrs, field.NotSupported(idxPath.Child("terminationMessagePolicy"), ctr.TerminationMessagePolicy, supportedTermMsgPolicies))
 		}
 		allErrs = append(allErrs, validateContainerPorts(ctr.Ports, idxPath.Child("ports"))...)
@@ -350,7 +351,7 @@ func validateContainers(containers []corev1.Container, init bool, volumes, names
 		restartable := false
 		if init {
 			if ctr.RestartPolicy != nil {
-				if !contains(supportedContainerRestart, string(*ctr.RestartPolicy)) {
+				if !slices.Contains(supportedContainerRestart, string(*ctr.RestartPolicy)) {
 					allErrs = append(allErrs, field.NotSupported(idxPath.Child("restartPolicy"), *ctr.RestartPolicy, supportedContainerRestart))
 				} else {
 					restartable = true
@@ -452,7 +453,7 @@ func validateProtocol(p corev1.Protocol, fldPath *field.Path) field.ErrorList {
 	switch {
 	case p == "":
 		return field.ErrorList{field.Required(fldPath, "")}
-	case !contains(supportedPortProtocols, string(p)):
+	case !slices.Contains(supportedPortProtocols, string(p)):
 		return field.ErrorList{field.NotSupported(fldPath, p, supportedPortProtocols)}
 	}
 	return nil
@@ -796,7 +797,7 @@ func validateHTTPGet(h *corev1.HTTPGetAction, fldPath *field.Path) field.ErrorLi
 		allErrs = append(allErrs, field.Required(fldPath.Child("path"), ""))
 	}
 	allErrs = append(allErrs, validatePortNumOrName(h.Port, fldPath.Child("port"))...)
-	if !contains(supportedHTTPSchemes, string(h.Scheme)) {
+	if !slices.Contains(supportedHTTPSchemes, string(h.Scheme)) {
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("scheme"), h.Scheme, supportedHTTPSchemes))
 	}
 	for i, hdr := range h.HTTPHeaders {
@@ -849,7 +850,7 @@ func validateTolerations(tolerations []corev1.Toleration, fldPath *field.Path) f
 		default:
 			allErrs = append(allErrs, field.NotSupported(idxPath.Child("operator"), t.Operator, supportedTolerationOps))
 		}
-		if t.Effect != "" && !contains(supportedTaintEffects, string(t.Effect)) {
+		if t.Effect != "" && !slices.Contains(supportedTaintEffects, string(t.Effect)) {
 			allErrs = append(allErrs, field.NotSupported(idxPath.Child("effect"), t.Effect, supportedTaintEffects))
 		}
 	}
@@ -984,7 +985,7 @@ func validateTopologySpreadConstraints(constraints []corev1.TopologySpreadConstr
 		} else {
 			allErrs = append(allErrs, metav1validation.ValidateLabelName(c.TopologyKey, p.Child("topologyKey"))...)
 		}
-		if !contains(supportedUnsatisfiable, string(c.WhenUnsatisfiable)) {
+		if !slices.Contains(supportedUnsatisfiable, string(c.WhenUnsatisfiable)) {
 			allErrs = append(allErrs, field.NotSupported(p.Child("whenUnsatisfiable"), c.WhenUnsatisfiable, supportedUnsatisfiable))
 		}
 		if c.MinDomains != nil {
@@ -1010,13 +1011,4 @@ func validateReadinessGates(gates []corev1.PodReadinessGate, fldPath *field.Path
 		allErrs = append(allErrs, metav1validation.ValidateLabelName(string(g.ConditionType), fldPath.Index(i).Child("conditionType"))...)
 	}
 	return allErrs
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
