@@ -211,23 +211,6 @@ func Network(t testing.TB, dir string) cni.Config {
 	return cni.Config{Bridge: name, PodCIDR: fmt.Sprintf("10.%d.%d.0/24", 100+int(b[0])%100, b[1]), BinDir: cni.DefaultBinDir, Dir: dir}
 }
 
-// Links lists the host's network interface names.
-func Links(t testing.TB) []string {
-	t.Helper()
-	out, err := exec.Command("ip", "-o", "link", "show").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 1 {
-			names = append(names, strings.SplitN(strings.TrimSuffix(f[1], ":"), "@", 2)[0])
-		}
-	}
-	return names
-}
-
 // Veths lists host-side veth interfaces whose master is bridge.
 func Veths(t testing.TB, bridge string) []string {
 	t.Helper()
