@@ -703,35 +703,53 @@ func validateProbe(probe *corev1.Probe, successMustBeOne bool, fldPath *field.Pa
 	return allErrs
 }
 
-func validateProbeHandler(h *corev1.ProbeHandler, fldPath *field.Path) field.ErrorList {
+// handlerKind is one way a probe or lifecycle hook may act: set says whether the spec names it,
+// validate checks it.
+type handlerKind struct {
+	name     string
+	set      bool
+	validate func() field.ErrorList
+}
+
+// validateOneHandler checks that exactly one of kinds is set and validates that one; kinds after
+// the first set one are forbidden, as upstream.
+func validateOneHandler(fldPath *field.Path, kinds ...handlerKind) field.ErrorList {
 	var allErrs field.ErrorList
 	n := 0
-	one := func(name string) bool {
-		n++
-		if n > 1 {
-			allErrs = append(allErrs, field.Forbidden(fldPath.Child(name), "may not specify more than 1 handler type"))
-			return false
+	for _, k := range kinds {
+		if !k.set {
+			continue
 		}
-		return true
-	}
-	if h.Exec != nil && one("exec") {
-		allErrs = append(allErrs, validateExec(h.Exec, fldPath.Child("exec"))...)
-	}
-	if h.HTTPGet != nil && one("httpGet") {
-		allErrs = append(allErrs, validateHTTPGet(h.HTTPGet, fldPath.Child("httpGet"))...)
-	}
-	if h.TCPSocket != nil && one("tcpSocket") {
-		allErrs = append(allErrs, validatePortNumOrName(h.TCPSocket.Port, fldPath.Child("tcpSocket", "port"))...)
-	}
-	if h.GRPC != nil && one("grpc") {
-		for _, msg := range utilvalidation.IsValidPortNum(int(h.GRPC.Port)) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("grpc", "port"), h.GRPC.Port, msg))
+		if n++; n > 1 {
+			allErrs = append(allErrs, field.Forbidden(fldPath.Child(k.name), "may not specify more than 1 handler type"))
+			continue
 		}
+		allErrs = append(allErrs, k.validate()...)
 	}
 	if n == 0 {
 		allErrs = append(allErrs, field.Required(fldPath, "must specify a handler type"))
 	}
 	return allErrs
+}
+
+// commonHandlerKinds are the kinds probes and lifecycle hooks share.
+func commonHandlerKinds(exec *corev1.ExecAction, httpGet *corev1.HTTPGetAction, tcp *corev1.TCPSocketAction, fldPath *field.Path) []handlerKind {
+	return []handlerKind{
+		{"exec", exec != nil, func() field.ErrorList { return validateExec(exec, fldPath.Child("exec")) }},
+		{"httpGet", httpGet != nil, func() field.ErrorList { return validateHTTPGet(httpGet, fldPath.Child("httpGet")) }},
+		{"tcpSocket", tcp != nil, func() field.ErrorList { return validatePortNumOrName(tcp.Port, fldPath.Child("tcpSocket", "port")) }},
+	}
+}
+
+func validateProbeHandler(h *corev1.ProbeHandler, fldPath *field.Path) field.ErrorList {
+	grpc := handlerKind{"grpc", h.GRPC != nil, func() field.ErrorList {
+		var allErrs field.ErrorList
+		for _, msg := range utilvalidation.IsValidPortNum(int(h.GRPC.Port)) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("grpc", "port"), h.GRPC.Port, msg))
+		}
+		return allErrs
+	}}
+	return validateOneHandler(fldPath, append(commonHandlerKinds(h.Exec, h.HTTPGet, h.TCPSocket, fldPath), grpc)...)
 }
 
 func validateLifecycle(lc *corev1.Lifecycle, spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList {
@@ -750,38 +768,17 @@ func validateLifecycle(lc *corev1.Lifecycle, spec *corev1.PodSpec, fldPath *fiel
 }
 
 func validateLifecycleHandler(h *corev1.LifecycleHandler, grace *int64, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	n := 0
-	one := func(name string) bool {
-		n++
-		if n > 1 {
-			allErrs = append(allErrs, field.Forbidden(fldPath.Child(name), "may not specify more than 1 handler type"))
-			return false
-		}
-		return true
-	}
-	if h.Exec != nil && one("exec") {
-		allErrs = append(allErrs, validateExec(h.Exec, fldPath.Child("exec"))...)
-	}
-	if h.HTTPGet != nil && one("httpGet") {
-		allErrs = append(allErrs, validateHTTPGet(h.HTTPGet, fldPath.Child("httpGet"))...)
-	}
-	if h.TCPSocket != nil && one("tcpSocket") {
-		allErrs = append(allErrs, validatePortNumOrName(h.TCPSocket.Port, fldPath.Child("tcpSocket", "port"))...)
-	}
-	if h.Sleep != nil && one("sleep") {
+	sleep := handlerKind{"sleep", h.Sleep != nil, func() field.ErrorList {
 		limit := int64(corev1.DefaultTerminationGracePeriodSeconds)
 		if grace != nil {
 			limit = *grace
 		}
 		if h.Sleep.Seconds < 0 || h.Sleep.Seconds > limit {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("sleep", "seconds"), h.Sleep.Seconds, fmt.Sprintf("must be non-negative and less than terminationGracePeriodSeconds (%d)", limit)))
+			return field.ErrorList{field.Invalid(fldPath.Child("sleep", "seconds"), h.Sleep.Seconds, fmt.Sprintf("must be non-negative and less than terminationGracePeriodSeconds (%d)", limit))}
 		}
-	}
-	if n == 0 {
-		allErrs = append(allErrs, field.Required(fldPath, "must specify a handler type"))
-	}
-	return allErrs
+		return nil
+	}}
+	return validateOneHandler(fldPath, append(commonHandlerKinds(h.Exec, h.HTTPGet, h.TCPSocket, fldPath), sleep)...)
 }
 
 func validateExec(e *corev1.ExecAction, fldPath *field.Path) field.ErrorList {
