@@ -24,21 +24,32 @@ func Root() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// outDir is one folder reused by every test run, so builds do not pile up in /tmp.
-func outDir(t testing.TB) string {
+// build runs the build cmd makes (writing to its argument, a temporary file) once per
+// key and test binary, and returns where the module was installed. The output goes to one
+// folder reused by every test run, so builds do not pile up in /tmp, and is moved into
+// place atomically: test binaries of several packages may build the same module at the
+// same time. what describes the failure for t.Fatalf.
+func build(t testing.TB, key, what string, cmd func(tmp string) *exec.Cmd) string {
+	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	if p, ok := built[key]; ok {
+		return p
+	}
 	d := filepath.Join(os.TempDir(), "wasmkube-wasmbuild")
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return d
-}
-
-// install moves a finished build into place atomically: test binaries of several
-// packages may build the same module at the same time.
-func install(t testing.TB, tmp, out string) {
+	out := filepath.Join(d, strings.ReplaceAll(key, "/", "_")+".wasm")
+	tmp := fmt.Sprintf("%s.%d.tmp", out, os.Getpid())
+	if b, err := cmd(tmp).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", what, err, b)
+	}
 	if err := os.Rename(tmp, out); err != nil {
 		t.Fatal(err)
 	}
+	built[key] = out
+	return out
 }
 
 // Go builds the Go guest in pkgDir (relative to the repository root) with
@@ -46,42 +57,20 @@ func install(t testing.TB, tmp, out string) {
 // are cached per test binary; Go's build cache makes rebuilds cheap.
 func Go(t testing.TB, pkgDir string) string {
 	t.Helper()
-	mu.Lock()
-	defer mu.Unlock()
-	if p, ok := built[pkgDir]; ok {
-		return p
-	}
-	out := filepath.Join(outDir(t), strings.ReplaceAll(pkgDir, "/", "_")+".wasm")
-	tmp := fmt.Sprintf("%s.%d.tmp", out, os.Getpid())
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	cmd := exec.Command(goBin, "build", "-buildmode=c-shared", "-o", tmp, "./"+pkgDir)
-	cmd.Dir = Root()
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build %s for wasip1: %v\n%s", pkgDir, err, b)
-	}
-	install(t, tmp, out)
-	built[pkgDir] = out
-	return out
+	return build(t, pkgDir, "build "+pkgDir+" for wasip1", func(tmp string) *exec.Cmd {
+		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-buildmode=c-shared", "-o", tmp, "./"+pkgDir)
+		cmd.Dir = Root()
+		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+		return cmd
+	})
 }
 
 // WAT compiles a WAT file (relative to the repository root) with wat2wasm.
 func WAT(t testing.TB, file string) string {
 	t.Helper()
-	mu.Lock()
-	defer mu.Unlock()
-	if p, ok := built[file]; ok {
-		return p
-	}
-	out := filepath.Join(outDir(t), strings.ReplaceAll(file, "/", "_")+".wasm")
-	tmp := fmt.Sprintf("%s.%d.tmp", out, os.Getpid())
-	cmd := exec.Command("wat2wasm", "-o", tmp, filepath.Join(Root(), file))
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("wat2wasm %s (install wabt: scripts/deps.sh): %v\n%s", file, err, b)
-	}
-	install(t, tmp, out)
-	built[file] = out
-	return out
+	return build(t, file, "wat2wasm "+file+" (install wabt: scripts/deps.sh)", func(tmp string) *exec.Cmd {
+		return exec.Command("wat2wasm", "-o", tmp, filepath.Join(Root(), file))
+	})
 }
 
 // Script builds the example in dir (relative to the repository root) with its own
@@ -89,19 +78,9 @@ func WAT(t testing.TB, file string) string {
 // and WAT: `bash build.sh OUT` run from dir, writing the module to OUT. It returns OUT.
 func Script(t testing.TB, dir string) string {
 	t.Helper()
-	mu.Lock()
-	defer mu.Unlock()
-	if p, ok := built[dir]; ok {
-		return p
-	}
-	out := filepath.Join(outDir(t), strings.ReplaceAll(dir, "/", "_")+".wasm")
-	tmp := fmt.Sprintf("%s.%d.tmp", out, os.Getpid())
-	cmd := exec.Command("bash", "build.sh", tmp)
-	cmd.Dir = filepath.Join(Root(), dir)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build %s with its build.sh (toolchains: scripts/deps.sh): %v\n%s", dir, err, b)
-	}
-	install(t, tmp, out)
-	built[dir] = out
-	return out
+	return build(t, dir, "build "+dir+" with its build.sh (toolchains: scripts/deps.sh)", func(tmp string) *exec.Cmd {
+		cmd := exec.Command("bash", "build.sh", tmp)
+		cmd.Dir = filepath.Join(Root(), dir)
+		return cmd
+	})
 }
