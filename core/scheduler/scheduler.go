@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -394,7 +395,7 @@ func (s *Scheduler) onPodDelete(p *v1.Pod) {
 // (not for heartbeats).
 func nodeSchedulingChanged(a, b *v1.Node) bool {
 	if a.Spec.Unschedulable != b.Spec.Unschedulable || len(a.Spec.Taints) != len(b.Spec.Taints) ||
-		!labelsEqual(a.Labels, b.Labels) || len(a.Status.Allocatable) != len(b.Status.Allocatable) {
+		!maps.Equal(a.Labels, b.Labels) || len(a.Status.Allocatable) != len(b.Status.Allocatable) {
 		return true
 	}
 	for i := range a.Spec.Taints {
@@ -408,18 +409,6 @@ func nodeSchedulingChanged(a, b *v1.Node) bool {
 		}
 	}
 	return false
-}
-
-func labelsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // NodeCount is the number of nodes in the scheduler's cache (what it can schedule to).

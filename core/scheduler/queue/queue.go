@@ -7,6 +7,7 @@ package queue
 
 import (
 	"container/heap"
+	"maps"
 	"sync"
 	"time"
 
@@ -198,20 +199,8 @@ func (q *Queue) Update(old, pod *v1.Pod) {
 }
 
 func specChanged(a, b *v1.Pod) bool {
-	return a.Generation != b.Generation || !labelsEqual(a.Labels, b.Labels) ||
+	return a.Generation != b.Generation || !maps.Equal(a.Labels, b.Labels) ||
 		len(a.Spec.Tolerations) != len(b.Spec.Tolerations) || len(a.Spec.SchedulingGates) != len(b.Spec.SchedulingGates)
-}
-
-func labelsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // Delete removes a pod wherever it is. A pod in flight (being scheduled or bound) is
