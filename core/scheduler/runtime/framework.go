@@ -285,7 +285,7 @@ func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *framework.Cy
 		if !s.IsSuccess() {
 			s.WithPlugin(p.Name())
 			if s.Code() == framework.Error {
-				return nil, framework.AsStatus(fmt.Errorf("running PreFilter plugin %q: %w", p.Name(), s.AsError())).WithPlugin(p.Name())
+				return nil, pluginError("PreFilter", p.Name(), s)
 			}
 			return nil, s
 		}
@@ -315,32 +315,38 @@ func intersect(a, b map[string]struct{}) map[string]struct{} {
 
 // RunPreFilterExtensionAddPod implements framework.PreemptionHandle.
 func (f *Framework) RunPreFilterExtensionAddPod(ctx context.Context, state *framework.CycleState, pod *v1.Pod, add *framework.PodInfo, node *framework.NodeInfo) *framework.Status {
+	return f.runPreFilterExtension(state, "AddPod", func(ext framework.PreFilterExtensions) *framework.Status {
+		return ext.AddPod(ctx, state, pod, add, node)
+	})
+}
+
+// RunPreFilterExtensionRemovePod implements framework.PreemptionHandle.
+func (f *Framework) RunPreFilterExtensionRemovePod(ctx context.Context, state *framework.CycleState, pod *v1.Pod, rm *framework.PodInfo, node *framework.NodeInfo) *framework.Status {
+	return f.runPreFilterExtension(state, "RemovePod", func(ext framework.PreFilterExtensions) *framework.Status {
+		return ext.RemovePod(ctx, state, pod, rm, node)
+	})
+}
+
+// runPreFilterExtension calls op (AddPod or RemovePod) on the PreFilterExtensions of every
+// PreFilter plugin not skipped in this cycle, stopping at the first failure.
+func (f *Framework) runPreFilterExtension(state *framework.CycleState, op string, call func(framework.PreFilterExtensions) *framework.Status) *framework.Status {
 	for _, p := range f.preFilter {
 		if _, skip := state.SkipFilterPlugins[p.Name()]; skip {
 			continue
 		}
 		if ext, ok := p.(framework.PreFilterExtender); ok && ext.PreFilterExtensions() != nil {
-			if s := ext.PreFilterExtensions().AddPod(ctx, state, pod, add, node); !s.IsSuccess() {
-				return framework.AsStatus(fmt.Errorf("running AddPod on PreFilter plugin %q: %w", p.Name(), s.AsError()))
+			if s := call(ext.PreFilterExtensions()); !s.IsSuccess() {
+				return framework.AsStatus(fmt.Errorf("running %s on PreFilter plugin %q: %w", op, p.Name(), s.AsError()))
 			}
 		}
 	}
 	return nil
 }
 
-// RunPreFilterExtensionRemovePod implements framework.PreemptionHandle.
-func (f *Framework) RunPreFilterExtensionRemovePod(ctx context.Context, state *framework.CycleState, pod *v1.Pod, rm *framework.PodInfo, node *framework.NodeInfo) *framework.Status {
-	for _, p := range f.preFilter {
-		if _, skip := state.SkipFilterPlugins[p.Name()]; skip {
-			continue
-		}
-		if ext, ok := p.(framework.PreFilterExtender); ok && ext.PreFilterExtensions() != nil {
-			if s := ext.PreFilterExtensions().RemovePod(ctx, state, pod, rm, node); !s.IsSuccess() {
-				return framework.AsStatus(fmt.Errorf("running RemovePod on PreFilter plugin %q: %w", p.Name(), s.AsError()))
-			}
-		}
-	}
-	return nil
+// pluginError wraps a plugin's failed status as an Error that names the extension point
+// and the plugin.
+func pluginError(point, plugin string, s *framework.Status) *framework.Status {
+	return framework.AsStatus(fmt.Errorf("running %s plugin %q: %w", point, plugin, s.AsError())).WithPlugin(plugin)
 }
 
 // RunFilterPlugins runs every Filter plugin on one node and returns the first
@@ -686,7 +692,7 @@ func (f *Framework) runPreScore(ctx context.Context, state *framework.CycleState
 			continue
 		}
 		if !s.IsSuccess() {
-			return framework.AsStatus(fmt.Errorf("running PreScore plugin %q: %w", p.Name(), s.AsError())).WithPlugin(p.Name())
+			return pluginError("PreScore", p.Name(), s)
 		}
 	}
 	return nil
@@ -762,7 +768,7 @@ func (f *Framework) runScore(ctx context.Context, state *framework.CycleState, p
 			if !s.IsSuccess() {
 				mu.Lock()
 				if firstErr == nil {
-					firstErr = framework.AsStatus(fmt.Errorf("running Score plugin %q: %w", sp.p.Name(), s.AsError())).WithPlugin(sp.p.Name())
+					firstErr = pluginError("Score", sp.p.Name(), s)
 				}
 				mu.Unlock()
 				cancel()
@@ -834,7 +840,7 @@ func (f *Framework) RunPostFilterPlugins(ctx context.Context, state *framework.C
 			return r, s
 		}
 		if s.Code() == framework.Error {
-			return nil, framework.AsStatus(fmt.Errorf("running PostFilter plugin %q: %w", p.Name(), s.AsError())).WithPlugin(p.Name())
+			return nil, pluginError("PostFilter", p.Name(), s)
 		}
 		if r != nil && r.NominatedNodeName != "" {
 			res = r
@@ -856,7 +862,7 @@ func (f *Framework) RunReservePluginsReserve(ctx context.Context, state *framewo
 			if s.IsRejected() {
 				return s.WithPlugin(p.Name())
 			}
-			return framework.AsStatus(fmt.Errorf("running Reserve plugin %q: %w", p.Name(), s.AsError())).WithPlugin(p.Name())
+			return pluginError("Reserve", p.Name(), s)
 		}
 	}
 	return nil
@@ -885,7 +891,7 @@ func (f *Framework) RunPermitPlugins(ctx context.Context, state *framework.Cycle
 		case s.IsRejected():
 			return s.WithPlugin(p.Name())
 		default:
-			return framework.AsStatus(fmt.Errorf("running Permit plugin %q: %w", p.Name(), s.AsError())).WithPlugin(p.Name())
+			return pluginError("Permit", p.Name(), s)
 		}
 	}
 	if wait > 0 {
@@ -906,7 +912,7 @@ func (f *Framework) RunPreBindPlugins(ctx context.Context, state *framework.Cycl
 	defer func() { f.observePoint(config.PreBind, st, start) }()
 	for _, p := range f.preBind {
 		if s := p.PreBind(ctx, state, pod, node); !s.IsSuccess() {
-			return framework.AsStatus(fmt.Errorf("running PreBind plugin %q: %w", p.Name(), s.AsError())).WithPlugin(p.Name())
+			return pluginError("PreBind", p.Name(), s)
 		}
 	}
 	return nil
@@ -922,7 +928,7 @@ func (f *Framework) RunBindPlugins(ctx context.Context, state *framework.CycleSt
 			continue
 		}
 		if !s.IsSuccess() {
-			return framework.AsStatus(fmt.Errorf("running Bind plugin %q: %w", p.Name(), s.AsError())).WithPlugin(p.Name())
+			return pluginError("Bind", p.Name(), s)
 		}
 		return nil
 	}
