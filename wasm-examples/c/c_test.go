@@ -13,11 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/wasmkube/wasmkube/core/scheduler/config"
 	"github.com/wasmkube/wasmkube/core/scheduler/framework"
-	"github.com/wasmkube/wasmkube/plugins/schedwasm"
+	"github.com/wasmkube/wasmkube/plugins/schedwasm/schedwasmtest"
 	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
-	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 )
 
 func pod(name, cpu string, annotations map[string]string) *v1.Pod {
@@ -38,15 +36,7 @@ func node(name, usedCPU string) *framework.NodeInfo {
 
 func TestCPUHeadroomFilterThroughTheHost(t *testing.T) {
 	ctx := context.Background()
-	h, err := wasmhost.New(wasmhost.Options{CacheDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := wasmbuild.Script(t, "wasm-examples/c/cpu-headroom-filter")
-	f, err := schedwasm.NewLoader(h).Load(ctx, config.WasmPlugin{Name: "headroom", Path: path}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := schedwasmtest.Load(t, "headroom", wasmbuild.Script(t, "wasm-examples/c/cpu-headroom-filter"))
 	for _, bad := range []string{`{"headroom": 101}`, `{"headroom": "x"}`} {
 		if _, err := f(ctx, json.RawMessage(bad), nil); err == nil || !strings.Contains(err.Error(), "args.headroom") {
 			t.Errorf("args %s: err = %v, want the init's rejection naming args.headroom", bad, err)

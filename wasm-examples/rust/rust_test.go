@@ -14,11 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/wasmkube/wasmkube/core/scheduler/config"
 	"github.com/wasmkube/wasmkube/core/scheduler/framework"
-	"github.com/wasmkube/wasmkube/plugins/schedwasm"
+	"github.com/wasmkube/wasmkube/plugins/schedwasm/schedwasmtest"
 	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
-	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 )
 
 // node allows 10 pods and runs running of them.
@@ -35,15 +33,7 @@ func node(name string, running int) *framework.NodeInfo {
 
 func TestFewestPodsScoreThroughTheHost(t *testing.T) {
 	ctx := context.Background()
-	h, err := wasmhost.New(wasmhost.Options{CacheDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := wasmbuild.Script(t, "wasm-examples/rust/fewest-pods-score")
-	f, err := schedwasm.NewLoader(h).Load(ctx, config.WasmPlugin{Name: "fewest", Path: path}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := schedwasmtest.Load(t, "fewest", wasmbuild.Script(t, "wasm-examples/rust/fewest-pods-score"))
 	if _, err := f(ctx, json.RawMessage(`{"avoidPrefix": 3}`), nil); err == nil || !strings.Contains(err.Error(), "args.avoidPrefix") {
 		t.Errorf("numeric avoidPrefix: err = %v, want the init's rejection naming args.avoidPrefix", err)
 	}

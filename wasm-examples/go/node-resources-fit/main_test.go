@@ -12,12 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/wasmkube/wasmkube/core/scheduler/config"
 	"github.com/wasmkube/wasmkube/core/scheduler/framework"
 	"github.com/wasmkube/wasmkube/core/scheduler/plugins/noderesources"
-	"github.com/wasmkube/wasmkube/plugins/schedwasm"
+	"github.com/wasmkube/wasmkube/plugins/schedwasm/schedwasmtest"
 	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
-	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 	sdk "github.com/wasmkube/wasmkube/sdk/go"
 )
 
@@ -45,14 +43,7 @@ func TestInsufficient(t *testing.T) {
 // The wasm port gives the same verdicts, with the same reasons, as the native plugin.
 func TestModuleMatchesNativeFilter(t *testing.T) {
 	ctx := context.Background()
-	h, err := wasmhost.New(wasmhost.Options{CacheDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := schedwasm.NewLoader(h).Load(ctx, config.WasmPlugin{Name: "fit", Path: wasmbuild.Go(t, "wasm-examples/go/node-resources-fit")}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := schedwasmtest.Load(t, "fit", wasmbuild.Go(t, "wasm-examples/go/node-resources-fit"))
 	args := json.RawMessage(`{"ignoredResources": ["example.com/ignored"]}`)
 	wasm, err := f(ctx, args, nil)
 	if err != nil {

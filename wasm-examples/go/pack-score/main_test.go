@@ -11,12 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/wasmkube/wasmkube/core/scheduler/config"
 	"github.com/wasmkube/wasmkube/core/scheduler/framework"
 	"github.com/wasmkube/wasmkube/core/scheduler/plugins/noderesources"
-	"github.com/wasmkube/wasmkube/plugins/schedwasm"
+	"github.com/wasmkube/wasmkube/plugins/schedwasm/schedwasmtest"
 	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
-	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 	sdk "github.com/wasmkube/wasmkube/sdk/go"
 )
 
@@ -44,14 +42,7 @@ func TestPacking(t *testing.T) {
 // NodeResourcesFit with the MostAllocated strategy.
 func TestModuleMatchesNativeMostAllocated(t *testing.T) {
 	ctx := context.Background()
-	h, err := wasmhost.New(wasmhost.Options{CacheDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := schedwasm.NewLoader(h).Load(ctx, config.WasmPlugin{Name: "pack", Path: wasmbuild.Go(t, "wasm-examples/go/pack-score")}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := schedwasmtest.Load(t, "pack", wasmbuild.Go(t, "wasm-examples/go/pack-score"))
 	p, err := f(ctx, nil, nil)
 	if err != nil {
 		t.Fatal(err)

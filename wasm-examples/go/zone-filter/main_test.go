@@ -10,11 +10,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/wasmkube/wasmkube/core/scheduler/config"
 	"github.com/wasmkube/wasmkube/core/scheduler/framework"
-	"github.com/wasmkube/wasmkube/plugins/schedwasm"
+	"github.com/wasmkube/wasmkube/plugins/schedwasm/schedwasmtest"
 	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
-	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 	sdk "github.com/wasmkube/wasmkube/sdk/go"
 )
 
@@ -42,14 +40,7 @@ func TestDecide(t *testing.T) {
 
 func TestModuleThroughTheHost(t *testing.T) {
 	ctx := context.Background()
-	h, err := wasmhost.New(wasmhost.Options{CacheDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := schedwasm.NewLoader(h).Load(ctx, config.WasmPlugin{Name: "zone", Path: wasmbuild.Go(t, "wasm-examples/go/zone-filter")}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := schedwasmtest.Load(t, "zone", wasmbuild.Go(t, "wasm-examples/go/zone-filter"))
 	if _, err := f(ctx, nil, nil); err == nil {
 		t.Error("no args: the plugin loaded, want its init to reject it")
 	}
