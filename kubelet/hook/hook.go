@@ -8,10 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -69,42 +66,18 @@ func (r *Runner) run(ctx context.Context, t probe.Target, h *v1.LifecycleHandler
 		}
 		return nil
 	case h.HTTPGet != nil:
-		g := h.HTTPGet
-		host := g.Host
-		if host == "" {
-			host = t.PodIP
-		}
-		port, err := probe.ResolvePort(g.Port, t.Container)
+		req, err := probe.NewHTTPGetRequest(ctx, t, h.HTTPGet)
 		if err != nil {
 			return fmt.Errorf("httpGet hook: %w", err)
 		}
-		scheme := strings.ToLower(string(g.Scheme))
-		if scheme == "" {
-			scheme = "http"
-		}
-		path := g.Path
-		if !strings.HasPrefix(path, "/") {
-			path = "/" + path
-		}
-		u, err := (&url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port))}).Parse(path)
-		if err != nil {
-			return fmt.Errorf("httpGet hook path %q: %w", g.Path, err)
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-		if err != nil {
-			return err
-		}
-		for _, hd := range g.HTTPHeaders {
-			req.Header.Add(hd.Name, hd.Value)
-		}
 		resp, err := r.HTTP.Do(req)
 		if err != nil {
-			return fmt.Errorf("httpGet hook %s: %w", u, err)
+			return fmt.Errorf("httpGet hook: %w", err)
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 10<<10))
 		resp.Body.Close()
 		if resp.StatusCode < 200 || resp.StatusCode >= 400 {
-			return fmt.Errorf("httpGet hook %s: status %d", u, resp.StatusCode)
+			return fmt.Errorf("httpGet hook %s: status %d", req.URL, resp.StatusCode)
 		}
 		return nil
 	case h.Sleep != nil:

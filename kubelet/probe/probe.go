@@ -128,39 +128,11 @@ func (r *Runner) Probe(ctx context.Context, t Target, h *v1.ProbeHandler) (Resul
 }
 
 func (r *Runner) httpGet(ctx context.Context, t Target, g *v1.HTTPGetAction) (Result, string, error) {
-	host := g.Host
-	if host == "" {
-		host = t.PodIP
-	}
-	port, err := ResolvePort(g.Port, t.Container)
+	req, err := NewHTTPGetRequest(ctx, t, g)
 	if err != nil {
-		return Unknown, "", err
-	}
-	scheme := strings.ToLower(string(g.Scheme))
-	if scheme == "" {
-		scheme = "http"
-	}
-	path := g.Path
-	if !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	u := &url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port))}
-	u, err = u.Parse(path)
-	if err != nil {
-		return Unknown, "", fmt.Errorf("httpGet path %q: %w", g.Path, err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return Unknown, "", err
+		return Unknown, "", fmt.Errorf("httpGet: %w", err)
 	}
 	req.Header.Set("User-Agent", "kube-probe/1.32")
-	for _, hd := range g.HTTPHeaders {
-		if strings.EqualFold(hd.Name, "host") {
-			req.Host = hd.Value
-		} else {
-			req.Header.Add(hd.Name, hd.Value)
-		}
-	}
 	resp, err := r.HTTP.Do(req)
 	if err != nil {
 		// A *url.Error already reads `Get "URL": cause`.
@@ -172,6 +144,44 @@ func (r *Runner) httpGet(ctx context.Context, t Target, g *v1.HTTPGetAction) (Re
 		return Success, "", nil
 	}
 	return Failure, fmt.Sprintf("HTTP probe failed with statuscode: %d", resp.StatusCode), nil
+}
+
+// NewHTTPGetRequest builds the GET of an httpGet probe or lifecycle hook: the host defaults
+// to the pod IP, a named port resolves against the container, and an HTTPHeaders entry named
+// Host sets the request's Host (net/http ignores a "Host" in Header).
+func NewHTTPGetRequest(ctx context.Context, t Target, g *v1.HTTPGetAction) (*http.Request, error) {
+	host := g.Host
+	if host == "" {
+		host = t.PodIP
+	}
+	port, err := ResolvePort(g.Port, t.Container)
+	if err != nil {
+		return nil, err
+	}
+	scheme := strings.ToLower(string(g.Scheme))
+	if scheme == "" {
+		scheme = "http"
+	}
+	path := g.Path
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	u, err := (&url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port))}).Parse(path)
+	if err != nil {
+		return nil, fmt.Errorf("path %q: %w", g.Path, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, hd := range g.HTTPHeaders {
+		if strings.EqualFold(hd.Name, "host") {
+			req.Host = hd.Value
+		} else {
+			req.Header.Add(hd.Name, hd.Value)
+		}
+	}
+	return req, nil
 }
 
 // ResolvePort turns a probe's port (number or container port name) into a number.

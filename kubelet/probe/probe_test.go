@@ -145,3 +145,22 @@ func TestLoopReportsStateChanges(t *testing.T) {
 		t.Fatalf("second change %v, want failure", got)
 	}
 }
+
+func TestNewHTTPGetRequest(t *testing.T) {
+	tgt := Target{PodIP: "10.1.2.3", Container: &v1.Container{Name: "app", Ports: []v1.ContainerPort{{Name: "web", ContainerPort: 8080}}}}
+	g := &v1.HTTPGetAction{Path: "healthz?x=1", Port: intstr.FromString("web"), Scheme: v1.URISchemeHTTPS,
+		HTTPHeaders: []v1.HTTPHeader{{Name: "Host", Value: "example.test"}, {Name: "X-A", Value: "b"}}}
+	req, err := NewHTTPGetRequest(context.Background(), tgt, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := req.URL.String(); got != "https://10.1.2.3:8080/healthz?x=1" {
+		t.Errorf("url %s", got)
+	}
+	if req.Host != "example.test" || req.Header.Get("X-A") != "b" || req.Header.Get("Host") != "" {
+		t.Errorf("host %q, headers %v", req.Host, req.Header)
+	}
+	if _, err := NewHTTPGetRequest(context.Background(), tgt, &v1.HTTPGetAction{Port: intstr.FromString("nope")}); err == nil {
+		t.Error("unknown named port accepted")
+	}
+}
