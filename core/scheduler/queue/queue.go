@@ -105,7 +105,7 @@ func New(opts Options) *Queue {
 // activeLess orders activeQ by spec.priority, then by creation time (metadata has
 // second granularity), then by when the pod entered the queue.
 func activeLess(a, b *QueuedPodInfo) bool {
-	pa, pb := priority(a.Pod), priority(b.Pod)
+	pa, pb := framework.PodPriority(a.Pod), framework.PodPriority(b.Pod)
 	if pa != pb {
 		return pa > pb
 	}
@@ -114,13 +114,6 @@ func activeLess(a, b *QueuedPodInfo) bool {
 		return ca.Before(cb)
 	}
 	return a.Timestamp.Before(b.Timestamp)
-}
-
-func priority(p *v1.Pod) int32 {
-	if p.Spec.Priority != nil {
-		return *p.Spec.Priority
-	}
-	return 0
 }
 
 // Backoff is the wait after attempts failed attempts: initial doubling, capped at max.

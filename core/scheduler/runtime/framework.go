@@ -399,9 +399,9 @@ func (f *Framework) addNominatedPods(ctx context.Context, state *framework.Cycle
 	}
 	var clone *framework.NodeInfo
 	var st *framework.CycleState
-	prio := PodPriority(pod)
+	prio := framework.PodPriority(pod)
 	for _, np := range nominated {
-		if PodPriority(np.Pod) >= prio && np.Pod.UID != pod.UID {
+		if framework.PodPriority(np.Pod) >= prio && np.Pod.UID != pod.UID {
 			if clone == nil {
 				clone = node.Clone()
 				st = state.Clone()
@@ -416,14 +416,6 @@ func (f *Framework) addNominatedPods(ctx context.Context, state *framework.Cycle
 		return node, state, false, nil
 	}
 	return clone, st, true, nil
-}
-
-// PodPriority is spec.priority, 0 when unset.
-func PodPriority(p *v1.Pod) int32 {
-	if p.Spec.Priority != nil {
-		return *p.Spec.Priority
-	}
-	return 0
 }
 
 // NumFeasibleNodesToFind is upstream's adaptive sample size: every node up to 100; then
