@@ -3,6 +3,7 @@
 package match
 
 import (
+	"slices"
 	"strconv"
 
 	v1 "k8s.io/api/core/v1"
@@ -48,9 +49,9 @@ func NodeSelectorTerm(node *v1.Node, t *v1.NodeSelectorTerm) bool {
 func requirement(op v1.NodeSelectorOperator, values []string, v string, present bool) bool {
 	switch op {
 	case v1.NodeSelectorOpIn:
-		return present && contains(values, v)
+		return present && slices.Contains(values, v)
 	case v1.NodeSelectorOpNotIn:
-		return !present || !contains(values, v)
+		return !present || !slices.Contains(values, v)
 	case v1.NodeSelectorOpExists:
 		return present
 	case v1.NodeSelectorOpDoesNotExist:
@@ -68,15 +69,6 @@ func requirement(op v1.NodeSelectorOperator, values []string, v string, present 
 			return have > want
 		}
 		return have < want
-	}
-	return false
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
 	}
 	return false
 }
