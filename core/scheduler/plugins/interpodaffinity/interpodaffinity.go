@@ -278,11 +278,11 @@ func (pl *InterPodAffinity) Filter(_ context.Context, state *framework.CycleStat
 	}
 	s := d.(*preFilterState)
 	n := ni.Node()
-	for p, c := range s.existingAnti {
-		if c > 0 && n.Labels[p.key] == p.value {
-			if _, ok := n.Labels[p.key]; ok {
-				return framework.NewStatus(framework.Unschedulable, ErrReasonExistingAntiAffinityRulesNotMatch)
-			}
+	// Look the node's own labels up in the counts (as upstream) rather than walk every
+	// counted pair for every node.
+	for k, v := range n.Labels {
+		if s.existingAnti[pair{k, v}] > 0 {
+			return framework.NewStatus(framework.Unschedulable, ErrReasonExistingAntiAffinityRulesNotMatch)
 		}
 	}
 	for i := range s.terms.antiAffinity {
