@@ -8,7 +8,6 @@ package nodelifecycle
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -16,6 +15,7 @@ import (
 
 	coordv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -163,15 +163,9 @@ func hasNoExecute(n *corev1.Node) bool {
 func (c *Controller) nodeUpdated(o, n any) {
 	old, cur := o.(*corev1.Node), n.(*corev1.Node)
 	c.nodeQueue.Add(cur.Name)
-	if !taintsEqual(old.Spec.Taints, cur.Spec.Taints) {
+	if !equality.Semantic.DeepEqual(old.Spec.Taints, cur.Spec.Taints) {
 		c.enqueuePodsOn(cur.Name)
 	}
-}
-
-func taintsEqual(a, b []corev1.Taint) bool {
-	ja, _ := json.Marshal(a)
-	jb, _ := json.Marshal(b)
-	return string(ja) == string(jb)
 }
 
 func (c *Controller) enqueuePodsOn(node string) {
