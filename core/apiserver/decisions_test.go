@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -208,6 +209,26 @@ func TestAuthorize(t *testing.T) {
 	for _, c := range cases {
 		if ok, _ := authorize(c.user, c.ri); ok != c.ok {
 			t.Errorf("%s %s %s/%s: %v, want %v", c.user.Name, c.ri.verb, c.ri.res.gvr.Resource, c.ri.subresource, ok, c.ok)
+		}
+	}
+}
+
+// A table row carries PartialObjectMetadata by default, the object for includeObject=Object,
+// and nothing for None; tables of lists and of /scale share this.
+func TestTableRowObject(t *testing.T) {
+	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Spec: corev1.PodSpec{NodeName: "n1"}}
+	for include, want := range map[string]string{
+		"":       `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"p","namespace":"ns"}}`,
+		"Object": `"nodeName":"n1"`,
+		"None":   "",
+	} {
+		got, err := tableRowObject(pod, include)
+		if err != nil {
+			t.Fatalf("includeObject=%q: %v", include, err)
+		}
+		if want == "" && got.Raw != nil || want != "" && !strings.Contains(string(got.Raw), want) {
+			t.Errorf("includeObject=%q: row object %s, want it to contain %s", include, got.Raw, want)
 		}
 	}
 }

@@ -125,23 +125,30 @@ func (s *Server) transform(rq *request, obj runtime.Object) (any, error) {
 		if o == nil && i < len(items) {
 			o = items[i]
 		}
-		var v any
-		switch include {
-		case "None":
-			row.Object = runtime.RawExtension{}
-			continue
-		case "Object":
-			v = o
-		default:
-			v = partial(o)
-		}
-		raw, err := json.Marshal(v)
-		if err != nil {
+		if row.Object, err = tableRowObject(o, include); err != nil {
 			return nil, err
 		}
-		row.Object = runtime.RawExtension{Raw: raw}
 	}
 	return t, nil
+}
+
+// tableRowObject is what a table row carries for o under ?includeObject=: o's
+// PartialObjectMetadata by default, o itself for Object, nothing for None (as upstream).
+func tableRowObject(o runtime.Object, include string) (runtime.RawExtension, error) {
+	var v any
+	switch include {
+	case "None":
+		return runtime.RawExtension{}, nil
+	case "Object":
+		v = o
+	default:
+		v = partial(o)
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return runtime.RawExtension{}, err
+	}
+	return runtime.RawExtension{Raw: raw}, nil
 }
 
 func partial(obj runtime.Object) *metav1.PartialObjectMetadata {

@@ -253,17 +253,9 @@ func writeScale(rq *request, sc *autoscalingv1.Scale) error {
 		writeJSON(rq.w, http.StatusOK, sc, rq.format)
 		return nil
 	}
-	var row runtime.RawExtension
-	if rq.query.Get("includeObject") != "None" {
-		var v any = partial(sc)
-		if rq.query.Get("includeObject") == "Object" {
-			v = sc
-		}
-		raw, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		row.Raw = raw
+	row, err := tableRowObject(sc, rq.query.Get("includeObject"))
+	if err != nil {
+		return err
 	}
 	t := &metav1.Table{
 		TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "Table"},
