@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -185,77 +186,47 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	return nil
 }
 
-// parallel runs f for i in [0,count) on workers goroutines, returning the first error.
-func parallel(ctx context.Context, count, workers int, f func(i int) error) error {
-	var wg sync.WaitGroup
-	errs := make(chan error, 1)
-	next := make(chan int)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := f(i); err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-				}
-			}
-		}()
-	}
-loop:
-	for i := 0; i < count; i++ {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break loop
-		case err := <-errs:
-			close(next)
-			wg.Wait()
-			return err
-		}
-	}
-	close(next)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		return err
-	default:
-	}
-	return ctx.Err()
-}
-
 func (n *nodes) register(ctx context.Context, client kubernetes.Interface) error {
 	steady := n.client
 	n.client = client
 	defer func() { n.client = steady }()
-	return parallel(ctx, n.opts.Count, 32, func(i int) error {
-		node := NewNode(n.opts.Prefix, i)
-		created, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-		fresh := err == nil
-		if apierrors.IsAlreadyExists(err) {
-			// A restarted process takes its nodes back: fresh status, same object.
-			cur, gerr := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
-			if gerr != nil {
-				return fmt.Errorf("hollow node %s: %w", node.Name, gerr)
-			}
-			n.setUID(i, cur.UID)
-			cur.Status = node.Status
-			_, err = client.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
-		} else if err == nil {
-			n.setUID(i, created.UID)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(32)
+	for i := 0; i < n.opts.Count && gctx.Err() == nil; i++ {
+		g.Go(func() error { return n.registerOne(ctx, client, i) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// registerOne creates (or takes back) node i with its status and Lease.
+func (n *nodes) registerOne(ctx context.Context, client kubernetes.Interface, i int) error {
+	node := NewNode(n.opts.Prefix, i)
+	created, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	fresh := err == nil
+	if apierrors.IsAlreadyExists(err) {
+		// A restarted process takes its nodes back: fresh status, same object.
+		cur, gerr := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+		if gerr != nil {
+			return fmt.Errorf("hollow node %s: %w", node.Name, gerr)
 		}
-		if fresh && created.Status.Allocatable == nil {
-			// Status is a subresource: a create may drop it.
-			created.Status = node.Status
-			_, err = client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
-		}
-		if err != nil {
-			return fmt.Errorf("hollow node %s: register: %w", node.Name, err)
-		}
-		return n.renewLease(ctx, i)
-	})
+		n.setUID(i, cur.UID)
+		cur.Status = node.Status
+		_, err = client.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+	} else if err == nil {
+		n.setUID(i, created.UID)
+	}
+	if fresh && created.Status.Allocatable == nil {
+		// Status is a subresource: a create may drop it.
+		created.Status = node.Status
+		_, err = client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("hollow node %s: register: %w", node.Name, err)
+	}
+	return n.renewLease(ctx, i)
 }
 
 // heartbeat calls f for every node once per interval, spread evenly over the interval
