@@ -2,6 +2,7 @@ package framework
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"sync/atomic"
 
@@ -103,12 +104,7 @@ func (r *Resource) SetMax(o *Resource) {
 // Clone returns a copy that shares nothing with r.
 func (r Resource) Clone() Resource {
 	c := r
-	if r.ScalarResources != nil {
-		c.ScalarResources = make(map[v1.ResourceName]int64, len(r.ScalarResources))
-		for k, v := range r.ScalarResources {
-			c.ScalarResources[k] = v
-		}
-	}
+	c.ScalarResources = maps.Clone(r.ScalarResources) // nil stays nil
 	return c
 }
 
