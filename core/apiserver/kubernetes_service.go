@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/wasmkube/wasmkube/core/apiserver/defaults"
 	"github.com/wasmkube/wasmkube/core/storage"
 )
 
@@ -37,7 +38,7 @@ func (s *Server) ensureKubernetesService(ctx context.Context, host string, port 
 				TargetPort: intstr.FromInt32(int32(port))}},
 		},
 	}
-	defaultObject(svc)
+	defaults.Default(svc)
 	svcStore.prepareForCreate(svc, metav1.Now())
 	if _, err := svcStore.s.Create(ctx, svcStore.key(svc.Namespace, svc.Name), svc); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
 		return fmt.Errorf("create service default/kubernetes: %w", err)

@@ -4,40 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/printers"
 )
-
-// tableConvertor renders objects of one kind as a server-side Table.
-type tableConvertor func(gvk schema.GroupVersionKind, objs []runtime.Object) (*metav1.Table, error)
-
-// defaultTable is the fallback table (NAME, AGE) for kinds without columns of their own.
-func defaultTable(_ schema.GroupVersionKind, objs []runtime.Object) (*metav1.Table, error) {
-	t := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
-		{Name: "Name", Type: "string", Format: "name", Description: "Name must be unique within a namespace."},
-		{Name: "Age", Type: "string", Description: "Time since the object was created."},
-	}}
-	for _, o := range objs {
-		m := objMeta(o)
-		t.Rows = append(t.Rows, metav1.TableRow{
-			Cells:  []any{m.GetName(), translateAge(m.GetCreationTimestamp())},
-			Object: runtime.RawExtension{Object: o},
-		})
-	}
-	return t, nil
-}
-
-func translateAge(ts metav1.Time) string {
-	if ts.IsZero() {
-		return "<unknown>"
-	}
-	return duration.HumanDuration(time.Since(ts.Time))
-}
 
 // ensureKind sets apiVersion/kind when the object has none (stored objects already do;
 // writing only when empty keeps shared cached objects untouched).
@@ -108,7 +82,7 @@ func (s *Server) transform(rq *request, obj runtime.Object) (any, error) {
 		}
 		return pl, nil
 	}
-	t, err := s.tables(res.gvk(), items)
+	t, err := printers.Table(res.gvk(), items)
 	if err != nil {
 		return nil, fmt.Errorf("render %s as a table: %w", res.gvr.Resource, err)
 	}

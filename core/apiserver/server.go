@@ -28,6 +28,9 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/apiserver/defaults"
+	"github.com/wasmkube/wasmkube/core/apiserver/openapi"
+	"github.com/wasmkube/wasmkube/core/apiserver/validation"
 	"github.com/wasmkube/wasmkube/core/storage"
 )
 
@@ -76,7 +79,6 @@ type Server struct {
 
 	metricsHandler http.Handler
 	openapi        http.Handler
-	tables         tableConvertor
 	kubeletClient  *http.Client
 
 	namespaces *nsCache
@@ -122,10 +124,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	s := &Server{
 		opts: opts, log: opts.Logger.With("component", "apiserver"), reg: newRegistry(),
 		stores: map[schema.GroupVersionResource]*store{}, metrics: newMetrics(),
-		metricsHandler: promhttp.Handler(), tables: tableFor,
+		metricsHandler: promhttp.Handler(), openapi: openapi.Handler(),
 		ready: make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}),
 	}
-	s.openapi = openapiHandler()
 	s.backend, err = storage.NewBackend(ctx, storage.Config{
 		DataDir: opts.DataDir, Endpoints: opts.EtcdEndpoints, CompactionInterval: opts.CompactionInterval, Logger: opts.Logger,
 	})
@@ -167,11 +168,11 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	plugins := []admission.Plugin{
 		admission.NamespaceLifecycle{Get: s.getNamespace},
 		admission.NodeRestriction{},
-		admission.Defaulting{Default: defaultObject},
+		admission.Defaulting{Default: defaults.Default},
 		admission.DefaultTolerationSeconds{Seconds: opts.DefaultTolerationSeconds},
 	}
 	plugins = append(plugins, opts.Admission...)
-	plugins = append(plugins, admission.Validation{Create: validateObject, Update: validateObjectUpdate})
+	plugins = append(plugins, admission.Validation{Create: validation.Validate, Update: validation.ValidateUpdate})
 	if s.chain, err = admission.NewChain(plugins...); err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
@@ -230,7 +231,7 @@ func (s *Server) seedNamespaces(ctx context.Context) error {
 	for _, name := range []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease} {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		st.prepareForCreate(ns, metav1.Now())
-		defaultObject(ns)
+		defaults.Default(ns)
 		_, err := st.s.Create(ctx, st.key("", name), ns)
 		if errors.Is(err, storage.ErrAlreadyExists) {
 			// A data dir from before the kubernetes.io/metadata.name label: add it.
@@ -239,7 +240,7 @@ func (s *Server) seedNamespaces(ctx context.Context) error {
 					return cur, nil
 				}
 				next := cur.DeepCopyObject().(*corev1.Namespace)
-				defaultObject(next)
+				defaults.Default(next)
 				return next, nil
 			})
 		}

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/apiserver/defaults"
 	"github.com/wasmkube/wasmkube/core/storage"
 )
 
@@ -209,7 +210,7 @@ func (st *store) create(ctx context.Context, rq *request, obj runtime.Object) (r
 		}
 		if generated && errors.Is(err, storage.ErrAlreadyExists) && attempt < 5 {
 			m.SetName(m.GetGenerateName() + generateSuffix())
-			defaultObject(obj) // defaults may derive from the name (a namespace's name label)
+			defaults.Default(obj) // defaults may derive from the name (a namespace's name label)
 			continue
 		}
 		return nil, st.apiError(err, m.GetName())
