@@ -2,9 +2,7 @@ package kubelet
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"os"
 	"path/filepath"
 	"sort"
@@ -301,14 +299,6 @@ func ContainerResources(c *v1.Container) runtime.Resources {
 		}
 	}
 	return r
-}
-
-// ContainerHash fingerprints a container's spec.
-func ContainerHash(c *v1.Container) string {
-	b, _ := json.Marshal(c)
-	h := fnv.New64a()
-	h.Write(b)
-	return strconv.FormatUint(h.Sum64(), 16)
 }
 
 // ContainerSecurity resolves a container's security context over the pod's: runAsUser and

@@ -537,7 +537,7 @@ func (w *podWorker) containerConfig(pod *v1.Pod, sb *runtime.Sandbox, c *v1.Cont
 	return &runtime.ContainerConfig{
 		Name: c.Name, Attempt: attempt, Image: ref, Command: c.Command, Args: c.Args, Env: env,
 		WorkingDir: c.WorkingDir, Mounts: mounts, Resources: ContainerResources(c), Security: ContainerSecurity(pod, c),
-		LogPath: LogPath(w.k.opts.RootDir, string(pod.UID), c.Name, attempt), Hash: ContainerHash(c),
+		LogPath: LogPath(w.k.opts.RootDir, string(pod.UID), c.Name, attempt),
 	}, nil
 }
 

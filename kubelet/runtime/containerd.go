@@ -39,7 +39,6 @@ const (
 	LabelSandboxID    = "io.wasmkube.sandbox.id"
 	LabelName         = "io.wasmkube.container.name"
 	LabelAttempt      = "io.wasmkube.container.attempt"
-	LabelHash         = "io.wasmkube.container.hash"
 	LabelLogPath      = "io.wasmkube.container.log"
 	LabelImageRef     = "io.wasmkube.container.imageref"
 	LabelStartedAt    = "io.wasmkube.container.started"
@@ -587,7 +586,6 @@ func (r *Containerd) CreateContainer(ctx context.Context, sandboxID string, cfg 
 	labels[LabelSandboxID] = sandboxID
 	labels[LabelName] = cfg.Name
 	labels[LabelAttempt] = strconv.Itoa(cfg.Attempt)
-	labels[LabelHash] = cfg.Hash
 	labels[LabelLogPath] = cfg.LogPath
 	labels[LabelImageRef] = img.Name() + "@" + img.Target().Digest.String()
 	labels[labelShimGroup] = sandboxID
@@ -792,7 +790,7 @@ func (r *Containerd) statusFromProcess(ctx context.Context, c client.Container, 
 	attempt, _ := strconv.Atoi(l[LabelAttempt])
 	st := &ContainerStatus{
 		ID: info.ID, SandboxID: l[LabelSandboxID], Pod: podFromLabels(l), Name: l[LabelName], Attempt: attempt,
-		Image: info.Image, ImageRef: l[LabelImageRef], Hash: l[LabelHash], State: ContainerCreated, CreatedAt: info.CreatedAt,
+		Image: info.Image, ImageRef: l[LabelImageRef], State: ContainerCreated, CreatedAt: info.CreatedAt,
 		LogPath: l[LabelLogPath], OOMKilled: l[LabelOOM] == "true",
 	}
 	if ts := l[LabelStartedAt]; ts != "" {

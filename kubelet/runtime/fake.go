@@ -149,7 +149,7 @@ func (f *Fake) CreateContainer(_ context.Context, sandboxID string, cfg Containe
 	id := f.id("c")
 	f.containers[id] = &fakeContainer{cfg: cfg, st: ContainerStatus{
 		ID: id, SandboxID: sandboxID, Pod: sb.Pod, Name: cfg.Name, Attempt: cfg.Attempt, Image: name,
-		Hash: cfg.Hash, State: ContainerCreated, CreatedAt: time.Now(), LogPath: cfg.LogPath,
+		State: ContainerCreated, CreatedAt: time.Now(), LogPath: cfg.LogPath,
 	}}
 	f.record("CreateContainer %s", cfg.Name)
 	return id, nil

@@ -93,8 +93,6 @@ type ContainerConfig struct {
 	LogPath    string // stdout and stderr go here
 	Resources  Resources
 	Security   Security
-	// Hash of the container's spec, so a changed spec can be noticed.
-	Hash string
 }
 
 // ContainerState is the lifecycle state of a container.
@@ -116,7 +114,6 @@ type ContainerStatus struct {
 	Attempt    int
 	Image      string
 	ImageRef   string
-	Hash       string
 	State      ContainerState
 	CreatedAt  time.Time
 	StartedAt  time.Time
