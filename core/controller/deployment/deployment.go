@@ -39,7 +39,6 @@ type Controller struct {
 	client   kubernetes.Interface
 	dLister  appslisters.DeploymentLister
 	rsLister appslisters.ReplicaSetLister
-	rsIndex  cache.Indexer
 	podIndex cache.Indexer
 	synced   []cache.InformerSynced
 	queue    worker.Queue
@@ -54,15 +53,12 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, recorde
 		log = slog.Default()
 	}
 	dInf, rsInf, podInf := f.Apps().V1().Deployments(), f.Apps().V1().ReplicaSets(), f.Core().V1().Pods()
-	if err := replicaset.AddControllerUIDIndex(rsInf.Informer()); err != nil {
-		return nil, err
-	}
 	if err := replicaset.AddControllerUIDIndex(podInf.Informer()); err != nil {
 		return nil, err
 	}
 	c := &Controller{
 		client: client, dLister: dInf.Lister(), rsLister: rsInf.Lister(),
-		rsIndex: rsInf.Informer().GetIndexer(), podIndex: podInf.Informer().GetIndexer(),
+		podIndex: podInf.Informer().GetIndexer(),
 		synced:   []cache.InformerSynced{dInf.Informer().HasSynced, rsInf.Informer().HasSynced, podInf.Informer().HasSynced},
 		queue:    worker.NewQueue(Name),
 		recorder: recorder, log: log.With("controller", Name), now: time.Now,
