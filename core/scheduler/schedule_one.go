@@ -195,12 +195,17 @@ func (s *Scheduler) explainBound(p *v1.Pod) {
 	if !ok || p.Annotations[ExplainAnnotation] == v.(string) {
 		return
 	}
-	ann, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{ExplainAnnotation: v.(string)}}})
 	select {
-	case s.patches <- patchReq{ns: p.Namespace, name: p.Name, patch: ann}:
+	case s.patches <- patchReq{ns: p.Namespace, name: p.Name, patch: explainPatch(v.(string))}:
 	default:
 		// Under a burst the explanation is dropped rather than slowing the informer.
 	}
+}
+
+// explainPatch is the merge patch that sets the explanation annotation to v.
+func explainPatch(v string) []byte {
+	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{ExplainAnnotation: v}}})
+	return b
 }
 
 type patchReq struct {
@@ -253,8 +258,7 @@ func (s *Scheduler) updateStatus(ctx context.Context, pod *v1.Pod, reason, msg, 
 	if err != nil {
 		return
 	}
-	ann, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{ExplainAnnotation: string(b)}}})
-	if _, err := pods.Patch(ctx, pod.Name, types.MergePatchType, ann, metav1.PatchOptions{}); err != nil {
+	if _, err := pods.Patch(ctx, pod.Name, types.MergePatchType, explainPatch(string(b)), metav1.PatchOptions{}); err != nil {
 		s.log.Warn("annotate pod with explanation", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 	}
 }
