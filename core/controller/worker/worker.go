@@ -123,20 +123,15 @@ type queueMetrics struct {
 }
 
 func newQueueMetrics() *queueMetrics {
-	opts := func(name, help string) (string, string, string, string) {
-		return "wasmkube", "workqueue", name, help
-	}
+	const ns, sub = "wasmkube", "workqueue"
 	gauge := func(name, help string) *prometheus.GaugeVec {
-		ns, sub, n, h := opts(name, help)
-		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: n, Help: h}, []string{"name"})
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, []string{"name"})
 	}
 	counter := func(name, help string) *prometheus.CounterVec {
-		ns, sub, n, h := opts(name, help)
-		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: n, Help: h}, []string{"name"})
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, []string{"name"})
 	}
 	hist := func(name, help string) *prometheus.HistogramVec {
-		ns, sub, n, h := opts(name, help)
-		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: n, Help: h,
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help,
 			Buckets: prometheus.ExponentialBuckets(10e-9, 10, 10)}, []string{"name"})
 	}
 	return &queueMetrics{
