@@ -633,3 +633,45 @@ func TestAdmissionPluginsFromOptions(t *testing.T) {
 		t.Fatalf("validating plugin on update: %v", err)
 	}
 }
+
+// A kubelet's pod watch (fieldSelector spec.nodeName=<node>) is filed under its node in the
+// storage watch index: it still sees a pod bound to its node as ADDED and its deletion, and
+// nothing of pods elsewhere.
+func TestNodePodWatchThroughIndex(t *testing.T) {
+	srv := apiservertest.Start(t)
+	pods := srv.Client.CoreV1().Pods("default")
+	w, err := pods.Watch(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if _, err := pods.Create(ctx, boundPod("elsewhere", "n2"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pods.Create(ctx, testPod("p"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pods.Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Target: corev1.ObjectReference{Kind: "Node", Name: "n1"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pods.Delete(ctx, "p", *metav1.NewDeleteOptions(0)); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	timeout := time.After(10 * time.Second)
+	for len(got) < 2 {
+		select {
+		case ev := <-w.ResultChan():
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				t.Fatalf("event %s with %T", ev.Type, ev.Object)
+			}
+			got = append(got, string(ev.Type)+" "+p.Name)
+		case <-timeout:
+			t.Fatalf("events %v, want [ADDED p, ... DELETED p]", got)
+		}
+	}
+	if got[0] != "ADDED p" || got[len(got)-1] != "DELETED p" {
+		t.Fatalf("events %v, want [ADDED p, DELETED p]", got)
+	}
+}

@@ -232,3 +232,25 @@ func TestTableRowObject(t *testing.T) {
 		}
 	}
 }
+
+// A watch is filed in the pods' watch index only under the exact spec.nodeName its field
+// selector requires; other selectors, and other resources, stay unindexed.
+func TestWatchIndexValue(t *testing.T) {
+	pods, nodes := storeFor("pods"), storeFor("nodes")
+	for _, c := range []struct {
+		st       *store
+		sel, want string
+	}{
+		{pods, "spec.nodeName=n1", "n1"},
+		{pods, "status.phase!=Succeeded,spec.nodeName=n1", "n1"},
+		{pods, "spec.nodeName!=n1", ""},
+		{pods, "spec.nodeName=", ""},
+		{pods, "status.phase=Running", ""},
+		{pods, "", ""},
+		{nodes, "metadata.name=n1", ""},
+	} {
+		if got := c.st.indexValue(c.sel); got != c.want {
+			t.Errorf("%s with fieldSelector %q: index value %q, want %q", c.st.res.gvr.Resource, c.sel, got, c.want)
+		}
+	}
+}

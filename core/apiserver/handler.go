@@ -651,7 +651,8 @@ func (s *Server) serveWatch(ctx context.Context, rq *request, st *store) error {
 		}
 	}
 
-	wi, err := st.s.Watch(ctx, st.prefix(rq.info.namespace), storage.WatchOptions{ResourceVersion: rv, Predicate: pred, AllowBookmarks: bookmarks})
+	wi, err := st.s.Watch(ctx, st.prefix(rq.info.namespace), storage.WatchOptions{ResourceVersion: rv, Predicate: pred, AllowBookmarks: bookmarks,
+		IndexValue: st.indexValue(q.Get("fieldSelector"))})
 	if err != nil {
 		// Upstream answers an expired resourceVersion with an ERROR event, which makes
 		// reflectors relist; other errors are plain statuses.

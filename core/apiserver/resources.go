@@ -37,6 +37,12 @@ type resource struct {
 	// fields returns the values field selectors may match, besides metadata.name and
 	// metadata.namespace.
 	fields func(obj runtime.Object) map[string]string
+	// watchIndex is a field label (pods: spec.nodeName) by which the watch cache files
+	// watches, as upstream's trigger functions: a watch whose field selector requires an
+	// exact value of it is handed only events of objects that had or have that value.
+	// indexOf returns an object's value of it.
+	watchIndex string
+	indexOf    func(obj runtime.Object) string
 }
 
 func (r *resource) gvk() schema.GroupVersionKind { return r.gvr.GroupVersion().WithKind(r.kind) }
@@ -139,7 +145,8 @@ var resources = []*resource{
 		newFunc: newOf[corev1.Namespace](), newList: newOf[corev1.NamespaceList](), fields: namespaceFields},
 	{gvr: corev1.SchemeGroupVersion.WithResource("pods"), kind: "Pod", singular: "pod", namespaced: true,
 		shortNames: []string{"po"}, categories: allCategory, subresources: []string{"status", "binding", "log", "eviction"},
-		newFunc: newOf[corev1.Pod](), newList: newOf[corev1.PodList](), fields: podFields},
+		newFunc: newOf[corev1.Pod](), newList: newOf[corev1.PodList](), fields: podFields,
+		watchIndex: "spec.nodeName", indexOf: func(o runtime.Object) string { return o.(*corev1.Pod).Spec.NodeName }},
 	{gvr: corev1.SchemeGroupVersion.WithResource("nodes"), kind: "Node", singular: "node",
 		shortNames: []string{"no"}, subresources: []string{"status"},
 		newFunc: newOf[corev1.Node](), newList: newOf[corev1.NodeList](), fields: nodeFields},

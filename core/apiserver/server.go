@@ -188,6 +188,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		if r.kind == "Event" {
 			ropts = append(ropts, storage.WithTTL(opts.EventTTL))
 		}
+		if r.indexOf != nil {
+			ropts = append(ropts, storage.WithWatchIndex(r.indexOf))
+		}
 		st := &store{res: r, s: s.backend.ForResource(r.gvr.Resource, r.newFunc, r.newList, ropts...), chain: s.chain}
 		if r.kind == "Service" {
 			st.alloc = alloc

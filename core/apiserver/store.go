@@ -572,6 +572,20 @@ func (st *store) delete(ctx context.Context, rq *request, name string, opts *met
 
 // ---- list and selectors ----
 
+// indexValue is the value of the resource's watch index that a watch with field selector
+// fieldSel is filed under: the exact value the selector requires, or "" (unindexed).
+func (st *store) indexValue(fieldSel string) string {
+	if st.res.watchIndex == "" || fieldSel == "" {
+		return ""
+	}
+	fs, err := fields.ParseSelector(fieldSel)
+	if err != nil {
+		return ""
+	}
+	v, _ := fs.RequiresExactMatch(st.res.watchIndex)
+	return v
+}
+
 // predicate compiles the label and field selectors of a list or watch.
 func (st *store) predicate(labelSel, fieldSel string) (storage.Predicate, error) {
 	var ls labels.Selector
