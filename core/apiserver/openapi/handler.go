@@ -142,17 +142,10 @@ func build() (*documents, error) {
 }
 
 // Handler serves /openapi/v2, /openapi/v3 and /openapi/v3/<group-version>. Mount it for the
-// /openapi/ prefix. The documents are generated on the first request (or by Warm) and then
-// served from memory.
+// /openapi/ prefix. The documents are generated on the first request and then served from
+// memory.
 func Handler() http.Handler {
 	return http.HandlerFunc(serve)
-}
-
-// Warm generates the documents now instead of on the first request, and reports whether that
-// worked; an API server can call it at start to fail early.
-func Warm() error {
-	_, err := load()
-	return err
 }
 
 func serve(w http.ResponseWriter, r *http.Request) {
