@@ -86,7 +86,6 @@ func (s *Server) transform(rq *request, obj runtime.Object) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render %s as a table: %w", res.gvr.Resource, err)
 	}
-	t.TypeMeta = metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "Table"}
 	if lm != nil {
 		t.ResourceVersion, t.Continue, t.RemainingItemCount = lm.GetResourceVersion(), lm.GetContinue(), lm.GetRemainingItemCount()
 	} else {
