@@ -238,7 +238,7 @@ func TestTableRowObject(t *testing.T) {
 func TestWatchIndexValue(t *testing.T) {
 	pods, nodes := storeFor("pods"), storeFor("nodes")
 	for _, c := range []struct {
-		st       *store
+		st        *store
 		sel, want string
 	}{
 		{pods, "spec.nodeName=n1", "n1"},
