@@ -414,7 +414,7 @@ func (r *Containerd) ListSandboxes(ctx context.Context, podUID string) ([]Sandbo
 	if len(ctrs) == 0 {
 		return nil, nil
 	}
-	procs, err := r.tasks(ctx)
+	procs, err := r.tasks(ctx, podUID, ctrs)
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
 	}
@@ -724,7 +724,7 @@ func (r *Containerd) ListContainers(ctx context.Context, podUID string) ([]Conta
 	if len(ctrs) == 0 {
 		return out, nil
 	}
-	procs, err := r.tasks(ctx)
+	procs, err := r.tasks(ctx, podUID, ctrs)
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
@@ -754,13 +754,28 @@ func (r *Containerd) ContainerStatus(ctx context.Context, id string) (*Container
 	return r.status(ctx, c)
 }
 
-// tasks lists every task of the namespace in one call (instead of one or two per container).
-func (r *Containerd) tasks(ctx context.Context) (map[string]*tasktypes.Process, error) {
+// tasks returns the task (process) of each container in ctrs, keyed by container id. For
+// one pod it asks for each container's task (a pod has a few); for the whole node it lists
+// every task in one call. Listing all tasks costs a shim round trip per task on the node, so
+// per-pod lists that used it made a node with N pods do O(N) shim calls per pod sync.
+func (r *Containerd) tasks(ctx context.Context, podUID string, ctrs []client.Container) (map[string]*tasktypes.Process, error) {
+	m := make(map[string]*tasktypes.Process, len(ctrs))
+	if podUID != "" {
+		for _, c := range ctrs {
+			resp, err := r.c.TaskService().Get(ctx, &tasksapi.GetRequest{ContainerID: c.ID()})
+			switch {
+			case err == nil:
+				m[c.ID()] = resp.Process
+			case !errdefs.IsNotFound(errgrpc.ToNative(err)):
+				return nil, errgrpc.ToNative(err)
+			}
+		}
+		return m, nil
+	}
 	resp, err := r.c.TaskService().List(ctx, &tasksapi.ListTasksRequest{})
 	if err != nil {
 		return nil, err
 	}
-	m := make(map[string]*tasktypes.Process, len(resp.Tasks))
 	for _, p := range resp.Tasks {
 		m[p.ID] = p
 	}
