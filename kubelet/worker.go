@@ -214,20 +214,21 @@ func (w *podWorker) reconcile(ctx context.Context, pod *v1.Pod, obs *observed) t
 				w.k.log.Warn("stop dead sandbox", "pod", podKey(pod), "err", err)
 			}
 		}
-		// Sandboxes compete for the same CPUs (runc, shim, CNI plugins); admitting a few at a
-		// time gets each pod to Running sooner than starting all at once.
+		// Pods starting compete for the same CPUs (runc, shims, CNI plugins); admitting a
+		// few at a time, from the sandbox to their first containers, gets each pod to
+		// Running sooner than starting all at once, where all finish last.
 		select {
 		case w.k.startSlots <- struct{}{}:
 		case <-ctx.Done():
 			return 0
 		}
+		defer func() { <-w.k.startSlots }()
 		tsb := time.Now()
 		var err error
 		sb, err = w.k.rt.RunPodSandbox(ctx, runtime.SandboxConfig{
 			Pod: podRef(pod), Hostname: podHostname(pod), Image: w.k.opts.PauseImage,
 			HostNetwork: pod.Spec.HostNetwork, HostIP: w.k.opts.NodeIP,
 		})
-		<-w.k.startSlots
 		w.k.log.Debug("sandbox created", "pod", podKey(pod), "took", time.Since(tsb), "err", err)
 		if err != nil {
 			hint := ""
