@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/wasmkube/wasmkube/core/apiserver/apiservertest"
 	"github.com/wasmkube/wasmkube/kubelet/internal/nodetest"
+	"github.com/wasmkube/wasmkube/kubelet/runtime"
 )
 
 // BenchmarkPodStartup creates 20 pods at once on a real kubelet (image present, pods bound
@@ -33,12 +35,20 @@ func BenchmarkPodStartup(b *testing.B) {
 	srv := apiservertest.Start(b)
 	n := &node{name: "node-bench", root: b.TempDir(), daemon: nodetest.Containerd(b)}
 	n.net = nodetest.Network(b, filepath.Join(n.root, "cni"))
+	n.warm = envInt("WASMKUBE_BENCH_WARM")
 	startKubeletB(b, srv, n)
+	ctrd := n.kubelet.Runtime().(*runtime.Containerd)
 	ctx := context.Background()
 	pods := srv.Client.CoreV1().Pods("default")
 	var all []time.Duration
 	b.ResetTimer()
 	for it := 0; it < b.N; it++ {
+		b.StopTimer()
+		for ctrd.WarmSandboxes() < n.warm { // a node in steady state: its warm pool is full
+			time.Sleep(20 * time.Millisecond)
+		}
+		stopProfile := profileRound(b, it)
+		b.StartTimer()
 		w, err := pods.Watch(ctx, metav1.ListOptions{LabelSelector: fmt.Sprintf("round=r%d", it)})
 		if err != nil {
 			b.Fatal(err)
@@ -78,6 +88,7 @@ func BenchmarkPodStartup(b *testing.B) {
 				b.Fatalf("only %d of %d pods Running after 2 minutes", len(running), perRound)
 			}
 		}
+		stopProfile()
 		w.Stop()
 		wg.Wait()
 		for _, d := range running {
@@ -103,4 +114,23 @@ func BenchmarkPodStartup(b *testing.B) {
 	b.ReportMetric(float64(pct(0.5).Milliseconds()), "p50-ms")
 	b.ReportMetric(float64(pct(0.99).Milliseconds()), "p99-ms")
 	b.ReportMetric(float64(all[len(all)-1].Milliseconds()), "max-ms")
+}
+
+// profileRound records the whole machine with perf while round it runs, when
+// WASMKUBE_BENCH_PERF names a directory: perf report -i DIR/round-N.data --sort comm shows
+// which processes the pods' start-up costs are in.
+func profileRound(b *testing.B, it int) (stop func()) {
+	dir := os.Getenv("WASMKUBE_BENCH_PERF")
+	if dir == "" {
+		return func() {}
+	}
+	cmd := exec.Command("perf", "record", "-a", "-q", "-o", filepath.Join(dir, fmt.Sprintf("round-%d.data", it)))
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("perf: %v", err)
+	}
+	time.Sleep(100 * time.Millisecond) // perf is recording
+	return func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	}
 }

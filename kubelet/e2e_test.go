@@ -42,6 +42,7 @@ type node struct {
 	daemon  *kcontainerd.Daemon
 	kubelet *kubelet.Kubelet
 	stop    func()
+	warm    int // warm sandboxes
 }
 
 func imagesDir(t testing.TB) string {
@@ -65,7 +66,8 @@ func startKubelet(t testing.TB, srv *apiservertest.Server, n *node, cleanupOnExi
 		ContainerdAddress: n.daemon.Address(), Snapshotter: n.daemon.Snapshotter(),
 		PodCIDR: n.net.PodCIDR, Bridge: n.net.Bridge, ImagesDir: imagesDir(t),
 		ServerAddr: "127.0.0.1:0", CleanupOnExit: cleanupOnExit, ParallelPodStarts: envInt("WASMKUBE_BENCH_PARALLEL"),
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()})),
+		WarmSandboxes: n.warm,
+		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()})),
 	})
 	if err != nil {
 		cancel()

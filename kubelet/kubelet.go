@@ -58,6 +58,10 @@ type Options struct {
 	// once; default twice the number of CPUs.
 	ParallelPodStarts int
 
+	// WarmSandboxes is how many pod sandboxes (network wired, pause running) the node keeps
+	// ready ahead of its pods; a pod that takes one only creates its containers. 0: none.
+	WarmSandboxes int
+
 	// CleanupOnExit stops and removes every pod of the node when Run returns (wasmkube up
 	// does this on Ctrl-C). Off, pods keep running and a restarted kubelet adopts them.
 	CleanupOnExit bool
@@ -317,6 +321,10 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	k.cleanupOrphans(ctx)
 	k.wg.Add(1)
 	go func() { defer k.wg.Done(); k.relist(ctx) }()
+	if k.ctrd != nil {
+		k.wg.Add(1)
+		go func() { defer k.wg.Done(); k.ctrd.RunWarmPool(ctx, k.opts.WarmSandboxes, k.opts.PauseImage) }()
+	}
 
 	<-ctx.Done()
 	factory.Shutdown()
@@ -442,6 +450,9 @@ func (k *Kubelet) cleanupAll() {
 	for _, c := range cs {
 		_ = k.rt.StopContainer(ctx, c.ID, 0)
 		_ = k.rt.RemoveContainer(ctx, c.ID)
+	}
+	if k.ctrd != nil {
+		k.ctrd.DrainWarmPool(ctx)
 	}
 	if k.net != nil {
 		if err := k.net.RemoveBridge(); err != nil {

@@ -79,6 +79,7 @@ type Containerd struct {
 
 	changed chan string
 	cancel  context.CancelFunc
+	pool    warmPool
 }
 
 // NewContainerd connects to containerd. It watches task exit and OOM events until ctx ends.
@@ -104,6 +105,7 @@ func NewContainerd(ctx context.Context, opts ContainerdOptions) (*Containerd, er
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	r := &Containerd{c: c, opts: opts, log: opts.Logger, changed: make(chan string, 256), cancel: cancel}
+	r.pool.kick = make(chan struct{}, 1)
 	go r.watchEvents(ctx)
 	return r, nil
 }
@@ -218,9 +220,20 @@ func HostsFile(ip, hostname string) []byte {
 	return b.Bytes()
 }
 
-// RunPodSandbox implements Runtime: network namespace, CNI ADD, then the pause container
-// joining that namespace with new IPC and UTS namespaces of its own.
-func (r *Containerd) RunPodSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, retErr error) {
+// RunPodSandbox implements Runtime. A pod on the pod network takes a warm sandbox when the
+// pool has one (warmpool.go); otherwise it gets a new one: network namespace, CNI ADD, then
+// the pause container joining that namespace with new IPC and UTS namespaces of its own.
+func (r *Containerd) RunPodSandbox(ctx context.Context, cfg SandboxConfig) (*Sandbox, error) {
+	defer r.pool.busy()()
+	if sb, err := r.claimWarm(ctx, cfg); sb != nil || err != nil {
+		return sb, err
+	}
+	return r.newSandbox(ctx, cfg, "sandbox")
+}
+
+// newSandbox creates and starts a sandbox labelled with kind: "sandbox" for a pod, or
+// kindWarm for the pool (cfg.Pod is then empty).
+func (r *Containerd) newSandbox(ctx context.Context, cfg SandboxConfig, kind string) (_ *Sandbox, retErr error) {
 	id := newID()
 	var cleanups []func()
 	defer func() {
@@ -263,14 +276,8 @@ func (r *Containerd) RunPodSandbox(ctx context.Context, cfg SandboxConfig) (_ *S
 		cleanups = append(cleanups, func() { _ = r.opts.Network.Teardown(bg, id, nsPath, cfg.Pod) })
 		nsOpts = []oci.SpecOpts{oci.WithHostname(hostname), oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: nsPath})}
 	}
-	resolv := cfg.ResolvConf
-	if resolv == nil {
-		resolv, _ = os.ReadFile("/etc/resolv.conf")
-	}
-	for name, data := range map[string][]byte{"hosts": HostsFile(ip, hostname), "hostname": []byte(hostname + "\n"), "resolv.conf": resolv} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			return nil, fmt.Errorf("sandbox %s: %w", id, err)
-		}
+	if err := r.writePodFiles(id, ip, hostname, cfg.ResolvConf); err != nil {
+		return nil, err
 	}
 
 	img, err := r.c.GetImage(ctx, cfg.Image)
@@ -278,7 +285,7 @@ func (r *Containerd) RunPodSandbox(ctx context.Context, cfg SandboxConfig) (_ *S
 		return nil, fmt.Errorf("sandbox %s: pause image %s: %w", id, cfg.Image, wrapNotFound(err))
 	}
 	labels := podLabels(cfg.Pod)
-	labels[LabelKind] = "sandbox"
+	labels[LabelKind] = kind
 	labels[LabelNetNS] = nsPath
 	labels[LabelIP] = ip
 	if cfg.HostNetwork {
@@ -313,6 +320,22 @@ func (r *Containerd) RunPodSandbox(ctx context.Context, cfg SandboxConfig) (_ *S
 	}
 	info, _ := ctr.Info(ctx)
 	return &Sandbox{ID: id, Pod: cfg.Pod, State: SandboxReady, IP: ip, NetNSPath: nsPath, Pid: task.Pid(), CreatedAt: info.CreatedAt}, nil
+}
+
+// writePodFiles writes the /etc/hosts, /etc/hostname and /etc/resolv.conf that every
+// container of the sandbox bind-mounts. Rewriting them keeps their inodes, so containers
+// already running see the new content.
+func (r *Containerd) writePodFiles(id, ip, hostname string, resolv []byte) error {
+	if resolv == nil {
+		resolv, _ = os.ReadFile("/etc/resolv.conf")
+	}
+	dir := r.sandboxDir(id)
+	for name, data := range map[string][]byte{"hosts": HostsFile(ip, hostname), "hostname": []byte(hostname + "\n"), "resolv.conf": resolv} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return fmt.Errorf("sandbox %s: %w", id, err)
+		}
+	}
+	return nil
 }
 
 func (r *Containerd) podFileMounts(sandboxID string) []specs.Mount {
@@ -514,6 +537,7 @@ func ResolveArgs(entrypoint, cmd, command, args []string) []string {
 
 // CreateContainer implements Runtime.
 func (r *Containerd) CreateContainer(ctx context.Context, sandboxID string, cfg ContainerConfig) (_ string, retErr error) {
+	defer r.pool.busy()()
 	sb, err := r.c.LoadContainer(ctx, sandboxID)
 	if err != nil {
 		return "", fmt.Errorf("create container %s: sandbox %s: %w", cfg.Name, sandboxID, wrapNotFound(err))
@@ -606,6 +630,7 @@ func (r *Containerd) CreateContainer(ctx context.Context, sandboxID string, cfg 
 // StartContainer implements Runtime. Output goes straight from the shim to the log file,
 // so logging survives kubelet restarts.
 func (r *Containerd) StartContainer(ctx context.Context, id string) error {
+	defer r.pool.busy()()
 	c, err := r.c.LoadContainer(ctx, id)
 	if err != nil {
 		return fmt.Errorf("start container %s: %w", id, wrapNotFound(err))
@@ -762,12 +787,12 @@ func (r *Containerd) tasks(ctx context.Context, podUID string, ctrs []client.Con
 	m := make(map[string]*tasktypes.Process, len(ctrs))
 	if podUID != "" {
 		for _, c := range ctrs {
-			resp, err := r.c.TaskService().Get(ctx, &tasksapi.GetRequest{ContainerID: c.ID()})
-			switch {
-			case err == nil:
-				m[c.ID()] = resp.Process
-			case !errdefs.IsNotFound(errgrpc.ToNative(err)):
-				return nil, errgrpc.ToNative(err)
+			p, err := r.taskOf(ctx, c.ID())
+			if err != nil {
+				return nil, err
+			}
+			if p != nil {
+				m[c.ID()] = p
 			}
 		}
 		return m, nil
@@ -782,18 +807,27 @@ func (r *Containerd) tasks(ctx context.Context, podUID string, ctrs []client.Con
 	return m, nil
 }
 
+// taskOf returns the task of container id, or nil when it has none.
+func (r *Containerd) taskOf(ctx context.Context, id string) (*tasktypes.Process, error) {
+	resp, err := r.c.TaskService().Get(ctx, &tasksapi.GetRequest{ContainerID: id})
+	switch {
+	case err == nil:
+		return resp.Process, nil
+	case errdefs.IsNotFound(errgrpc.ToNative(err)):
+		return nil, nil
+	default:
+		return nil, errgrpc.ToNative(err)
+	}
+}
+
 func (r *Containerd) status(ctx context.Context, c client.Container) (*ContainerStatus, error) {
 	info, err := c.Info(ctx, client.WithoutRefreshedMetadata)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := r.c.TaskService().Get(ctx, &tasksapi.GetRequest{ContainerID: c.ID()})
-	var p *tasktypes.Process
-	switch {
-	case err == nil:
-		p = resp.Process
-	case !errdefs.IsNotFound(errgrpc.ToNative(err)):
-		return nil, errgrpc.ToNative(err)
+	p, err := r.taskOf(ctx, c.ID())
+	if err != nil {
+		return nil, err
 	}
 	return r.statusFromProcess(ctx, c, info, p)
 }
