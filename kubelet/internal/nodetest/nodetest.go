@@ -51,25 +51,11 @@ func Containerd(t testing.TB) *kcontainerd.Daemon {
 	return d
 }
 
-// killShims ends the runc shims of this test's daemon (found by its socket path on their
-// command line) that a failed test left behind; shims outlive their daemon by design.
+// killShims ends the runc shims of this test's daemon that a failed test left behind;
+// shims outlive their daemon by design.
 func killShims(address string) {
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err != nil || !strings.Contains(string(b), "containerd-shim") {
-			continue
-		}
-		args := strings.Split(string(b), "\x00")
-		for i, a := range args {
-			if a == "-address" && i+1 < len(args) && args[i+1] == address {
-				var pid int
-				fmt.Sscanf(filepath.Base(filepath.Dir(p)), "%d", &pid)
-				if pid > 0 {
-					killTree(pid)
-				}
-			}
-		}
+	for _, pid := range kcontainerd.Shims(address) {
+		killTree(pid)
 	}
 }
 
