@@ -70,12 +70,30 @@ func newPodWorker(k *Kubelet, pod *v1.Pod) *podWorker {
 
 func (w *podWorker) update(pod *v1.Pod) {
 	w.mu.Lock()
+	statusOnly := statusOnlyChange(w.pod, pod)
 	w.pod = pod
 	if pod != nil {
 		w.lastPod = pod
 	}
 	w.mu.Unlock()
-	w.wake()
+	if !statusOnly {
+		w.wake()
+	}
+}
+
+// statusOnlyChange reports whether the API's new version of a pod differs from the old one
+// only in its status: mostly the kubelet's own status writes coming back through the watch,
+// which need no sync (the worker computes status itself; its resync period and the runtime's
+// events bring it back to a pod anyway). A change of spec, labels, annotations, deletion
+// timestamp or finalizers wakes the worker.
+func statusOnlyChange(old, cur *v1.Pod) bool {
+	if old == nil || cur == nil || !apiequality.Semantic.DeepEqual(old.Spec, cur.Spec) {
+		return false
+	}
+	om, cm := old.ObjectMeta, cur.ObjectMeta
+	om.ResourceVersion, cm.ResourceVersion = "", ""
+	om.ManagedFields, cm.ManagedFields = nil, nil
+	return apiequality.Semantic.DeepEqual(om, cm)
 }
 
 func (w *podWorker) wake() {
