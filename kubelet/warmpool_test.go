@@ -315,7 +315,6 @@ func TestWarmPoolRestartAndCleanup(t *testing.T) {
 // A kubelet restarted with another pause image must not hand out the warm sandboxes the
 // previous one made of the old image: claimWarm promises a pod the pause image it asks for.
 func TestWarmPoolPauseImageChange(t *testing.T) {
-	t.Skip("known bug: adoptWarm (kubelet/runtime/warmpool.go) takes back warm sandboxes of any pause image; remove this skip with the fix")
 	srv := apiservertest.Start(t)
 	n := warmNode(t, srv, "node-warm-pause", false)
 	ctx := context.Background()

@@ -97,7 +97,10 @@ func (r *Containerd) RunWarmPool(ctx context.Context, n int, pauseImage string) 
 	}
 	tick := time.NewTicker(warmQuiet)
 	defer tick.Stop()
-	for {
+	for ticks := 0; ; ticks++ {
+		if ticks%10 == 0 {
+			r.removeDeadWarm(ctx)
+		}
 		for ctx.Err() == nil && r.WarmSandboxes() < n && r.pool.quiet() {
 			sb, err := r.newSandbox(ctx, SandboxConfig{Hostname: "warm", Image: pauseImage}, kindWarm)
 			if err != nil {
@@ -117,6 +120,29 @@ func (r *Containerd) RunWarmPool(ctx context.Context, n int, pauseImage string) 
 	}
 }
 
+// removeDeadWarm removes the warm sandboxes whose pause process is gone, so their IPs
+// and network namespaces do not wait for a claim to be released.
+func (r *Containerd) removeDeadWarm(ctx context.Context) {
+	r.pool.mu.Lock()
+	var dead []warmSandbox
+	live := r.pool.ready[:0]
+	for _, w := range r.pool.ready {
+		if unix.Kill(int(w.pid), 0) == unix.ESRCH {
+			dead = append(dead, w)
+		} else {
+			live = append(live, w)
+		}
+	}
+	r.pool.ready = live
+	r.pool.mu.Unlock()
+	for _, w := range dead {
+		r.log.Warn("warm sandbox's pause exited; removing it", "sandbox", w.id)
+		if err := r.RemovePodSandbox(ctx, w.id); err != nil {
+			r.log.Warn("remove warm sandbox", "sandbox", w.id, "err", err)
+		}
+	}
+}
+
 // adoptWarm takes running warm sandboxes back into the pool (up to n) and removes the rest.
 func (r *Containerd) adoptWarm(ctx context.Context, n int) {
 	ctrs, err := r.c.Containers(ctx, fmt.Sprintf(`labels."%s"==%s`, LabelKind, kindWarm))
@@ -124,13 +150,17 @@ func (r *Containerd) adoptWarm(ctx context.Context, n int) {
 		r.log.Warn("list warm sandboxes", "err", err)
 		return
 	}
+	r.pool.mu.Lock()
+	image := r.pool.image
+	r.pool.mu.Unlock()
 	for _, c := range ctrs {
-		labels, err := c.Labels(ctx)
+		info, err := c.Info(ctx, client.WithoutRefreshedMetadata)
 		if err != nil {
 			continue
 		}
-		if t, _ := r.taskOf(ctx, c.ID()); t != nil && t.Status == tasktypes.Status_RUNNING && r.WarmSandboxes() < n {
-			r.pool.push(warmSandbox{id: c.ID(), ip: labels[LabelIP], netns: labels[LabelNetNS], pid: t.Pid})
+		// Only sandboxes of the pause image this kubelet uses fit its pods.
+		if t, _ := r.taskOf(ctx, c.ID()); t != nil && t.Status == tasktypes.Status_RUNNING && info.Image == image && r.WarmSandboxes() < n {
+			r.pool.push(warmSandbox{id: c.ID(), ip: info.Labels[LabelIP], netns: info.Labels[LabelNetNS], pid: t.Pid})
 			continue
 		}
 		if err := r.RemovePodSandbox(ctx, c.ID()); err != nil {
@@ -172,12 +202,13 @@ func (r *Containerd) claimWarm(ctx context.Context, cfg SandboxConfig) (*Sandbox
 		if err == nil {
 			return sb, nil
 		}
-		r.log.Warn("warm sandbox unusable; removing it", "sandbox", w.id, "err", err)
-		if err := r.RemovePodSandbox(context.WithoutCancel(ctx), w.id); err != nil {
-			r.log.Warn("remove warm sandbox", "sandbox", w.id, "err", err)
-		}
-		if ctx.Err() != nil {
+		if ctx.Err() != nil { // the pod gave up, the sandbox is fine
+			r.pool.push(w)
 			return nil, ctx.Err()
+		}
+		r.log.Warn("warm sandbox unusable; removing it", "sandbox", w.id, "err", err)
+		if err := r.RemovePodSandbox(ctx, w.id); err != nil {
+			r.log.Warn("remove warm sandbox", "sandbox", w.id, "err", err)
 		}
 	}
 }
