@@ -102,5 +102,5 @@ func buildBuiltinImages(busybox, pause, out string) error {
 	if err != nil {
 		return fmt.Errorf("pause binary: %w", err)
 	}
-	return write("pause.tar", images.PauseRef, []images.Entry{{Path: "pause", Mode: 0o755, Data: pb}}, []string{"/pause"}, nil)
+	return write("pause.tar", images.PauseRef, images.PauseEntries(pb), []string{"/pause"}, nil)
 }

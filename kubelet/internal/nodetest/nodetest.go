@@ -166,7 +166,7 @@ func buildArchives(dir string) error {
 	if err := write("busybox.tar", images.BusyboxRef, images.BusyboxEntries(bb, strings.Fields(string(list))), nil, []string{"sh"}); err != nil {
 		return err
 	}
-	return write("pause.tar", images.PauseRef, []images.Entry{{Path: "pause", Mode: 0o755, Data: pb}}, []string{"/pause"}, nil)
+	return write("pause.tar", images.PauseRef, images.PauseEntries(pb), []string{"/pause"}, nil)
 }
 
 // ImportImages imports busybox and pause into namespace ns of the daemon.
