@@ -80,6 +80,7 @@ type Containerd struct {
 	changed chan string
 	cancel  context.CancelFunc
 	pool    warmPool
+	images  imageCache
 }
 
 // NewContainerd connects to containerd. It watches task exit and OOM events until ctx ends.
@@ -284,6 +285,10 @@ func (r *Containerd) newSandbox(ctx context.Context, cfg SandboxConfig, kind str
 	if err != nil {
 		return nil, fmt.Errorf("sandbox %s: pause image %s: %w", id, cfg.Image, wrapNotFound(err))
 	}
+	iinfo, err := r.images.get(ctx, img)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox %s: pause image %s: %w", id, cfg.Image, err)
+	}
 	labels := podLabels(cfg.Pod)
 	labels[LabelKind] = kind
 	labels[LabelNetNS] = nsPath
@@ -295,11 +300,11 @@ func (r *Containerd) newSandbox(ctx context.Context, cfg SandboxConfig, kind str
 	ctr, err := r.c.NewContainer(ctx, id,
 		client.WithImage(img),
 		client.WithSnapshotter(r.opts.Snapshotter),
-		client.WithNewSnapshot(id, img),
+		withSnapshot(id, img, iinfo),
 		client.WithRuntime(runcV2, nil),
 		client.WithContainerLabels(labels),
 		client.WithNewSpec(append([]oci.SpecOpts{
-			oci.WithImageConfig(img),
+			r.images.withImageConfig(img, iinfo),
 			oci.WithAnnotations(map[string]string{labelShimGroup: id}),
 			oci.WithMounts(r.podFileMounts(id)),
 		}, nsOpts...)...),
@@ -538,28 +543,28 @@ func ResolveArgs(entrypoint, cmd, command, args []string) []string {
 // CreateContainer implements Runtime.
 func (r *Containerd) CreateContainer(ctx context.Context, sandboxID string, cfg ContainerConfig) (_ string, retErr error) {
 	defer r.pool.busy()()
-	sb, err := r.c.LoadContainer(ctx, sandboxID)
+	sb, err := r.c.ContainerService().Get(ctx, sandboxID)
 	if err != nil {
-		return "", fmt.Errorf("create container %s: sandbox %s: %w", cfg.Name, sandboxID, wrapNotFound(err))
+		return "", fmt.Errorf("create container %s: sandbox %s: %w", cfg.Name, sandboxID, wrapNotFound(errgrpc.ToNative(err)))
 	}
-	sbLabels, err := sb.Labels(ctx)
+	sbLabels := sb.Labels
+	t, err := r.taskOf(ctx, sandboxID)
 	if err != nil {
-		return "", fmt.Errorf("create container %s: %w", cfg.Name, err)
+		return "", fmt.Errorf("create container %s: sandbox %s: %w", cfg.Name, sandboxID, err)
 	}
-	t, err := sb.Task(ctx, nil)
-	if err != nil {
-		return "", fmt.Errorf("create container %s: sandbox %s is not running: %w", cfg.Name, sandboxID, err)
+	if t == nil || t.Status != tasktypes.Status_RUNNING {
+		return "", fmt.Errorf("create container %s: sandbox %s is not running", cfg.Name, sandboxID)
 	}
-	pid := t.Pid()
+	pid := t.Pid
 	img, err := r.c.GetImage(ctx, cfg.Image)
 	if err != nil {
 		return "", fmt.Errorf("create container %s: image %s: %w", cfg.Name, cfg.Image, wrapNotFound(err))
 	}
-	ispec, err := img.Spec(ctx)
+	iinfo, err := r.images.get(ctx, img)
 	if err != nil {
 		return "", fmt.Errorf("create container %s: image %s config: %w", cfg.Name, cfg.Image, err)
 	}
-	args := ResolveArgs(ispec.Config.Entrypoint, ispec.Config.Cmd, cfg.Command, cfg.Args)
+	args := ResolveArgs(iinfo.config.Config.Entrypoint, iinfo.config.Config.Cmd, cfg.Command, cfg.Args)
 	if len(args) == 0 {
 		return "", fmt.Errorf("create container %s: no command: image %s has no entrypoint or cmd and the pod gives none", cfg.Name, cfg.Image)
 	}
@@ -577,7 +582,7 @@ func (r *Containerd) CreateContainer(ctx context.Context, sandboxID string, cfg 
 		mounts = append(mounts, specs.Mount{Type: "bind", Source: m.HostPath, Destination: m.ContainerPath, Options: []string{"rbind", mode}})
 	}
 	opts := []oci.SpecOpts{
-		oci.WithImageConfig(img),
+		r.images.withImageConfig(img, iinfo),
 		oci.WithProcessArgs(args...),
 		oci.WithEnv(cfg.Env),
 		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.IPCNamespace, Path: fmt.Sprintf("/proc/%d/ns/ipc", pid)}),
@@ -616,7 +621,7 @@ func (r *Containerd) CreateContainer(ctx context.Context, sandboxID string, cfg 
 	_, err = r.c.NewContainer(ctx, id,
 		client.WithImage(img),
 		client.WithSnapshotter(r.opts.Snapshotter),
-		client.WithNewSnapshot(id, img),
+		withSnapshot(id, img, iinfo),
 		client.WithRuntime(runcV2, nil),
 		client.WithContainerLabels(labels),
 		client.WithNewSpec(opts...),
@@ -635,10 +640,11 @@ func (r *Containerd) StartContainer(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("start container %s: %w", id, wrapNotFound(err))
 	}
-	labels, err := c.Labels(ctx)
+	info, err := c.Info(ctx, client.WithoutRefreshedMetadata) // as loaded: no round trip
 	if err != nil {
 		return fmt.Errorf("start container %s: %w", id, err)
 	}
+	labels := info.Labels
 	ioc := cio.NullIO
 	if p := labels[LabelLogPath]; p != "" {
 		ioc = cio.LogFile(p)
@@ -651,10 +657,24 @@ func (r *Containerd) StartContainer(ctx context.Context, id string) error {
 		_, _ = task.Delete(context.WithoutCancel(ctx), client.WithProcessKill)
 		return fmt.Errorf("start container %s (%s): %w", labels[LabelName], id, err)
 	}
-	if _, err := c.SetLabels(ctx, map[string]string{LabelStartedAt: time.Now().UTC().Format(time.RFC3339Nano)}); err != nil {
+	if _, err := r.setLabels(ctx, id, map[string]string{LabelStartedAt: time.Now().UTC().Format(time.RFC3339Nano)}); err != nil {
 		return fmt.Errorf("start container %s: record start time: %w", id, err)
 	}
 	return nil
+}
+
+// setLabels sets labels on container id in one round trip (client.Container.SetLabels
+// reads the container first) and returns the updated container.
+func (r *Containerd) setLabels(ctx context.Context, id string, labels map[string]string) (containers.Container, error) {
+	paths := make([]string, 0, len(labels))
+	for k := range labels {
+		paths = append(paths, "labels."+k)
+	}
+	c, err := r.c.ContainerService().Update(ctx, containers.Container{ID: id, Labels: labels}, paths...)
+	if err != nil {
+		return c, errgrpc.ToNative(err)
+	}
+	return c, nil
 }
 
 // killTask signals a task to stop (SIGTERM, then SIGKILL after timeout) and waits for it.

@@ -214,20 +214,12 @@ func (r *Containerd) claimWarm(ctx context.Context, cfg SandboxConfig) (*Sandbox
 }
 
 func (r *Containerd) claim(ctx context.Context, w warmSandbox, cfg SandboxConfig) (*Sandbox, error) {
-	c, err := r.c.LoadContainer(ctx, w.id)
+	t, err := r.taskOf(ctx, w.id)
 	if err != nil {
 		return nil, err
 	}
-	t, err := c.Task(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	st, err := t.Status(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if st.Status != client.Running {
-		return nil, fmt.Errorf("pause is %s", st.Status)
+	if t == nil || t.Status != tasktypes.Status_RUNNING {
+		return nil, fmt.Errorf("pause is not running")
 	}
 	hostname := cfg.Hostname
 	if hostname == "" {
@@ -241,10 +233,7 @@ func (r *Containerd) claim(ctx context.Context, w warmSandbox, cfg SandboxConfig
 	}
 	labels := podLabels(cfg.Pod)
 	labels[LabelKind] = "sandbox"
-	if _, err := c.SetLabels(ctx, labels); err != nil {
-		return nil, err
-	}
-	info, err := c.Info(ctx)
+	info, err := r.setLabels(ctx, w.id, labels)
 	if err != nil {
 		return nil, err
 	}
