@@ -29,6 +29,7 @@ type recorder struct {
 	node   string
 	log    *slog.Logger
 	ch     chan *v1.Event
+	busy   func() bool // pods are being started: hold events back (at most maxEventHold)
 
 	seen map[eventKey]*aggregate // owned by run's goroutine
 }
@@ -57,12 +58,26 @@ func newRecorder(c kubernetes.Interface, node string, log *slog.Logger) *recorde
 	return &recorder{client: c, node: node, log: log, ch: make(chan *v1.Event, 1024), seen: map[eventKey]*aggregate{}}
 }
 
+// maxEventHold is the oldest an event gets waiting for the node to finish starting pods.
+const maxEventHold = 2 * time.Second
+
 func (r *recorder) run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case ev := <-r.ch:
+			// Writing an Event costs the API server and etcd about as much as a pod's status
+			// update; while pods are being started on a small node that CPU is theirs. The
+			// event's timestamps were taken when it happened, so holding it back a little
+			// changes nothing a reader sees but when it appears.
+			for r.busy != nil && r.busy() && time.Since(ev.LastTimestamp.Time) < maxEventHold {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
 			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			if err := r.write(cctx, ev); err != nil && ctx.Err() == nil {
 				r.log.Debug("write event", "reason", ev.Reason, "pod", ev.InvolvedObject.Name, "err", err)

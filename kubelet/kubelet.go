@@ -206,6 +206,7 @@ func New(ctx context.Context, opts Options) (*Kubelet, error) {
 		k.postStart = hr
 	}
 	k.rec = newRecorder(k.client, opts.NodeName, k.log)
+	k.rec.busy = func() bool { return len(k.startSlots) > 0 }
 	k.objects = apiObjects{k.client}
 	if k.listener, err = k.listen(); err != nil {
 		k.Close()
