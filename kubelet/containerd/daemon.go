@@ -323,7 +323,7 @@ func (d *Daemon) releaseVolatile() {
 	if unix.Statfs(state, &fs) != nil || fs.Type != unix.TMPFS_MAGIC {
 		return
 	}
-	for i := 0; i < 50 && len(Shims(d.address)) > 0; i++ {
+	for i := 0; i < 10 && len(Shims(d.address)) > 0; i++ {
 		time.Sleep(100 * time.Millisecond) // shims exit shortly after their last task is deleted
 	}
 	if len(Shims(d.address)) > 0 {
