@@ -35,6 +35,10 @@ import (
 // Version is the kubeletVersion the node reports.
 const Version = "v1.32.0-wasmkube"
 
+// DefaultWarmSandboxes is the size of the warm sandbox pool `wasmkube kubelet` and
+// `wasmkube up` keep (--warm-sandboxes): enough for a burst of 20 pods on one node.
+const DefaultWarmSandboxes = 20
+
 // Options configure a Kubelet.
 type Options struct {
 	RESTConfig *rest.Config // the node's credential

@@ -68,7 +68,7 @@ restarted kubelet adopts them) unless --cleanup-on-exit is set.`,
 	fl.StringVar(&f.images, "images-dir", "", "OCI archives to import at start when missing (default: images/ beside the binary)")
 	fl.StringVar(&f.listen, "listen", ":10250", "HTTPS listen address (logs, healthz)")
 	fl.BoolVar(&f.cleanupOnExit, "cleanup-on-exit", false, "stop and remove this node's pods when the kubelet exits")
-	fl.IntVar(&f.warmSandboxes, "warm-sandboxes", 20, "pod sandboxes (network wired, pause running) kept ready for the next pods; 0 turns the pool off")
+	fl.IntVar(&f.warmSandboxes, "warm-sandboxes", kubelet.DefaultWarmSandboxes, "pod sandboxes (network wired, pause running) kept ready for the next pods; 0 turns the pool off")
 	fl.BoolVar(&f.ipMasq, "ip-masq", false, "masquerade pod traffic that leaves the node (off: pods reach only this machine)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	rootCmd.AddCommand(cmd)
