@@ -19,8 +19,17 @@ run bin/wasmkube bench scheduler --nodes 5000 --pods 10000 --output json --confi
 run bin/wasmkube bench scheduler --nodes 5000 --pods 10000 --output json --config wasm-examples/go/bench-wasm.yaml
 # Wasm plugins: cost per (pod, node), wasm against native
 run go test ./plugins/... -run '^$' -bench . -benchtime 2s
-# Kubelet pod startup (real containerd and CNI; needs root)
-run go test ./kubelet -run '^$' -bench PodStartup -benchtime 3x
+# Kubelet pod startup (real containerd and CNI; needs root), in a cpuacct cgroup of its own
+# when cgroup v1 has one, so it also reports the node's CPU per pod
+if [ -d /sys/fs/cgroup/cpuacct ] && mkdir -p /sys/fs/cgroup/cpuacct/wasmkube-bench 2>/dev/null; then
+	cg=/sys/fs/cgroup/cpuacct/wasmkube-bench/cgroup.procs
+else
+	cg=/dev/null
+fi
+runcg() { echo "== $*" | tee -a "$out"; (echo $BASHPID > "$cg" 2>/dev/null || true; exec "$@") 2>&1 | tee -a "$out"; }
+runcg go test ./kubelet -run '^$' -bench PodStartup -benchtime 10x
+WASMKUBE_BENCH_PODS=1 runcg go test ./kubelet -run '^$' -bench PodStartup -benchtime 10x
+WASMKUBE_BENCH_WARM=0 runcg go test ./kubelet -run '^$' -bench PodStartup -benchtime 5x
 # Controllers: a 1,000-replica Deployment on 100 hollow nodes
 run bin/wasmkube bench deployment --nodes 100 --replicas 1000 --output json --log-level error
 echo "results in $out"
