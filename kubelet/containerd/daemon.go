@@ -309,6 +309,11 @@ func mountVolatile(dir string) error {
 	if err := unix.Statfs(dir, &fs); err == nil && fs.Type == unix.TMPFS_MAGIC {
 		return nil
 	}
+	// State on disk from an older wasmkube may hold the bundles of tasks still running;
+	// a tmpfs on top would hide them from the daemon that must adopt them.
+	if bundles, _ := filepath.Glob(filepath.Join(dir, "io.containerd.runtime.v2.task", "*", "*")); len(bundles) > 0 {
+		return fmt.Errorf("%s holds %d task bundles: keeping it on disk", dir, len(bundles))
+	}
 	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0711"); err != nil {
 		return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
 	}

@@ -225,6 +225,7 @@ func (r *Containerd) claim(ctx context.Context, w warmSandbox, cfg SandboxConfig
 	if hostname == "" {
 		hostname = cfg.Pod.Name
 	}
+	w.pid = t.Pid // the pause's pid as containerd knows it now, not as remembered
 	if err := setHostname(w.pid, hostname); err != nil {
 		return nil, err
 	}
