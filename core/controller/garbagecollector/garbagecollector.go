@@ -207,15 +207,43 @@ func (c *Collector) sync(ctx context.Context, key string) error {
 	if act.Delete == "" {
 		return nil
 	}
+	// The graph may be behind the API: an owner that was just orphaned (its reference
+	// stripped from this object) then looks gone here. Decide on the object as it is now,
+	// as upstream's attemptToDeleteItem does, and delete only that version of it.
+	live, err := c.dyn.Resource(o.gvr).Namespace(o.namespace).Get(ctx, o.name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("get %s %s: %w", o.gvr.Resource, path(o), err)
+	case live.GetUID() != o.uid:
+		return nil
+	case !sameOwners(live.GetOwnerReferences(), o.owners):
+		return nil // its update is on the way and queues it again
+	}
 	policy := act.Delete
-	err := c.dyn.Resource(o.gvr).Namespace(o.namespace).Delete(ctx, o.name, metav1.DeleteOptions{
-		Preconditions: &metav1.Preconditions{UID: &o.uid}, PropagationPolicy: &policy,
+	rv := live.GetResourceVersion()
+	err = c.dyn.Resource(o.gvr).Namespace(o.namespace).Delete(ctx, o.name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &o.uid, ResourceVersion: &rv}, PropagationPolicy: &policy,
 	})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("delete %s %s: %w", o.gvr.Resource, path(o), err)
 	}
 	c.log.Debug("deleted dependent of gone owners", "resource", o.gvr.Resource, "object", path(o), "propagation", policy)
 	return nil
+}
+
+// sameOwners reports whether two owner reference lists name the same owners.
+func sameOwners(a, b []metav1.OwnerReference) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].UID != b[i].UID {
+			return false
+		}
+	}
+	return true
 }
 
 func path(o *object) string {
