@@ -53,3 +53,46 @@ func TestArchiveRefs(t *testing.T) {
 		t.Fatal("a non-archive was accepted")
 	}
 }
+
+// Every container gets mounts on /dev, /proc, /sys, /run and the pod's /etc/hostname,
+// /etc/hosts and /etc/resolv.conf; the project's images ship those paths (so runc does not
+// create them in each container's writable layer), each directory ahead of what lies in it
+// and each path once.
+func TestImagesShipMountPoints(t *testing.T) {
+	wantDirs := []string{"dev", "etc", "proc", "run", "sys"}
+	wantFiles := []string{"etc/hostname", "etc/hosts", "etc/resolv.conf"}
+	for name, es := range map[string][]Entry{
+		"busybox": BusyboxEntries([]byte("binary"), []string{"sh", "ls"}),
+		"pause":   PauseEntries([]byte("binary")),
+	} {
+		at := map[string]int{}
+		for i, e := range es {
+			if _, dup := at[e.Path]; dup {
+				t.Errorf("%s: %s listed twice", name, e.Path)
+			}
+			at[e.Path] = i
+		}
+		for _, d := range wantDirs {
+			if i, ok := at[d]; !ok || !es[i].Dir {
+				t.Errorf("%s: no directory %s", name, d)
+			}
+		}
+		for _, f := range wantFiles {
+			if i, ok := at[f]; !ok || es[i].Dir || es[i].Linkname != "" {
+				t.Errorf("%s: no regular file %s", name, f)
+			}
+		}
+		// A directory comes before every entry under it (tar readers create missing
+		// parents with default modes otherwise).
+		for i, e := range es {
+			for dir := filepath.Dir(e.Path); dir != "."; dir = filepath.Dir(dir) {
+				j, ok := at[dir]
+				if !ok {
+					t.Errorf("%s: %s has no entry for its directory %s", name, e.Path, dir)
+				} else if j > i || !es[j].Dir {
+					t.Errorf("%s: directory %s (entry %d) not before %s (entry %d)", name, dir, j, e.Path, i)
+				}
+			}
+		}
+	}
+}
