@@ -77,10 +77,12 @@ func Start(ctx context.Context, dir string) (*Daemon, error) {
 	}
 	cfgPath := filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(cfgPath, []byte(Config(dir)), 0o600); err != nil {
+		d.releaseVolatile()
 		return nil, fmt.Errorf("write containerd config: %w", err)
 	}
 	d.bin, d.cfg = bin, cfgPath
 	if err := d.launch(); err != nil {
+		d.releaseVolatile()
 		return nil, err
 	}
 	go d.supervise()
