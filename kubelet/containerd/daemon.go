@@ -102,6 +102,7 @@ func (d *Daemon) launch() error {
 		return fmt.Errorf("open containerd log: %w", err)
 	}
 	cmd := exec.Command(d.bin, "--config", d.cfg)
+	cmd.Env = daemonEnv()
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// Own process group: a Ctrl-C on the terminal reaches wasmkube, which stops its pods
@@ -138,6 +139,19 @@ func (d *Daemon) launch() error {
 		return fmt.Errorf("start containerd: %w", err)
 	}
 	return nil
+}
+
+// daemonEnv is wasmkube's environment with GOMAXPROCS set to half the CPUs (at least 1)
+// unless the user set it. The daemon's Go code seldom needs more, and fewer scheduler
+// threads leave the cores to the runc and shim processes it starts: with 20 pods at once on
+// 2 cores, GOMAXPROCS=1 cut the node's CPU per pod from 41-43 to 38 ms. containerd sets
+// its shims' GOMAXPROCS itself.
+func daemonEnv() []string {
+	env := os.Environ()
+	if os.Getenv("GOMAXPROCS") == "" {
+		env = append(env, "GOMAXPROCS="+strconv.Itoa(max(1, goruntime.NumCPU()/2)))
+	}
+	return env
 }
 
 // stopLeftover stops a containerd still running with this config: one whose wasmkube was
