@@ -148,11 +148,7 @@ func (o *observed) readySandbox() *runtime.Sandbox {
 }
 
 func (w *podWorker) observe(ctx context.Context) (*observed, error) {
-	sbs, err := w.k.rt.ListSandboxes(ctx, string(w.uid))
-	if err != nil {
-		return nil, err
-	}
-	cs, err := w.k.rt.ListContainers(ctx, string(w.uid))
+	sbs, cs, err := w.k.rt.ListPod(ctx, string(w.uid))
 	if err != nil {
 		return nil, err
 	}

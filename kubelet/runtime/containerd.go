@@ -446,6 +446,40 @@ func (r *Containerd) ListSandboxes(ctx context.Context, podUID string) ([]Sandbo
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
 	}
+	return sandboxesFrom(ctx, ctrs, procs), nil
+}
+
+// ListPod implements Runtime with one containerd list for both kinds.
+func (r *Containerd) ListPod(ctx context.Context, podUID string) ([]Sandbox, []ContainerStatus, error) {
+	ctrs, err := r.c.Containers(ctx, fmt.Sprintf(`labels."%s"==%q`, LabelPodUID, podUID))
+	if err != nil {
+		return nil, nil, fmt.Errorf("list pod %s: %w", podUID, err)
+	}
+	procs, err := r.tasks(ctx, podUID, ctrs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list pod %s: %w", podUID, err)
+	}
+	var sbs, cs []client.Container
+	for _, c := range ctrs {
+		info, err := c.Info(ctx, client.WithoutRefreshedMetadata)
+		if err != nil {
+			continue
+		}
+		switch info.Labels[LabelKind] {
+		case "sandbox":
+			sbs = append(sbs, c)
+		case "container":
+			cs = append(cs, c)
+		}
+	}
+	statuses, err := r.containersFrom(ctx, cs, procs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list pod %s: %w", podUID, err)
+	}
+	return sandboxesFrom(ctx, sbs, procs), statuses, nil
+}
+
+func sandboxesFrom(ctx context.Context, ctrs []client.Container, procs map[string]*tasktypes.Process) []Sandbox {
 	var out []Sandbox
 	for _, c := range ctrs {
 		info, err := c.Info(ctx, client.WithoutRefreshedMetadata)
@@ -458,7 +492,7 @@ func (r *Containerd) ListSandboxes(ctx context.Context, podUID string) ([]Sandbo
 		}
 		out = append(out, sb)
 	}
-	return out, nil
+	return out
 }
 
 // securityOpts turns a security context into spec options. The user is applied after the
@@ -765,14 +799,22 @@ func (r *Containerd) ListContainers(ctx context.Context, podUID string) ([]Conta
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
-	out := make([]ContainerStatus, 0, len(ctrs))
 	if len(ctrs) == 0 {
-		return out, nil
+		return []ContainerStatus{}, nil
 	}
 	procs, err := r.tasks(ctx, podUID, ctrs)
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
+	out, err := r.containersFrom(ctx, ctrs, procs)
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	return out, nil
+}
+
+func (r *Containerd) containersFrom(ctx context.Context, ctrs []client.Container, procs map[string]*tasktypes.Process) ([]ContainerStatus, error) {
+	out := make([]ContainerStatus, 0, len(ctrs))
 	for _, c := range ctrs {
 		info, err := c.Info(ctx, client.WithoutRefreshedMetadata)
 		if err != nil {

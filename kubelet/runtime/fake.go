@@ -131,6 +131,13 @@ func (f *Fake) ListSandboxes(_ context.Context, podUID string) ([]Sandbox, error
 	return out, nil
 }
 
+// ListPod implements Runtime.
+func (f *Fake) ListPod(ctx context.Context, podUID string) ([]Sandbox, []ContainerStatus, error) {
+	sbs, _ := f.ListSandboxes(ctx, podUID)
+	cs, _ := f.ListContainers(ctx, podUID)
+	return sbs, cs, nil
+}
+
 // CreateContainer implements Runtime.
 func (f *Fake) CreateContainer(_ context.Context, sandboxID string, cfg ContainerConfig) (string, error) {
 	f.mu.Lock()

@@ -156,6 +156,8 @@ type Runtime interface {
 	RemovePodSandbox(ctx context.Context, id string) error
 	// ListSandboxes lists the sandboxes of the pod with podUID, or all when podUID is empty.
 	ListSandboxes(ctx context.Context, podUID string) ([]Sandbox, error)
+	// ListPod is ListSandboxes and ListContainers of one pod at once (a pod worker's view).
+	ListPod(ctx context.Context, podUID string) ([]Sandbox, []ContainerStatus, error)
 
 	CreateContainer(ctx context.Context, sandboxID string, cfg ContainerConfig) (string, error)
 	StartContainer(ctx context.Context, id string) error
