@@ -26,7 +26,8 @@ import (
 
 // BenchmarkPodStartup creates 20 pods at once on a real kubelet (image present, pods bound
 // to the node, the default warm sandbox pool full) and measures creation -> Running as seen
-// by a watch. It reports p50 and p99 over all pods of all iterations.
+// by a watch. It reports p50 and p99 over all pods of all iterations. WASMKUBE_BENCH_TMPFS=1
+// puts the kubelet's root and containerd's on tmpfs instead of the machine's disk.
 //
 //	go test -run '^$' -bench PodStartup -benchtime 5x ./kubelet/
 func BenchmarkPodStartup(b *testing.B) {
@@ -35,7 +36,13 @@ func BenchmarkPodStartup(b *testing.B) {
 		perRound, _ = strconv.Atoi(v)
 	}
 	srv := apiservertest.Start(b)
-	n := &node{name: "node-bench", root: b.TempDir(), daemon: nodetest.Containerd(b)}
+	n := &node{name: "node-bench"}
+	if os.Getenv("WASMKUBE_BENCH_TMPFS") != "" {
+		// The node's directories on tmpfs: start-up without this machine's disk in it.
+		n.root, n.daemon = nodetest.TmpfsDir(b), nodetest.ContainerdOnTmpfs(b)
+	} else {
+		n.root, n.daemon = b.TempDir(), nodetest.Containerd(b)
+	}
 	n.net = nodetest.Network(b, filepath.Join(n.root, "cni"))
 	n.warm = kubelet.DefaultWarmSandboxes // as `wasmkube up` runs; WASMKUBE_BENCH_WARM=0 measures without
 	if v := os.Getenv("WASMKUBE_BENCH_WARM"); v != "" {

@@ -30,14 +30,54 @@ import (
 // Containerd starts a private containerd for the test and stops it at cleanup.
 func Containerd(t testing.TB) *kcontainerd.Daemon {
 	t.Helper()
+	return containerdIn(t, shortTempDir(t))
+}
+
+// ContainerdOnTmpfs is Containerd with its root (images, snapshots, metadata) on a tmpfs
+// of its own, so what it measures does not depend on the machine's disk.
+func ContainerdOnTmpfs(t testing.TB) *kcontainerd.Daemon {
+	t.Helper()
+	dir := shortTempDir(t)
+	mountTmpfs(t, dir)
+	return containerdIn(t, dir)
+}
+
+// TmpfsDir is a new directory with a tmpfs of its own, unmounted and removed at cleanup.
+func TmpfsDir(t testing.TB) string {
+	t.Helper()
+	dir := shortTempDir(t)
+	mountTmpfs(t, dir)
+	t.Cleanup(func() {
+		unmountUnder(dir)
+		_ = unix.Unmount(dir, unix.MNT_DETACH)
+		os.RemoveAll(dir)
+	})
+	return dir
+}
+
+func mountTmpfs(t testing.TB, dir string) {
+	t.Helper()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
+		t.Fatalf("mount tmpfs on %s: %v", dir, err)
+	}
+}
+
+// shortTempDir is a temporary directory with a short path: unix socket paths are limited to
+// 108 bytes and t.TempDir is long.
+func shortTempDir(t testing.TB) string {
+	t.Helper()
 	if os.Getuid() != 0 {
 		t.Fatal("kubelet tests run containers and need root")
 	}
-	// A short path: unix socket paths are limited to 108 bytes and t.TempDir is long.
 	dir, err := os.MkdirTemp("", "wkc-")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir
+}
+
+func containerdIn(t testing.TB, dir string) *kcontainerd.Daemon {
+	t.Helper()
 	d, err := kcontainerd.Start(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +86,7 @@ func Containerd(t testing.TB) *kcontainerd.Daemon {
 		d.Stop()
 		killShims(d.Address())
 		unmountUnder(dir)
+		_ = unix.Unmount(dir, unix.MNT_DETACH) // its tmpfs, if it has one
 		os.RemoveAll(dir)
 	})
 	return d
