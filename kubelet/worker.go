@@ -42,6 +42,12 @@ type podWorker struct {
 	pullFailures map[string]int       // container name -> failed pulls in a row
 	pullRetry    map[string]time.Time // container name -> no pull before
 	pullNever    map[string]string    // container name -> message while its image is absent under policy Never
+
+	// releaseSlot gives a held start slot back before work that may take long and is not
+	// CPU (an image pull, a postStart hook), so other pods keep starting. Safe to call from
+	// several goroutines and more than once; a no-op outside a start.
+	releaseSlot func()
+	written     *v1.PodStatus // the status this worker last wrote (under mu)
 }
 
 // errImageNeverPull is a missing image under imagePullPolicy Never: not a pull failure, so
@@ -65,12 +71,15 @@ type containerProbes struct {
 func newPodWorker(k *Kubelet, pod *v1.Pod) *podWorker {
 	return &podWorker{k: k, uid: pod.UID, pod: pod, lastPod: pod, poke: make(chan struct{}, 1),
 		probes: map[string]*containerProbes{}, waiting: map[string]Waiting{}, backoff: map[string]string{},
-		pullFailures: map[string]int{}, pullRetry: map[string]time.Time{}, pullNever: map[string]string{}}
+		pullFailures: map[string]int{}, pullRetry: map[string]time.Time{}, pullNever: map[string]string{},
+		releaseSlot: func() {}}
 }
 
 func (w *podWorker) update(pod *v1.Pod) {
 	w.mu.Lock()
-	statusOnly := statusOnlyChange(w.pod, pod)
+	// The worker's own status write coming back through the watch needs no sync; a status
+	// someone else wrote does (the worker puts its own back).
+	statusOnly := statusOnlyChange(w.pod, pod) && w.written != nil && apiequality.Semantic.DeepEqual(pod.Status, *w.written)
 	w.pod = pod
 	if pod != nil {
 		w.lastPod = pod
@@ -82,10 +91,8 @@ func (w *podWorker) update(pod *v1.Pod) {
 }
 
 // statusOnlyChange reports whether the API's new version of a pod differs from the old one
-// only in its status: mostly the kubelet's own status writes coming back through the watch,
-// which need no sync (the worker computes status itself; its resync period and the runtime's
-// events bring it back to a pod anyway). A change of spec, labels, annotations, deletion
-// timestamp or finalizers wakes the worker.
+// only in its status. A change of spec, labels, annotations, deletion timestamp or
+// finalizers wakes the worker.
 func statusOnlyChange(old, cur *v1.Pod) bool {
 	if old == nil || cur == nil || !apiequality.Semantic.DeepEqual(old.Spec, cur.Spec) {
 		return false
@@ -236,7 +243,10 @@ func (w *podWorker) reconcile(ctx context.Context, pod *v1.Pod, obs *observed) t
 		case <-ctx.Done():
 			return 0
 		}
-		defer func() { <-w.k.startSlots }()
+		var once sync.Once
+		release := func() { once.Do(func() { <-w.k.startSlots }) }
+		w.releaseSlot = release
+		defer func() { release(); w.releaseSlot = func() {} }()
 		tsb := time.Now()
 		var err error
 		sb, err = w.k.rt.RunPodSandbox(ctx, runtime.SandboxConfig{
@@ -412,6 +422,7 @@ func (w *podWorker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	case policy == v1.PullNever && present == nil:
 		return &errImageNeverPull{image: c.Image}
 	case policy == v1.PullAlways || present == nil:
+		w.releaseSlot()
 		w.k.rec.event(pod, v1.EventTypeNormal, "Pulling", c.Name, "Pulling image %q", c.Image)
 		start := time.Now()
 		auth, err := w.k.pullAuth(ctx, pod, ref)
@@ -502,6 +513,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, sb *runtime
 		w.pruneOldAttempts(ctx, c.Name, attempt)
 	}
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
+		w.releaseSlot()
 		t := probe.Target{Pod: pod, Container: c, ContainerID: id, PodIP: sb.IP}
 		if err := w.k.postStart.PostStart(ctx, t, c.Lifecycle.PostStart); err != nil {
 			w.k.rec.event(pod, v1.EventTypeWarning, "FailedPostStartHook", c.Name, "PostStartHook failed: %v", err)
@@ -728,6 +740,7 @@ func (w *podWorker) writeStatus(ctx context.Context, pod *v1.Pod, obs *observed)
 	if w.pod != nil && w.pod.DeletionTimestamp == nil && newerRV(updated.ResourceVersion, w.pod.ResourceVersion) {
 		w.pod, w.lastPod = updated, updated
 	}
+	w.written = &updated.Status
 	w.mu.Unlock()
 	return nil
 }
