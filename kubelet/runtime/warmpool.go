@@ -38,13 +38,13 @@ type warmSandbox struct {
 }
 
 type warmPool struct {
-	mu     sync.Mutex
-	target int
-	image  string
-	ready  []warmSandbox
-	kick   chan struct{}
-	active atomic.Int32 // pod sandbox and container operations in flight
-	last   atomic.Int64 // when the last one ended (unix nanoseconds)
+	mu       sync.Mutex
+	image    string
+	ready    []warmSandbox
+	claiming map[string]bool // popped for a claim that has not finished
+	kick     chan struct{}
+	active   atomic.Int32 // pod sandbox and container operations in flight
+	last     atomic.Int64 // when the last one ended (unix nanoseconds)
 }
 
 // busy marks a pod set-up operation; call the result when it ends.
@@ -68,7 +68,18 @@ func (p *warmPool) pop() (warmSandbox, bool) {
 	}
 	w := p.ready[0]
 	p.ready = p.ready[1:]
+	if p.claiming == nil {
+		p.claiming = map[string]bool{}
+	}
+	p.claiming[w.id] = true
 	return w, true
+}
+
+// claimed ends the claim of id that pop started, whatever became of it.
+func (p *warmPool) claimed(id string) {
+	p.mu.Lock()
+	delete(p.claiming, id)
+	p.mu.Unlock()
 }
 
 func (p *warmPool) push(w warmSandbox) {
@@ -89,7 +100,7 @@ func (r *Containerd) WarmSandboxes() int {
 // n <= 0 only does the taking back, as removal.
 func (r *Containerd) RunWarmPool(ctx context.Context, n int, pauseImage string) {
 	r.pool.mu.Lock()
-	r.pool.target, r.pool.image = n, pauseImage
+	r.pool.image = pauseImage
 	r.pool.mu.Unlock()
 	r.adoptWarm(ctx, n)
 	if n <= 0 {
@@ -99,7 +110,7 @@ func (r *Containerd) RunWarmPool(ctx context.Context, n int, pauseImage string) 
 	defer tick.Stop()
 	for ticks := 0; ; ticks++ {
 		if ticks%10 == 0 {
-			r.removeDeadWarm(ctx)
+			r.sweepWarm(ctx)
 		}
 		for ctx.Err() == nil && r.WarmSandboxes() < n && r.pool.quiet() {
 			sb, err := r.newSandbox(ctx, SandboxConfig{Hostname: "warm", Image: pauseImage}, kindWarm)
@@ -120,26 +131,46 @@ func (r *Containerd) RunWarmPool(ctx context.Context, n int, pauseImage string) 
 	}
 }
 
-// removeDeadWarm removes the warm sandboxes whose pause process is gone, so their IPs
-// and network namespaces do not wait for a claim to be released.
-func (r *Containerd) removeDeadWarm(ctx context.Context) {
+// sweepWarm removes the warm sandboxes whose pause process is gone, so their IPs and
+// network namespaces do not wait for a claim, and retries the removal of warm sandboxes
+// that are neither ready nor being claimed (a removal that failed before).
+func (r *Containerd) sweepWarm(ctx context.Context) {
 	r.pool.mu.Lock()
 	var dead []warmSandbox
 	live := r.pool.ready[:0]
+	known := map[string]bool{}
 	for _, w := range r.pool.ready {
 		if unix.Kill(int(w.pid), 0) == unix.ESRCH {
 			dead = append(dead, w)
 		} else {
 			live = append(live, w)
+			known[w.id] = true
 		}
 	}
 	r.pool.ready = live
+	for id := range r.pool.claiming {
+		known[id] = true
+	}
 	r.pool.mu.Unlock()
 	for _, w := range dead {
-		r.log.Warn("warm sandbox's pause exited; removing it", "sandbox", w.id)
-		if err := r.RemovePodSandbox(ctx, w.id); err != nil {
-			r.log.Warn("remove warm sandbox", "sandbox", w.id, "err", err)
+		r.discardWarm(ctx, w.id, "its pause exited")
+	}
+	ctrs, err := r.c.Containers(ctx, fmt.Sprintf(`labels."%s"==%s`, LabelKind, kindWarm))
+	if err != nil {
+		return
+	}
+	for _, c := range ctrs {
+		if !known[c.ID()] {
+			r.discardWarm(ctx, c.ID(), "left over")
 		}
+	}
+}
+
+// discardWarm removes a warm sandbox; if that fails, the next sweep tries again.
+func (r *Containerd) discardWarm(ctx context.Context, id, why string) {
+	r.log.Warn("removing warm sandbox", "sandbox", id, "why", why)
+	if err := r.RemovePodSandbox(context.WithoutCancel(ctx), id); err != nil {
+		r.log.Warn("remove warm sandbox", "sandbox", id, "err", err)
 	}
 }
 
@@ -163,16 +194,14 @@ func (r *Containerd) adoptWarm(ctx context.Context, n int) {
 			r.pool.push(warmSandbox{id: c.ID(), ip: info.Labels[LabelIP], netns: info.Labels[LabelNetNS], pid: t.Pid})
 			continue
 		}
-		if err := r.RemovePodSandbox(ctx, c.ID()); err != nil {
-			r.log.Warn("remove warm sandbox", "sandbox", c.ID(), "err", err)
-		}
+		r.discardWarm(ctx, c.ID(), "not taken back")
 	}
 }
 
 // DrainWarmPool removes every warm sandbox of the node, also those a previous kubelet left.
 func (r *Containerd) DrainWarmPool(ctx context.Context) {
 	r.pool.mu.Lock()
-	r.pool.ready, r.pool.target = nil, 0
+	r.pool.ready = nil
 	r.pool.mu.Unlock()
 	r.adoptWarm(ctx, 0)
 }
@@ -200,15 +229,14 @@ func (r *Containerd) claimWarm(ctx context.Context, cfg SandboxConfig) (*Sandbox
 		}
 		sb, err := r.claim(ctx, w, cfg)
 		if err == nil {
+			r.pool.claimed(w.id)
 			return sb, nil
 		}
-		if ctx.Err() != nil { // the pod gave up, the sandbox is fine
-			r.pool.push(w)
+		// It may be half given to the pod (hostname, files, labels): never back to the pool.
+		r.discardWarm(ctx, w.id, "claim failed: "+err.Error())
+		r.pool.claimed(w.id)
+		if ctx.Err() != nil {
 			return nil, ctx.Err()
-		}
-		r.log.Warn("warm sandbox unusable; removing it", "sandbox", w.id, "err", err)
-		if err := r.RemovePodSandbox(ctx, w.id); err != nil {
-			r.log.Warn("remove warm sandbox", "sandbox", w.id, "err", err)
 		}
 	}
 }
