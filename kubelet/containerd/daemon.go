@@ -72,10 +72,11 @@ func Start(ctx context.Context, dir string) (*Daemon, error) {
 	if len(d.address) >= 104 {
 		return nil, fmt.Errorf("containerd socket path %q is too long for a unix socket (max 103 bytes): choose a shorter dir", d.address)
 	}
+	cfgPath := filepath.Join(dir, "config.toml")
+	stopLeftover(cfgPath) // before its state is looked at
 	if err := mountVolatile(filepath.Join(dir, "state")); err != nil {
 		slog.Warn("containerd state stays on disk", "err", err)
 	}
-	cfgPath := filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(cfgPath, []byte(Config(dir)), 0o600); err != nil {
 		d.releaseVolatile()
 		return nil, fmt.Errorf("write containerd config: %w", err)
@@ -321,8 +322,7 @@ func mountVolatile(dir string) error {
 	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return err
 	}
-	var fs unix.Statfs_t
-	if err := unix.Statfs(dir, &fs); err == nil && fs.Type == unix.TMPFS_MAGIC {
+	if isTmpfsMount(dir) {
 		return nil
 	}
 	// State on disk from an older wasmkube may hold the bundles of tasks still running;
@@ -336,12 +336,25 @@ func mountVolatile(dir string) error {
 	return nil
 }
 
+// isTmpfsMount reports whether dir is the root of a tmpfs mount (not merely a directory on
+// one: a data dir under /dev/shm).
+func isTmpfsMount(dir string) bool {
+	var fs unix.Statfs_t
+	var st, parent unix.Stat_t
+	if unix.Statfs(dir, &fs) != nil || fs.Type != unix.TMPFS_MAGIC {
+		return false
+	}
+	if unix.Stat(dir, &st) != nil || unix.Stat(filepath.Dir(dir), &parent) != nil {
+		return false
+	}
+	return st.Dev != parent.Dev
+}
+
 // releaseVolatile unmounts the state tmpfs once no shim of this daemon runs (their bundles
 // live there); with pods left running it stays for the next daemon to use.
 func (d *Daemon) releaseVolatile() {
 	state := d.StateDir()
-	var fs unix.Statfs_t
-	if unix.Statfs(state, &fs) != nil || fs.Type != unix.TMPFS_MAGIC {
+	if !isTmpfsMount(state) {
 		return
 	}
 	for i := 0; i < 10 && len(Shims(d.address)) > 0; i++ {
