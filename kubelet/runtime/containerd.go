@@ -173,11 +173,7 @@ func (r *Containerd) watchEvents(ctx context.Context) {
 }
 
 func (r *Containerd) markOOM(ctx context.Context, id string) {
-	c, err := r.c.LoadContainer(ctx, id)
-	if err != nil {
-		return
-	}
-	if _, err := c.SetLabels(ctx, map[string]string{LabelOOM: "true"}); err != nil {
+	if _, err := r.setLabels(ctx, id, map[string]string{LabelOOM: "true"}); err != nil && !errdefs.IsNotFound(err) {
 		r.log.Warn("record OOM kill", "container", id, "err", err)
 	}
 }
@@ -926,7 +922,7 @@ func (r *Containerd) statusFromProcess(ctx context.Context, c client.Container, 
 		if st.ExitCode == 137 && !st.OOMKilled && r.oomKilled(ctx, c) {
 			// The exit was seen before containerd's OOM event was handled: ask the cgroup.
 			st.OOMKilled = true
-			_, _ = c.SetLabels(ctx, map[string]string{LabelOOM: "true"})
+			_, _ = r.setLabels(ctx, c.ID(), map[string]string{LabelOOM: "true"})
 		}
 	case tasktypes.Status_CREATED:
 		st.State = ContainerCreated
