@@ -209,7 +209,9 @@ func (c *Collector) sync(ctx context.Context, key string) error {
 	}
 	// The graph may be behind the API: an owner that was just orphaned (its reference
 	// stripped from this object) then looks gone here. Decide on the object as it is now,
-	// as upstream's attemptToDeleteItem does, and delete only that version of it.
+	// as upstream's attemptToDeleteItem does, and delete only that version of it (upstream
+	// checks the uid only): a conflict means it changed since, and the update event that
+	// brings the change queues it again.
 	live, err := c.dyn.Resource(o.gvr).Namespace(o.namespace).Get(ctx, o.name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
