@@ -57,7 +57,10 @@ func BenchmarkPodStartup(b *testing.B) {
 	b.ResetTimer()
 	for it := 0; it < b.N; it++ {
 		b.StopTimer()
-		for ctrd.WarmSandboxes() < n.warm { // a node in steady state: its warm pool is full
+		for deadline := time.Now().Add(time.Minute); ctrd.WarmSandboxes() < n.warm; { // a node in steady state: its warm pool is full
+			if time.Now().After(deadline) {
+				b.Fatalf("warm pool at %d of %d after a minute", ctrd.WarmSandboxes(), n.warm)
+			}
 			time.Sleep(20 * time.Millisecond)
 		}
 		stopProfile := profileRound(b, it)

@@ -42,7 +42,8 @@ type node struct {
 	daemon  *kcontainerd.Daemon
 	kubelet *kubelet.Kubelet
 	stop    func()
-	warm    int // warm sandboxes
+	warm    int    // warm sandboxes
+	pause   string // pause image; empty: the default
 }
 
 func imagesDir(t testing.TB) string {
@@ -66,8 +67,8 @@ func startKubelet(t testing.TB, srv *apiservertest.Server, n *node, cleanupOnExi
 		ContainerdAddress: n.daemon.Address(), Snapshotter: n.daemon.Snapshotter(),
 		PodCIDR: n.net.PodCIDR, Bridge: n.net.Bridge, ImagesDir: imagesDir(t),
 		ServerAddr: "127.0.0.1:0", CleanupOnExit: cleanupOnExit, ParallelPodStarts: envInt("WASMKUBE_BENCH_PARALLEL"),
-		WarmSandboxes: n.warm,
-		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()})),
+		WarmSandboxes: n.warm, PauseImage: n.pause,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()})),
 	})
 	if err != nil {
 		cancel()

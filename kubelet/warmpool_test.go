@@ -3,7 +3,6 @@ package kubelet_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/apiservertest"
-	"github.com/wasmkube/wasmkube/kubelet"
 	"github.com/wasmkube/wasmkube/kubelet/cni"
 	"github.com/wasmkube/wasmkube/kubelet/images"
 	"github.com/wasmkube/wasmkube/kubelet/internal/nodetest"
@@ -331,7 +329,8 @@ func TestWarmPoolPauseImageChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.stop()
-	startKubeletWithPause(t, srv, n, other)
+	n.pause = other
+	startKubelet(t, srv, n, true)
 	waitWarm(t, n, 2)
 
 	pod := &v1.Pod{
@@ -356,37 +355,4 @@ func TestWarmPoolPauseImageChange(t *testing.T) {
 		_, wasOld := old[sb.ID]
 		t.Errorf("pod's sandbox %s runs pause image %q, the kubelet asks for %q (a warm sandbox of the previous kubelet: %v)", sb.ID, info.Image, other, wasOld)
 	}
-}
-
-// startKubeletWithPause is startKubelet (with CleanupOnExit) for a kubelet whose
-// PauseImage is pause.
-func startKubeletWithPause(t *testing.T, srv *apiservertest.Server, n *node, pause string) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	k, err := kubelet.New(ctx, kubelet.Options{
-		RESTConfig: srv.NodeConfig(t, n.name), NodeName: n.name, RootDir: n.root,
-		ContainerdAddress: n.daemon.Address(), Snapshotter: n.daemon.Snapshotter(),
-		PodCIDR: n.net.PodCIDR, Bridge: n.net.Bridge, ImagesDir: imagesDir(t),
-		ServerAddr: "127.0.0.1:0", CleanupOnExit: true, WarmSandboxes: n.warm, PauseImage: pause,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()})),
-	})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- k.Run(ctx) }()
-	n.kubelet = k
-	stopped := false
-	n.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("kubelet run: %v", err)
-		}
-	}
-	t.Cleanup(n.stop)
 }
