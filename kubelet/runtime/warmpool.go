@@ -166,9 +166,12 @@ func (r *Containerd) sweepWarm(ctx context.Context) {
 	}
 }
 
-// discardWarm removes a warm sandbox; if that fails, the next sweep tries again.
+// discardWarm removes a warm sandbox; if that fails, the next sweep tries again. why is
+// logged as a warning unless it is empty (a drain on shutdown is not news).
 func (r *Containerd) discardWarm(ctx context.Context, id, why string) {
-	r.log.Warn("removing warm sandbox", "sandbox", id, "why", why)
+	if why != "" {
+		r.log.Warn("removing warm sandbox", "sandbox", id, "why", why)
+	}
 	if err := r.RemovePodSandbox(context.WithoutCancel(ctx), id); err != nil {
 		r.log.Warn("remove warm sandbox", "sandbox", id, "err", err)
 	}
@@ -194,7 +197,11 @@ func (r *Containerd) adoptWarm(ctx context.Context, n int) {
 			r.pool.push(warmSandbox{id: c.ID(), ip: info.Labels[LabelIP], netns: info.Labels[LabelNetNS], pid: t.Pid})
 			continue
 		}
-		r.discardWarm(ctx, c.ID(), "not taken back")
+		why := "not taken back (stopped, another pause image, or more than the pool's size)"
+		if n <= 0 {
+			why = "" // draining
+		}
+		r.discardWarm(ctx, c.ID(), why)
 	}
 }
 
