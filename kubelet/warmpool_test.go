@@ -163,11 +163,15 @@ func TestWarmSandboxClaimedByPod(t *testing.T) {
 		Spec: v1.PodSpec{NodeName: n.name, TerminationGracePeriodSeconds: int64p(1),
 			Containers: []v1.Container{busybox("app", "echo host=$(hostname); cat /etc/hosts; echo file=$(cat /etc/hostname); echo end; sleep 3600")}},
 	}
+	created := time.Now() // after every warm sandbox was made
 	if _, err := pods.Create(ctx, web, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	p := waitPod(t, srv.Client, "default", web.Name, "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
 	sb := sandboxOf(t, n, p)
+	if sb.CreatedAt.Before(created) {
+		t.Errorf("claimed sandbox reports CreatedAt %s, before the pod was created (%s): the warm sandbox's age, not the claim's", sb.CreatedAt, created)
+	}
 	claimed, ok := before[sb.ID]
 	if !ok {
 		t.Fatalf("pod's sandbox %s was not one of the warm ones %v", sb.ID, ids(before))

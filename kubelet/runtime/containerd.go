@@ -46,6 +46,7 @@ const (
 	LabelNetNS        = "io.wasmkube.sandbox.netns"
 	LabelIP           = "io.wasmkube.sandbox.ip"
 	LabelHostNetwork  = "io.wasmkube.sandbox.hostnetwork"
+	LabelClaimedAt    = "io.wasmkube.sandbox.claimed" // when a warm sandbox became the pod's: its CreatedAt
 	// The runc v2 shim serves every container whose OCI spec carries the same group
 	// annotation from one process: one shim per pod instead of one per container.
 	labelShimGroup = "io.containerd.runc.v2.group"
@@ -483,6 +484,9 @@ func sandboxesFrom(ctx context.Context, ctrs []client.Container, procs map[strin
 			continue
 		}
 		sb := Sandbox{ID: c.ID(), Pod: podFromLabels(info.Labels), State: SandboxNotReady, IP: info.Labels[LabelIP], NetNSPath: info.Labels[LabelNetNS], CreatedAt: info.CreatedAt}
+		if t, err := time.Parse(time.RFC3339Nano, info.Labels[LabelClaimedAt]); err == nil {
+			sb.CreatedAt = t
+		}
 		if p := procs[c.ID()]; p != nil && p.Status == tasktypes.Status_RUNNING {
 			sb.State, sb.Pid = SandboxReady, p.Pid
 		}

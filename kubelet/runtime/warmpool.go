@@ -269,12 +269,13 @@ func (r *Containerd) claim(ctx context.Context, w warmSandbox, cfg SandboxConfig
 	}
 	labels := podLabels(cfg.Pod)
 	labels[LabelKind] = "sandbox"
-	info, err := r.setLabels(ctx, w.id, labels)
-	if err != nil {
+	now := time.Now().UTC()
+	labels[LabelClaimedAt] = now.Format(time.RFC3339Nano) // the pod's sandbox is as old as the claim
+	if _, err := r.setLabels(ctx, w.id, labels); err != nil {
 		return nil, err
 	}
 	r.log.Debug("sandbox from warm pool", "pod", cfg.Pod.Namespace+"/"+cfg.Pod.Name, "sandbox", w.id)
-	return &Sandbox{ID: w.id, Pod: cfg.Pod, State: SandboxReady, IP: w.ip, NetNSPath: w.netns, Pid: w.pid, CreatedAt: info.CreatedAt}, nil
+	return &Sandbox{ID: w.id, Pod: cfg.Pod, State: SandboxReady, IP: w.ip, NetNSPath: w.netns, Pid: w.pid, CreatedAt: now}, nil
 }
 
 // setHostname sets the hostname of the UTS namespace of process pid.
