@@ -67,31 +67,11 @@ func validatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList 
 		allErrs = append(allErrs, validateDNSConfig(spec.DNSConfig, fldPath.Child("dnsConfig"))...)
 	}
 	allErrs = append(allErrs, metav1validation.ValidateLabels(spec.NodeSelector, fldPath.Child("nodeSelector"))...)
-	if spec.NodeName != "" {
-		for _, msg := range apimachineryvalidation.NameIsDNSSubdomain(spec.NodeName, false) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("nodeName"), spec.NodeName, msg))
-		}
-	}
-	if spec.ServiceAccountName != "" {
-		for _, msg := range apimachineryvalidation.NameIsDNSSubdomain(spec.ServiceAccountName, false) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("serviceAccountName"), spec.ServiceAccountName, msg))
-		}
-	}
-	if spec.Hostname != "" {
-		for _, msg := range utilvalidation.IsDNS1123Label(spec.Hostname) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("hostname"), spec.Hostname, msg))
-		}
-	}
-	if spec.Subdomain != "" {
-		for _, msg := range utilvalidation.IsDNS1123Label(spec.Subdomain) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("subdomain"), spec.Subdomain, msg))
-		}
-	}
-	if spec.PriorityClassName != "" {
-		for _, msg := range apimachineryvalidation.NameIsDNSSubdomain(spec.PriorityClassName, false) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("priorityClassName"), spec.PriorityClassName, msg))
-		}
-	}
+	allErrs = append(allErrs, validateOptionalName(spec.NodeName, utilvalidation.IsDNS1123Subdomain, fldPath.Child("nodeName"))...)
+	allErrs = append(allErrs, validateOptionalName(spec.ServiceAccountName, utilvalidation.IsDNS1123Subdomain, fldPath.Child("serviceAccountName"))...)
+	allErrs = append(allErrs, validateOptionalName(spec.Hostname, utilvalidation.IsDNS1123Label, fldPath.Child("hostname"))...)
+	allErrs = append(allErrs, validateOptionalName(spec.Subdomain, utilvalidation.IsDNS1123Label, fldPath.Child("subdomain"))...)
+	allErrs = append(allErrs, validateOptionalName(spec.PriorityClassName, utilvalidation.IsDNS1123Subdomain, fldPath.Child("priorityClassName"))...)
 	if spec.PreemptionPolicy != nil && !slices.Contains(supportedPreemptionPolicies, string(*spec.PreemptionPolicy)) {
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("preemptionPolicy"), *spec.PreemptionPolicy, supportedPreemptionPolicies))
 	}
@@ -111,6 +91,19 @@ func validatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList 
 	allErrs = append(allErrs, validateReadinessGates(spec.ReadinessGates, fldPath.Child("readinessGates"))...)
 	if spec.SecurityContext != nil {
 		allErrs = append(allErrs, validatePodSecurityContext(spec.SecurityContext, fldPath.Child("securityContext"))...)
+	}
+	return allErrs
+}
+
+// validateOptionalName checks a name field that may be left empty against rule (a DNS-1123
+// subdomain or label), reporting each of the rule's messages.
+func validateOptionalName(name string, rule func(string) []string, fldPath *field.Path) field.ErrorList {
+	if name == "" {
+		return nil
+	}
+	var allErrs field.ErrorList
+	for _, msg := range rule(name) {
+		allErrs = append(allErrs, field.Invalid(fldPath, name, msg))
 	}
 	return allErrs
 }
@@ -156,18 +149,24 @@ func validateDNSConfig(c *corev1.PodDNSConfig, fldPath *field.Path) field.ErrorL
 	return allErrs
 }
 
-func validatePodSecurityContext(sc *corev1.PodSecurityContext, fldPath *field.Path) field.ErrorList {
+// validateRunAs checks the user and group IDs that pod and container security contexts share.
+func validateRunAs(user, group *int64, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
-	if sc.RunAsUser != nil {
-		for _, msg := range utilvalidation.IsValidUserID(*sc.RunAsUser) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("runAsUser"), *sc.RunAsUser, msg))
+	if user != nil {
+		for _, msg := range utilvalidation.IsValidUserID(*user) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("runAsUser"), *user, msg))
 		}
 	}
-	if sc.RunAsGroup != nil {
-		for _, msg := range utilvalidation.IsValidGroupID(*sc.RunAsGroup) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("runAsGroup"), *sc.RunAsGroup, msg))
+	if group != nil {
+		for _, msg := range utilvalidation.IsValidGroupID(*group) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("runAsGroup"), *group, msg))
 		}
 	}
+	return allErrs
+}
+
+func validatePodSecurityContext(sc *corev1.PodSecurityContext, fldPath *field.Path) field.ErrorList {
+	allErrs := validateRunAs(sc.RunAsUser, sc.RunAsGroup, fldPath)
 	if sc.FSGroup != nil {
 		for _, msg := range utilvalidation.IsValidGroupID(*sc.FSGroup) {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("fsGroup"), *sc.FSGroup, msg))
@@ -398,17 +397,7 @@ func validateImage(image string, fldPath *field.Path) field.ErrorList {
 }
 
 func validateSecurityContext(sc *corev1.SecurityContext, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	if sc.RunAsUser != nil {
-		for _, msg := range utilvalidation.IsValidUserID(*sc.RunAsUser) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("runAsUser"), *sc.RunAsUser, msg))
-		}
-	}
-	if sc.RunAsGroup != nil {
-		for _, msg := range utilvalidation.IsValidGroupID(*sc.RunAsGroup) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("runAsGroup"), *sc.RunAsGroup, msg))
-		}
-	}
+	allErrs := validateRunAs(sc.RunAsUser, sc.RunAsGroup, fldPath)
 	if sc.Privileged != nil && *sc.Privileged && sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation {
 		allErrs = append(allErrs, field.Invalid(fldPath, sc, "cannot set `allowPrivilegeEscalation` to false and `privileged` to true"))
 	}
