@@ -185,6 +185,13 @@ func assertNoTrace(t *testing.T, n *node) {
 	if sbs, err := rt.ListSandboxes(ctx, ""); err != nil || len(sbs) != 0 {
 		t.Errorf("sandboxes left: %+v %v", sbs, err)
 	}
+	assertNodeClean(t, n)
+}
+
+// assertNodeClean checks that the node holds no veth, network namespace or mount (but the
+// running daemon's state tmpfs); it needs no kubelet.
+func assertNodeClean(t *testing.T, n *node) {
+	t.Helper()
 	if v := nodetest.Veths(t, n.net.Bridge); len(v) != 0 {
 		t.Errorf("veths left on %s: %v", n.net.Bridge, v)
 	}

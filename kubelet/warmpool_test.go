@@ -298,20 +298,7 @@ func TestWarmPoolRestartAndCleanup(t *testing.T) {
 			t.Errorf("warm sandbox %s: pause %d still runs", id, w.pid)
 		}
 	}
-	if v := nodetest.Veths(t, n.net.Bridge); len(v) != 0 {
-		t.Errorf("veths left on %s: %v", n.net.Bridge, v)
-	}
-	if ents, _ := os.ReadDir(filepath.Join(n.root, "runtime", "netns")); len(ents) != 0 {
-		t.Errorf("network namespaces left: %d", len(ents))
-	}
-	if m := nodetest.MountsUnder(t, n.root); len(m) != 0 {
-		t.Errorf("mounts left under the kubelet root: %v", m)
-	}
-	for _, m := range nodetest.MountsUnder(t, filepath.Dir(n.daemon.Address())) {
-		if m != n.daemon.StateDir() { // the running daemon's own tmpfs
-			t.Errorf("mount left under containerd's root: %s", m)
-		}
-	}
+	assertNodeClean(t, n)
 }
 
 // A kubelet restarted with another pause image must not hand out the warm sandboxes the

@@ -160,6 +160,11 @@ func BuildArchive(w io.Writer, ref string, entries []Entry, entrypoint, cmd []st
 	if err != nil {
 		return fmt.Errorf("image %s: %w", ref, err)
 	}
+	return WriteArchive(w, ref, img)
+}
+
+// WriteArchive writes img, named ref, as an OCI image archive to w.
+func WriteArchive(w io.Writer, ref string, img v1.Image) error {
 	dir, err := os.MkdirTemp("", "wasmkube-image-")
 	if err != nil {
 		return err

@@ -1,24 +1,15 @@
 package runtime_test
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
-	"io"
-	"os"
 	"path/filepath"
 	"reflect"
-	goruntime "runtime"
 	"slices"
 	"testing"
 
-	ctrimages "github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/wasmkube/wasmkube/kubelet/cni"
@@ -34,7 +25,8 @@ const appRef = "wasmkube.local/imagecache-app:v1"
 
 var appEnv = []string{"PATH=/app/bin:/bin", "APP_MODE=test"}
 
-// appArchive writes appRef as an OCI archive (as images.BuildArchive does, with a USER).
+// appArchive writes appRef as an OCI archive (images.BuildImage with a USER, a WORKDIR and
+// an env of its own).
 func appArchive(t *testing.T) []byte {
 	t.Helper()
 	img, err := images.BuildImage([]images.Entry{
@@ -55,46 +47,8 @@ func appArchive(t *testing.T) []byte {
 	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	p, err := layout.Write(dir, empty.Index)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{
-		ctrimages.AnnotationImageName: appRef, ocispec.AnnotationRefName: appRef,
-	}), layout.WithPlatform(v1.Platform{OS: "linux", Architecture: goruntime.GOARCH})); err != nil {
-		t.Fatal(err)
-	}
 	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	err = filepath.Walk(dir, func(path string, fi os.FileInfo, err error) error {
-		if err != nil || path == dir {
-			return err
-		}
-		h, err := tar.FileInfoHeader(fi, "")
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		h.Name = filepath.ToSlash(rel)
-		if fi.IsDir() {
-			h.Name += "/"
-		}
-		if err := tw.WriteHeader(h); err != nil || !fi.Mode().IsRegular() {
-			return err
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		_, err = io.Copy(tw, f)
-		return err
-	})
-	if err == nil {
-		err = tw.Close()
-	}
-	if err != nil {
+	if err := images.WriteArchive(&buf, appRef, img); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
