@@ -58,14 +58,9 @@ func (s *store) Create(ctx context.Context, key string, obj runtime.Object) (run
 	if err != nil {
 		return nil, err
 	}
-	start := time.Now()
-	resp, err := s.b.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(data), putOpts...)).
-		Commit()
-	observe("create", s.resource, start)
+	resp, err := s.txn(ctx, "create", key, clientv3.Compare(clientv3.CreateRevision(key), "=", 0), clientv3.OpPut(key, string(data), putOpts...))
 	if err != nil {
-		return nil, etcdErr(err, key)
+		return nil, err
 	}
 	if !resp.Succeeded {
 		return nil, fmt.Errorf("%w: %s", ErrAlreadyExists, key)
@@ -103,6 +98,18 @@ func (s *store) state(kv *mvccpb.KeyValue) (*state, error) {
 		return nil, err
 	}
 	return &state{obj: obj, data: kv.Value, rev: kv.ModRevision}, nil
+}
+
+// txn runs one compare-and-swap on key: then when cmp holds, otherwise the else ops. It
+// times the request as op and turns an etcd error into the package's.
+func (s *store) txn(ctx context.Context, op, key string, cmp clientv3.Cmp, then clientv3.Op, els ...clientv3.Op) (*clientv3.TxnResponse, error) {
+	start := time.Now()
+	resp, err := s.b.client.Txn(ctx).If(cmp).Then(then).Else(els...).Commit()
+	observe(op, s.resource, start)
+	if err != nil {
+		return nil, etcdErr(err, key)
+	}
+	return resp, nil
 }
 
 // checkPreconditions is the pure decision whether pre holds on obj stored at key.
@@ -161,15 +168,9 @@ func (s *store) GuaranteedUpdate(ctx context.Context, key string, pre *Precondit
 		if err != nil {
 			return nil, err
 		}
-		start := time.Now()
-		resp, err := s.b.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(key), "=", cur.rev)).
-			Then(clientv3.OpPut(key, string(data), putOpts...)).
-			Else(clientv3.OpGet(key)).
-			Commit()
-		observe("update", s.resource, start)
+		resp, err := s.txn(ctx, "update", key, clientv3.Compare(clientv3.ModRevision(key), "=", cur.rev), clientv3.OpPut(key, string(data), putOpts...), clientv3.OpGet(key))
 		if err != nil {
-			return nil, etcdErr(err, key)
+			return nil, err
 		}
 		if resp.Succeeded {
 			if err := setRV(updated, resp.Header.Revision); err != nil {
@@ -206,15 +207,9 @@ func (s *store) Delete(ctx context.Context, key string, pre *Preconditions) (run
 		if err := checkPreconditions(key, pre, cur.obj); err != nil {
 			return nil, err
 		}
-		start := time.Now()
-		resp, err := s.b.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(key), "=", cur.rev)).
-			Then(clientv3.OpDelete(key)).
-			Else(clientv3.OpGet(key)).
-			Commit()
-		observe("delete", s.resource, start)
+		resp, err := s.txn(ctx, "delete", key, clientv3.Compare(clientv3.ModRevision(key), "=", cur.rev), clientv3.OpDelete(key), clientv3.OpGet(key))
 		if err != nil {
-			return nil, etcdErr(err, key)
+			return nil, err
 		}
 		if resp.Succeeded {
 			// Like the DELETED watch event, the last state carries the deletion's revision.
