@@ -87,26 +87,7 @@ func BenchmarkWatchFanout(b *testing.B) {
 		}()
 	}
 	// Writers in parallel so that etcd is not the bottleneck being measured.
-	var seq atomic.Int64
-	var wwg sync.WaitGroup
-	for g := 0; g < 32; g++ {
-		wwg.Add(1)
-		go func() {
-			defer wwg.Done()
-			for {
-				i := seq.Add(1)
-				if i > int64(b.N) {
-					return
-				}
-				name := fmt.Sprintf("fan-%d", i)
-				if _, err := s.Create(ctx, Key("pods", "default", name), newPod("default", name, nil)); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wwg.Wait()
+	createConcurrently(b, s, b.N, func(i int) *corev1.Pod { return newPod("default", fmt.Sprintf("fan-%d", i+1), nil) })
 	wg.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64(b.N*watchers)/b.Elapsed().Seconds(), "deliveries/s")
@@ -127,22 +108,7 @@ func BenchmarkList(b *testing.B) {
 	backend := embeddedFactory(b, Config{Logger: slog.New(slog.DiscardHandler)})
 	s := podStore(backend)
 	ctx := context.Background()
-	var seq atomic.Int64
-	var wg sync.WaitGroup
-	for g := 0; g < 32; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := seq.Add(1); i <= pods; i = seq.Add(1) {
-				name := fmt.Sprintf("list-%d", i)
-				if _, err := s.Create(ctx, Key("pods", "default", name), newPod("default", name, nil)); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	createConcurrently(b, s, pods, func(i int) *corev1.Pod { return newPod("default", fmt.Sprintf("list-%d", i+1), nil) })
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		out, err := s.List(ctx, Prefix("pods", ""), ListOptions{})
@@ -199,24 +165,33 @@ func BenchmarkWatchIndex(b *testing.B) {
 				}()
 			}
 			b.ResetTimer()
-			var seq atomic.Int64
-			var wwg sync.WaitGroup
-			for g := 0; g < 32; g++ {
-				wwg.Add(1)
-				go func() {
-					defer wwg.Done()
-					for i := seq.Add(1) - 1; i < int64(b.N); i = seq.Add(1) - 1 {
-						p := newPod("default", fmt.Sprintf("idx-%d", i), nil)
-						p.Spec.NodeName = fmt.Sprintf("node-%d", i%nodes)
-						if _, err := s.Create(ctx, Key("pods", "default", p.Name), p); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				}()
-			}
-			wwg.Wait()
+			createConcurrently(b, s, b.N, func(i int) *corev1.Pod {
+				p := newPod("default", fmt.Sprintf("idx-%d", i), nil)
+				p.Spec.NodeName = fmt.Sprintf("node-%d", i%nodes)
+				return p
+			})
 			wg.Wait()
 		})
 	}
+}
+
+// createConcurrently creates n pods, pod(0) to pod(n-1), with 32 concurrent writers.
+func createConcurrently(b *testing.B, s Interface, n int, pod func(i int) *corev1.Pod) {
+	ctx := context.Background()
+	var seq atomic.Int64
+	var wg sync.WaitGroup
+	for g := 0; g < 32; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(seq.Add(1) - 1); i < n; i = int(seq.Add(1) - 1) {
+				p := pod(i)
+				if _, err := s.Create(ctx, Key("pods", p.Namespace, p.Name), p); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

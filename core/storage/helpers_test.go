@@ -163,6 +163,25 @@ func mustCreate(t testing.TB, s Interface, p *corev1.Pod) *corev1.Pod {
 	return out.(*corev1.Pod)
 }
 
+// mustUpdate applies mutate to the pod stored at key, failing the test on an error.
+func mustUpdate(t testing.TB, s Interface, key string, mutate func(*corev1.Pod)) {
+	t.Helper()
+	if _, err := s.GuaranteedUpdate(context.Background(), key, nil, func(cur runtime.Object) (runtime.Object, error) {
+		mutate(cur.(*corev1.Pod))
+		return cur, nil
+	}); err != nil {
+		t.Fatalf("update %s: %v", key, err)
+	}
+}
+
+// mustDelete deletes key unconditionally, failing the test on an error.
+func mustDelete(t testing.TB, s Interface, key string) {
+	t.Helper()
+	if _, err := s.Delete(context.Background(), key, nil); err != nil {
+		t.Fatalf("delete %s: %v", key, err)
+	}
+}
+
 // nextEvent returns the next event or fails after a generous wait (a hang, not a
 // performance assertion).
 func nextEvent(t testing.TB, w watch.Interface) watch.Event {

@@ -283,9 +283,7 @@ func testPagingAcrossWrites(t *testing.T, newBackend backendFactory) {
 		got = append(got, names(l)...)
 		// Writes between pages are not part of the snapshot.
 		mustCreate(t, s, newPod("default", fmt.Sprintf("later%d", page), nil))
-		if _, err := s.Delete(ctx, Key("pods", "default", want[len(want)-1-page]), nil); err != nil {
-			t.Fatal(err)
-		}
+		mustDelete(t, s, Key("pods", "default", want[len(want)-1-page]))
 		cont = l.Continue
 		if cont == "" {
 			break
@@ -348,9 +346,7 @@ func testListAtOldRevision(t *testing.T, newBackend backendFactory) {
 	s := podStore(newBackend(t, Config{}))
 	a := mustCreate(t, s, newPod("default", "a", nil))
 	mustCreate(t, s, newPod("default", "b", nil))
-	if _, err := s.Delete(ctx, Key("pods", "default", "a"), nil); err != nil {
-		t.Fatal(err)
-	}
+	mustDelete(t, s, Key("pods", "default", "a"))
 	out, err := s.List(ctx, Prefix("pods", ""), ListOptions{ResourceVersion: a.ResourceVersion})
 	if err != nil {
 		t.Fatal(err)
@@ -408,12 +404,7 @@ func testWatchFromZero(t *testing.T, newBackend backendFactory) {
 	mustCreate(t, s, newPod("kube-system", "d", nil)) // other namespace: not seen
 	mustCreate(t, s, newPod("default", "e", nil))
 	expectEvent(t, w, watch.Added, "e")
-	if _, err := s.GuaranteedUpdate(ctx, Key("pods", "default", "a"), nil, func(cur runtime.Object) (runtime.Object, error) {
-		cur.(*corev1.Pod).Labels = map[string]string{"x": "y"}
-		return cur, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	mustUpdate(t, s, Key("pods", "default", "a"), func(p *corev1.Pod) { p.Labels = map[string]string{"x": "y"} })
 	if p := expectEvent(t, w, watch.Modified, "a"); p.Labels["x"] != "y" {
 		t.Fatalf("MODIFIED carries labels %v", p.Labels)
 	}
@@ -434,9 +425,7 @@ func testWatchFromRevision(t *testing.T, newBackend backendFactory) {
 	s := podStore(newBackend(t, Config{}))
 	a := mustCreate(t, s, newPod("default", "a", nil))
 	mustCreate(t, s, newPod("default", "b", nil))
-	if _, err := s.Delete(ctx, Key("pods", "default", "a"), nil); err != nil {
-		t.Fatal(err)
-	}
+	mustDelete(t, s, Key("pods", "default", "a"))
 	// From a's revision: b's creation and a's deletion, nothing before.
 	w, err := s.Watch(ctx, Prefix("pods", ""), WatchOptions{ResourceVersion: a.ResourceVersion})
 	if err != nil {
@@ -455,9 +444,7 @@ func testWatchFromRevision(t *testing.T, newBackend backendFactory) {
 	}
 	defer one.Stop()
 	mustCreate(t, s, newPod("default", "c2", nil)) // shares the prefix "c"
-	if _, err := s.Delete(ctx, Key("pods", "default", "c"), nil); err != nil {
-		t.Fatal(err)
-	}
+	mustDelete(t, s, Key("pods", "default", "c"))
 	expectEvent(t, one, watch.Added, "c")
 	expectEvent(t, one, watch.Deleted, "c")
 }
@@ -473,12 +460,7 @@ func testWatchPredicateTransitions(t *testing.T, newBackend backendFactory) {
 	defer w.Stop()
 	setApp := func(name, app string) {
 		t.Helper()
-		if _, err := s.GuaranteedUpdate(ctx, Key("pods", "default", name), nil, func(cur runtime.Object) (runtime.Object, error) {
-			cur.(*corev1.Pod).Labels = map[string]string{"app": app}
-			return cur, nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		mustUpdate(t, s, Key("pods", "default", name), func(p *corev1.Pod) { p.Labels = map[string]string{"app": app} })
 	}
 	mustCreate(t, s, newPod("default", "x", map[string]string{"app": "db"})) // never matches
 	mustCreate(t, s, newPod("default", "a", map[string]string{"app": "db"}))
@@ -493,19 +475,10 @@ func testWatchPredicateTransitions(t *testing.T, newBackend backendFactory) {
 	}
 	setApp("a", "web")
 	expectEvent(t, w, watch.Added, "a")
-	if _, err := s.GuaranteedUpdate(ctx, Key("pods", "default", "a"), nil, func(cur runtime.Object) (runtime.Object, error) {
-		cur.(*corev1.Pod).Annotations = map[string]string{"k": "v"}
-		return cur, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	mustUpdate(t, s, Key("pods", "default", "a"), func(p *corev1.Pod) { p.Annotations = map[string]string{"k": "v"} })
 	expectEvent(t, w, watch.Modified, "a")
-	if _, err := s.Delete(ctx, Key("pods", "default", "x"), nil); err != nil { // not matching: unseen
-		t.Fatal(err)
-	}
-	if _, err := s.Delete(ctx, Key("pods", "default", "a"), nil); err != nil {
-		t.Fatal(err)
-	}
+	mustDelete(t, s, Key("pods", "default", "x")) // not matching: unseen
+	mustDelete(t, s, Key("pods", "default", "a"))
 	expectEvent(t, w, watch.Deleted, "a")
 }
 
@@ -699,12 +672,7 @@ func testTTL(t *testing.T, newBackend backendFactory) {
 		expectEvent(t, w, watch.Added, name)
 	}
 	// An update keeps the object on a lease (a put without one would make it immortal).
-	if _, err := events.GuaranteedUpdate(ctx, Key("events", "default", "b"), nil, func(cur runtime.Object) (runtime.Object, error) {
-		cur.(*corev1.Pod).Labels = map[string]string{"updated": "yes"}
-		return cur, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	mustUpdate(t, events, Key("events", "default", "b"), func(p *corev1.Pod) { p.Labels = map[string]string{"updated": "yes"} })
 	expectEvent(t, w, watch.Modified, "b")
 	gone := map[string]bool{}
 	for len(gone) < 2 {
@@ -886,15 +854,8 @@ func testWatchIndex(t *testing.T, newBackend backendFactory) {
 	mustCreate(t, s, onNode("n2", "a"))
 	mustCreate(t, s, onNode("n1", "b"))
 	// b moves from n1 to n2: n1 sees it leave, n2 sees it arrive.
-	if _, err := s.GuaranteedUpdate(ctx, Key("pods", "default", "b"), nil, func(cur runtime.Object) (runtime.Object, error) {
-		cur.(*corev1.Pod).Spec.NodeName = "n2"
-		return cur, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Delete(ctx, Key("pods", "default", "a"), nil); err != nil {
-		t.Fatal(err)
-	}
+	mustUpdate(t, s, Key("pods", "default", "b"), func(p *corev1.Pod) { p.Spec.NodeName = "n2" })
+	mustDelete(t, s, Key("pods", "default", "a"))
 	mustCreate(t, s, onNode("n1", "fence"))
 
 	expectEvent(t, n1, watch.Added, "b")
