@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -101,6 +102,22 @@ func newRS(name string, replicas int32) *appsv1.ReplicaSet {
 	}
 }
 
+// startController builds a controller that writes through writes and caches what cacheSource
+// holds, and starts its informers; they stop when the test ends.
+func startController(t *testing.T, writes, cacheSource kubernetes.Interface) (*Controller, context.Context) {
+	t.Helper()
+	f := informers.NewSharedInformerFactory(cacheSource, 0)
+	c, err := New(writes, f, record.NewFakeRecorder(100), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	return c, ctx
+}
+
 // TestControllerFake runs the controller against client-go's fake clientset: it scales up
 // with ownerReferences, adopts an orphan, and scales down deleting the unscheduled pod first.
 func TestControllerFake(t *testing.T) {
@@ -118,15 +135,7 @@ func TestControllerFake(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	f := informers.NewSharedInformerFactory(client, 0)
-	c, err := New(client, f, record.NewFakeRecorder(100), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	f.Start(ctx.Done())
-	f.WaitForCacheSync(ctx.Done())
+	c, ctx := startController(t, client, client)
 
 	syncUntil := func(what string, ok func([]corev1.Pod) bool) []corev1.Pod {
 		t.Helper()
@@ -186,16 +195,7 @@ func TestNoOverCreationUnderInformerLag(t *testing.T) {
 		p.Name = fmt.Sprintf("%s%d", p.GenerateName, creates.Add(1))
 		return false, nil, nil
 	})
-	cacheSource := fake.NewClientset(rs)
-	f := informers.NewSharedInformerFactory(cacheSource, 0)
-	c, err := New(writes, f, record.NewFakeRecorder(100), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	f.Start(ctx.Done())
-	f.WaitForCacheSync(ctx.Done())
+	c, ctx := startController(t, writes, fake.NewClientset(rs))
 	for range 3 {
 		// Status updates go to a clientset without the ReplicaSet: ignore their NotFound.
 		_ = c.sync(ctx, "default/lag")
