@@ -195,10 +195,8 @@ func validateEndpointsSubsets(ep *corev1.Endpoints) field.ErrorList {
 			p := idxPath.Child("ports").Index(j)
 			if len(ss.Ports) > 1 && port.Name == "" {
 				allErrs = append(allErrs, field.Required(p.Child("name"), ""))
-			} else if port.Name != "" {
-				for _, msg := range utilvalidation.IsDNS1123Label(port.Name) {
-					allErrs = append(allErrs, field.Invalid(p.Child("name"), port.Name, msg))
-				}
+			} else {
+				allErrs = append(allErrs, validateOptionalName(port.Name, utilvalidation.IsDNS1123Label, p.Child("name"))...)
 			}
 			for _, msg := range utilvalidation.IsValidPortNum(int(port.Port)) {
 				allErrs = append(allErrs, field.Invalid(p.Child("port"), port.Port, msg))
@@ -211,11 +209,7 @@ func validateEndpointsSubsets(ep *corev1.Endpoints) field.ErrorList {
 
 func validateEndpointAddress(a *corev1.EndpointAddress, fldPath *field.Path) field.ErrorList {
 	allErrs := utilvalidation.IsValidIP(fldPath.Child("ip"), a.IP)
-	if a.Hostname != "" {
-		for _, msg := range utilvalidation.IsDNS1123Label(a.Hostname) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("hostname"), a.Hostname, msg))
-		}
-	}
+	allErrs = append(allErrs, validateOptionalName(a.Hostname, utilvalidation.IsDNS1123Label, fldPath.Child("hostname"))...)
 	if a.NodeName != nil {
 		for _, msg := range apimachineryvalidation.NameIsDNSSubdomain(*a.NodeName, false) {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("nodeName"), *a.NodeName, msg))
