@@ -194,7 +194,7 @@ func runSchedBench(out io.Writer, o schedBenchOptions) error {
 	}
 	progress("registered %d hollow nodes in %s", o.nodes, time.Since(start).Round(time.Millisecond))
 
-	host, err := wasmhost.New(wasmhost.Options{CacheDir: filepath.Join(dataDir, "wasm-cache"), Logger: log})
+	host, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{schedwasm.Extension}, CacheDir: filepath.Join(dataDir, "wasm-cache"), Logger: log})
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,11 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 )
 
 // serveMetrics serves h at /metrics, and /healthz, on addr until ctx ends; the
@@ -32,4 +37,17 @@ func serveMetrics(ctx context.Context, addr string, h http.Handler, log *slog.Lo
 	}()
 	log.Info("serving metrics", "addr", ln.Addr().String())
 	return nil
+}
+
+// gatherersHandler serves the series of several registries as one /metrics page.
+func gatherersHandler(gs ...prometheus.Gatherer) http.Handler {
+	return promhttp.HandlerFor(prometheus.Gatherers(gs), promhttp.HandlerOpts{})
+}
+
+// hostFailuresOnly is a registry with the wasm host's failure counter alone, for an
+// endpoint whose other registry already has the process collectors.
+func hostFailuresOnly(h *wasmhost.Host) prometheus.Gatherer {
+	r := prometheus.NewRegistry()
+	r.MustRegister(h.Failures())
+	return r
 }

@@ -84,7 +84,7 @@ func runPluginCheck(ctx context.Context, out io.Writer, file string, o *pluginCh
 	if o.verbose {
 		logOut = os.Stderr
 	}
-	host, err := wasmhost.New(wasmhost.Options{CacheDir: o.cacheDir, Logger: slog.New(slog.NewTextHandler(logOut, nil))})
+	host, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{schedwasm.Extension}, CacheDir: o.cacheDir, Logger: slog.New(slog.NewTextHandler(logOut, nil))})
 	if err != nil {
 		return err
 	}
@@ -107,8 +107,8 @@ func runPluginCheck(ctx context.Context, out io.Writer, file string, o *pluginCh
 	fmt.Fprintf(out, "interrupt:    %s\n", mod.Interrupt())
 	fmt.Fprintf(out, "limits:       %s per call, %s memory per instance\n", o.timeout, mem.String())
 	var kinds []string
-	for _, k := range mod.Kinds().List() {
-		kinds = append(kinds, k.Export())
+	for _, k := range mod.Kinds() {
+		kinds = append(kinds, k.Export)
 	}
 	fmt.Fprintf(out, "entry points: %s\n", strings.Join(kinds, ", "))
 	start = time.Now()
@@ -118,7 +118,7 @@ func runPluginCheck(ctx context.Context, out io.Writer, file string, o *pluginCh
 		return err
 	}
 	fmt.Fprintf(out, "instance:     %s (instantiate, _initialize, wasmkube_init)\n", time.Since(start).Round(time.Microsecond))
-	if mod.Kinds()&wasmhost.SchedulerKinds == 0 {
+	if len(mod.Kinds().Intersect(schedwasm.Kinds)) == 0 {
 		fmt.Fprintf(out, "result:       OK (no scheduler entry point to smoke-call)\n")
 		return nil
 	}
@@ -135,49 +135,49 @@ func runPluginCheck(ctx context.Context, out io.Writer, file string, o *pluginCh
 	state := framework.NewCycleState()
 	// As the scheduler's smoke call (schedwasm.Smoke) and a real cycle do: a PreFilter or
 	// PreScore that returns Skip leaves its Filter or Score out.
-	skipped := map[wasmhost.Kind]string{}
-	for _, k := range (mod.Kinds() & wasmhost.SchedulerKinds).List() {
+	skipped := map[*wasmhost.Kind]string{}
+	for _, k := range mod.Kinds().Intersect(schedwasm.Kinds) {
 		if by, ok := skipped[k]; ok {
-			fmt.Fprintf(out, "  %-24s skip             %s returned Skip\n", k.Export(), by)
+			fmt.Fprintf(out, "  %-24s skip             %s returned Skip\n", k.Export, by)
 			continue
 		}
-		call := &wasmhost.Call{Kind: k, Pod: pod, State: state}
+		call := &schedwasm.Call{Kind: k, Pod: pod, State: state}
 		switch k {
-		case wasmhost.Filter, wasmhost.PreScore:
+		case schedwasm.Filter, schedwasm.PreScore:
 			call.Nodes = nodes
-		case wasmhost.Score:
+		case schedwasm.Score:
 			call.Nodes, call.Scores = nodes, make([]int64, len(nodes))
-		case wasmhost.NormalizeScore:
+		case schedwasm.NormalizeScore:
 			call.NodeNames, call.Scores = names, make([]int64, len(nodes))
 			for i := range call.Scores {
 				call.Scores[i] = int64(50 + i)
 			}
-		case wasmhost.PostFilter:
+		case schedwasm.PostFilter:
 			call.NodeNames, call.FilterCodes = names, make([]int32, len(nodes))
 			for i := range call.FilterCodes {
-				call.FilterCodes[i] = wasmhost.CodeUnschedulable
+				call.FilterCodes[i] = schedwasm.CodeUnschedulable
 			}
 		}
 		t := time.Now()
-		err := pool.Do(ctx, call)
+		err := call.Do(ctx, pool)
 		d := time.Since(t).Round(time.Microsecond)
 		var ce *wasmhost.CallError
 		switch {
 		case err == nil:
-			fmt.Fprintf(out, "  %-24s ok     %-9s %s\n", k.Export(), d, describeResult(call))
-			if call.Code == wasmhost.CodeSkip {
+			fmt.Fprintf(out, "  %-24s ok     %-9s %s\n", k.Export, d, describeResult(call))
+			if call.Code == schedwasm.CodeSkip {
 				switch k {
-				case wasmhost.PreFilter:
-					skipped[wasmhost.Filter] = k.Export()
-				case wasmhost.PreScore:
-					skipped[wasmhost.Score], skipped[wasmhost.NormalizeScore] = k.Export(), k.Export()
+				case schedwasm.PreFilter:
+					skipped[schedwasm.Filter] = k.Export
+				case schedwasm.PreScore:
+					skipped[schedwasm.Score], skipped[schedwasm.NormalizeScore] = k.Export, k.Export
 				}
 			}
 		case errors.As(err, &ce) && ce.Reason == wasmhost.ReasonError:
-			fmt.Fprintf(out, "  %-24s ok     %-9s Error: %v\n", k.Export(), d, ce.Err)
+			fmt.Fprintf(out, "  %-24s ok     %-9s Error: %v\n", k.Export, d, ce.Err)
 		default:
 			failed = true
-			fmt.Fprintf(out, "  %-24s FAILED %-9s %v\n", k.Export(), d, err)
+			fmt.Fprintf(out, "  %-24s FAILED %-9s %v\n", k.Export, d, err)
 		}
 	}
 	if failed {
@@ -231,23 +231,23 @@ func readObject(file string, into any) error {
 }
 
 // describeResult renders what an entry point returned.
-func describeResult(c *wasmhost.Call) string {
+func describeResult(c *schedwasm.Call) string {
 	code := framework.Code(c.Code).String()
 	switch c.Kind {
-	case wasmhost.Filter:
+	case schedwasm.Filter:
 		passed := len(c.Nodes) - len(c.Verdicts)
 		msg := fmt.Sprintf("%d of %d node(s) passed", passed, len(c.Nodes))
 		for _, v := range c.Verdicts {
 			msg += fmt.Sprintf("; %s rejected: %s: %s", c.Nodes[v.Index].Node().Name, framework.Code(v.Code), strings.ReplaceAll(v.Reason, "\n", ", "))
 		}
 		return msg
-	case wasmhost.Score, wasmhost.NormalizeScore:
+	case schedwasm.Score, schedwasm.NormalizeScore:
 		return fmt.Sprintf("scores %v", c.Scores)
-	case wasmhost.PreFilter:
+	case schedwasm.PreFilter:
 		if c.PreFilterNodes != nil {
 			return fmt.Sprintf("%s, nodes %v", code, c.PreFilterNodes)
 		}
-	case wasmhost.PostFilter:
+	case schedwasm.PostFilter:
 		if c.Nominated != "" {
 			return "nominated " + c.Nominated
 		}
@@ -261,27 +261,27 @@ func describeResult(c *wasmhost.Call) string {
 // benchPlugin times the batched Filter and Score of a pool over n copies of the smoke node,
 // one batch per call, and prints the cost per node.
 // The calls use the smoke calls' cycle state, and leave out what a Skip left out there.
-func benchPlugin(ctx context.Context, out io.Writer, pool *wasmhost.Pool, n int, state *framework.CycleState, skipped map[wasmhost.Kind]string) error {
+func benchPlugin(ctx context.Context, out io.Writer, pool *wasmhost.Pool, n int, state *framework.CycleState, skipped map[*wasmhost.Kind]string) error {
 	nodes := make([]*framework.NodeInfo, n)
 	for i := range nodes {
 		nodes[i] = schedwasm.SmokeNode()
 	}
 	pod := schedwasm.SmokePod()
-	for _, k := range []wasmhost.Kind{wasmhost.Filter, wasmhost.Score} {
+	for _, k := range []*wasmhost.Kind{schedwasm.Filter, schedwasm.Score} {
 		if _, skip := skipped[k]; skip || !pool.Module().Kinds().Has(k) {
 			continue
 		}
-		call := &wasmhost.Call{Kind: k, Pod: pod, Requests: wasmhost.NewPodRequests(pod), Nodes: nodes, Scores: make([]int64, n), State: state}
+		call := &schedwasm.Call{Kind: k, Pod: pod, Requests: schedwasm.NewPodRequests(pod), Nodes: nodes, Scores: make([]int64, n), State: state}
 		rounds := 0
 		start := time.Now()
 		for time.Since(start) < time.Second {
-			if err := pool.Do(ctx, call); err != nil {
-				return fmt.Errorf("bench %s: %w", k.Export(), err)
+			if err := call.Do(ctx, pool); err != nil {
+				return fmt.Errorf("bench %s: %w", k.Export, err)
 			}
 			rounds++
 		}
 		perNode := time.Since(start) / time.Duration(rounds*n)
-		fmt.Fprintf(out, "bench:        %-24s %d nodes per call, %d calls: %s per node\n", k.Export(), n, rounds, perNode)
+		fmt.Fprintf(out, "bench:        %-24s %d nodes per call, %d calls: %s per node\n", k.Export, n, rounds, perNode)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"os"
 
@@ -34,7 +35,10 @@ schedules. Prometheus metrics are served at --metrics-addr/metrics.`,
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
-			host, err := wasmhost.New(wasmhost.Options{CacheDir: wasmCache, Logger: log})
+			// The host's series (wasmkube_plugin_failures_total) are served beside the scheduler's.
+			hostMetrics := prometheus.NewRegistry()
+			host, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{schedwasm.Extension},
+				CacheDir: wasmCache, Logger: log, Registerer: hostMetrics})
 			if err != nil {
 				return err
 			}
@@ -46,7 +50,7 @@ schedules. Prometheus metrics are served at --metrics-addr/metrics.`,
 				return err
 			}
 			if metricsAddr != "" {
-				if err := serveMetrics(ctx, metricsAddr, s.MetricsHandler(), log); err != nil {
+				if err := serveMetrics(ctx, metricsAddr, gatherersHandler(s.MetricsGatherer(), hostMetrics), log); err != nil {
 					return err
 				}
 			}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
@@ -185,7 +186,10 @@ const defaultSchedulerMetricsAddr = "127.0.0.1:10259"
 // startControlPlane runs the scheduler (with its wasm plugins) and the controllers in
 // process, as clients of srv; they stop when ctx ends.
 func startControlPlane(ctx context.Context, srv *apiserver.Server, dataDir, configFile, metricsAddr string, cs controllerSettings, leaderElect bool, log *slog.Logger) error {
-	host, err := wasmhost.New(wasmhost.Options{CacheDir: filepath.Join(dataDir, "wasm-cache"), Logger: log})
+	// The host's series (wasmkube_plugin_failures_total) are on the default registry, which
+	// the API server's /metrics serves; the scheduler's endpoint serves them too.
+	host, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{schedwasm.Extension},
+		CacheDir: filepath.Join(dataDir, "wasm-cache"), Logger: log, Registerer: prometheus.DefaultRegisterer})
 	if err != nil {
 		return err
 	}
@@ -199,7 +203,7 @@ func startControlPlane(ctx context.Context, srv *apiserver.Server, dataDir, conf
 	// The scheduler's metrics (attempts, plugin durations, config reloads) are served where
 	// a standalone `wasmkube scheduler` serves them; the API server's /metrics has the rest.
 	if metricsAddr != "" {
-		if err := serveMetrics(ctx, metricsAddr, sched.MetricsHandler(), log); err != nil {
+		if err := serveMetrics(ctx, metricsAddr, gatherersHandler(sched.MetricsGatherer(), hostFailuresOnly(host)), log); err != nil {
 			log.Warn("scheduler metrics not served (choose another --metrics-addr)", "err", err)
 		}
 	}

@@ -96,3 +96,7 @@ func (m *metrics) ObservePoint(profile, point string, code framework.Code, d tim
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
+
+// MetricsGatherer is the scheduler's registry, for a caller that serves it together with
+// other series (the wasm host's).
+func (s *Scheduler) MetricsGatherer() prometheus.Gatherer { return s.metrics.reg }

@@ -36,7 +36,7 @@ func benchCluster() ([]*framework.NodeInfo, *v1.Pod) {
 func BenchmarkFilterScore(b *testing.B) {
 	ctx := context.Background()
 	nodes, p := benchCluster()
-	h, err := wasmhost.New(wasmhost.Options{CacheDir: b.TempDir()})
+	h, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{Extension}, CacheDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func BenchmarkFilterScore(b *testing.B) {
 // node that reads one label): pool acquire, per-call time limit, wazero call.
 func BenchmarkCallOverhead(b *testing.B) {
 	ctx := context.Background()
-	h, err := wasmhost.New(wasmhost.Options{CacheDir: b.TempDir()})
+	h, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{Extension}, CacheDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -214,19 +214,19 @@ type plugin11111 struct {
 // exports none.
 func compose(c *core, k wasmhost.Kinds) any {
 	mask := 0
-	if k.Has(wasmhost.PreFilter) {
+	if k.Has(PreFilter) {
 		mask |= 1 << 0
 	}
-	if k.Has(wasmhost.Filter) {
+	if k.Has(Filter) {
 		mask |= 1 << 1
 	}
-	if k.Has(wasmhost.PostFilter) {
+	if k.Has(PostFilter) {
 		mask |= 1 << 2
 	}
-	if k.Has(wasmhost.PreScore) {
+	if k.Has(PreScore) {
 		mask |= 1 << 3
 	}
-	if k.Has(wasmhost.Score) {
+	if k.Has(Score) {
 		mask |= 1 << 4
 	}
 	switch mask {

@@ -9,6 +9,7 @@ package schedwasm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -75,9 +76,13 @@ func (l *Loader) Load(ctx context.Context, spec config.WasmPlugin, baseDir strin
 	if err != nil {
 		return nil, err
 	}
-	if mod.Kinds()&wasmhost.SchedulerKinds == 0 {
+	if len(mod.Kinds().Intersect(Kinds)) == 0 {
 		_ = mod.Close(ctx)
 		return nil, lerr(errNoSchedulerKind)
+	}
+	if mod.Kinds().Has(NormalizeScore) && !mod.Kinds().Has(Score) {
+		_ = mod.Close(ctx)
+		return nil, lerr(errors.New("exports wasmkube_normalizescore without wasmkube_score"))
 	}
 	return func(ctx context.Context, args json.RawMessage, h framework.Handle) (framework.Plugin, error) {
 		size := spec.Pool
@@ -143,34 +148,34 @@ func SmokeNode() *framework.NodeInfo {
 func Smoke(ctx context.Context, pool *wasmhost.Pool) error {
 	pod, node := SmokePod(), SmokeNode()
 	state := framework.NewCycleState()
-	skipped := map[wasmhost.Kind]bool{}
-	for _, k := range (pool.Module().Kinds() & wasmhost.SchedulerKinds).List() {
+	skipped := map[*wasmhost.Kind]bool{}
+	for _, k := range pool.Module().Kinds().Intersect(Kinds) {
 		if skipped[k] {
 			continue
 		}
-		call := &wasmhost.Call{Kind: k, Pod: pod, State: state}
+		call := &Call{Kind: k, Pod: pod, State: state}
 		switch k {
-		case wasmhost.Filter, wasmhost.PreScore:
+		case Filter, PreScore:
 			call.Nodes = []*framework.NodeInfo{node}
-		case wasmhost.Score:
+		case Score:
 			call.Nodes, call.Scores = []*framework.NodeInfo{node}, make([]int64, 1)
-		case wasmhost.NormalizeScore:
+		case NormalizeScore:
 			call.NodeNames, call.Scores = []string{node.Node().Name}, []int64{50}
-		case wasmhost.PostFilter:
-			call.NodeNames, call.FilterCodes = []string{node.Node().Name}, []int32{wasmhost.CodeUnschedulable}
+		case PostFilter:
+			call.NodeNames, call.FilterCodes = []string{node.Node().Name}, []int32{CodeUnschedulable}
 		}
-		if err := pool.Do(ctx, call); err != nil {
+		if err := call.Do(ctx, pool); err != nil {
 			if ce, ok := err.(*wasmhost.CallError); ok && ce.Reason == wasmhost.ReasonError {
 				continue
 			}
-			return fmt.Errorf("smoke call of %s: %w", k.Export(), err)
+			return fmt.Errorf("smoke call of %s: %w", k.Export, err)
 		}
-		if call.Code == wasmhost.CodeSkip {
+		if call.Code == CodeSkip {
 			switch k {
-			case wasmhost.PreFilter:
-				skipped[wasmhost.Filter] = true
-			case wasmhost.PreScore:
-				skipped[wasmhost.Score], skipped[wasmhost.NormalizeScore] = true, true
+			case PreFilter:
+				skipped[Filter] = true
+			case PreScore:
+				skipped[Score], skipped[NormalizeScore] = true, true
 			}
 		}
 	}

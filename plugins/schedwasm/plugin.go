@@ -46,17 +46,17 @@ func (c *core) Close() error {
 	return nil
 }
 
-func (c *core) getCall(kind wasmhost.Kind, state *framework.CycleState, pod *v1.Pod) *wasmhost.Call {
-	call, _ := c.calls.Get().(*wasmhost.Call)
+func (c *core) getCall(kind *wasmhost.Kind, state *framework.CycleState, pod *v1.Pod) *Call {
+	call, _ := c.calls.Get().(*Call)
 	if call == nil {
-		call = &wasmhost.Call{}
+		call = &Call{}
 	}
-	*call = wasmhost.Call{Kind: kind, Pod: pod, Requests: podRequests(state, pod), State: state, Verdicts: call.Verdicts[:0]}
+	*call = Call{Kind: kind, Pod: pod, Requests: podRequests(state, pod), State: state, Verdicts: call.Verdicts[:0]}
 	return call
 }
 
-func (c *core) putCall(call *wasmhost.Call) {
-	*call = wasmhost.Call{Verdicts: call.Verdicts[:0]}
+func (c *core) putCall(call *Call) {
+	*call = Call{Verdicts: call.Verdicts[:0]}
 	c.calls.Put(call)
 }
 
@@ -77,29 +77,29 @@ func canceled(err error) bool {
 
 // requestsState caches the pod's effective request for the cycle, shared by all wasm
 // plugins, so that a pod's requests are computed once however many batches run.
-type requestsState struct{ r *wasmhost.PodRequests }
+type requestsState struct{ r *PodRequests }
 
 // Clone implements framework.StateData; the value is never modified after creation.
 func (s requestsState) Clone() framework.StateData { return s }
 
 const requestsKey framework.StateKey = "wasmkube.io/wasm-pod-requests"
 
-func podRequests(state *framework.CycleState, pod *v1.Pod) *wasmhost.PodRequests {
+func podRequests(state *framework.CycleState, pod *v1.Pod) *PodRequests {
 	if state == nil {
-		return wasmhost.NewPodRequests(pod)
+		return NewPodRequests(pod)
 	}
 	if d, ok := state.Read(requestsKey); ok {
 		if rs, ok := d.(requestsState); ok {
 			return rs.r
 		}
 	}
-	r := wasmhost.NewPodRequests(pod)
+	r := NewPodRequests(pod)
 	state.Write(requestsKey, requestsState{r})
 	return r
 }
 
 func status(code int32, reason, plugin string) *framework.Status {
-	if code == wasmhost.CodeSuccess {
+	if code == CodeSuccess {
 		return nil
 	}
 	// Several reasons travel as one string separated by newlines (docs/abi.md 4.4), so
@@ -113,12 +113,12 @@ type preFilterPart struct{ c *core }
 // PreFilter calls wasmkube_prefilter.
 func (p preFilterPart) PreFilter(ctx context.Context, state *framework.CycleState, pod *v1.Pod) (*framework.PreFilterResult, *framework.Status) {
 	c := p.c
-	call := c.getCall(wasmhost.PreFilter, state, pod)
+	call := c.getCall(PreFilter, state, pod)
 	defer c.putCall(call)
-	if err := c.pool.Do(ctx, call); err != nil {
+	if err := call.Do(ctx, c.pool); err != nil {
 		return nil, c.failed(err)
 	}
-	if call.Code != wasmhost.CodeSuccess {
+	if call.Code != CodeSuccess {
 		return nil, status(call.Code, call.Reason, c.name)
 	}
 	if call.PreFilterNodes == nil {
@@ -144,10 +144,10 @@ func (p filterPart) Filter(ctx context.Context, state *framework.CycleState, pod
 // FilterBatch calls wasmkube_filter once for all nodes.
 func (p filterPart) FilterBatch(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo, statuses []*framework.Status) {
 	c := p.c
-	call := c.getCall(wasmhost.Filter, state, pod)
+	call := c.getCall(Filter, state, pod)
 	defer c.putCall(call)
 	call.Nodes = nodes
-	if err := c.pool.Do(ctx, call); err != nil {
+	if err := call.Do(ctx, c.pool); err != nil {
 		switch {
 		case canceled(err):
 			for i := range statuses {
@@ -162,7 +162,7 @@ func (p filterPart) FilterBatch(ctx context.Context, state *framework.CycleState
 	}
 	nodeErrors := 0
 	for _, v := range call.Verdicts {
-		if v.Code == wasmhost.CodeError {
+		if v.Code == CodeError {
 			// An error for one node is a failure for that node only.
 			nodeErrors++
 			if c.policy == Fail {
@@ -173,7 +173,7 @@ func (p filterPart) FilterBatch(ctx context.Context, state *framework.CycleState
 		statuses[v.Index] = status(v.Code, v.Reason, c.name)
 	}
 	if nodeErrors > 0 {
-		wasmhost.Failures.WithLabelValues(c.name, wasmhost.Filter.String()).Inc()
+		c.pool.CountFailure(Filter)
 	}
 }
 
@@ -183,7 +183,7 @@ type postFilterPart struct{ c *core }
 // PostFilter calls wasmkube_postfilter with the rejected nodes, in name order.
 func (p postFilterPart) PostFilter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, filtered framework.NodeToStatusMap) (*framework.PostFilterResult, *framework.Status) {
 	c := p.c
-	call := c.getCall(wasmhost.PostFilter, state, pod)
+	call := c.getCall(PostFilter, state, pod)
 	defer c.putCall(call)
 	names := make([]string, 0, len(filtered))
 	for n := range filtered {
@@ -195,13 +195,13 @@ func (p postFilterPart) PostFilter(ctx context.Context, state *framework.CycleSt
 		codes[i] = int32(filtered[n].Code())
 	}
 	call.NodeNames, call.FilterCodes = names, codes
-	if err := c.pool.Do(ctx, call); err != nil {
+	if err := call.Do(ctx, c.pool); err != nil {
 		if c.policy == Ignore && !canceled(err) {
 			return nil, framework.NewStatus(framework.Unschedulable, "wasm plugin "+c.name+" failed (ignored): "+err.Error()).WithPlugin(c.name)
 		}
 		return nil, c.failed(err)
 	}
-	if call.Code != wasmhost.CodeSuccess || call.Nominated == "" {
+	if call.Code != CodeSuccess || call.Nominated == "" {
 		reason := call.Reason
 		if reason == "" {
 			reason = "no node nominated"
@@ -217,10 +217,10 @@ type preScorePart struct{ c *core }
 // PreScore calls wasmkube_prescore with all feasible nodes.
 func (p preScorePart) PreScore(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) *framework.Status {
 	c := p.c
-	call := c.getCall(wasmhost.PreScore, state, pod)
+	call := c.getCall(PreScore, state, pod)
 	defer c.putCall(call)
 	call.Nodes = nodes
-	if err := c.pool.Do(ctx, call); err != nil {
+	if err := call.Do(ctx, c.pool); err != nil {
 		return c.failed(err)
 	}
 	return status(call.Code, call.Reason, c.name)
@@ -239,11 +239,11 @@ func (p scorePart) Score(ctx context.Context, state *framework.CycleState, pod *
 // ScoreBatch calls wasmkube_score once for all nodes.
 func (p scorePart) ScoreBatch(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo, scores []int64) *framework.Status {
 	c := p.c
-	call := c.getCall(wasmhost.Score, state, pod)
+	call := c.getCall(Score, state, pod)
 	defer c.putCall(call)
 	clear(scores)
 	call.Nodes, call.Scores = nodes, scores
-	if err := c.pool.Do(ctx, call); err != nil {
+	if err := call.Do(ctx, c.pool); err != nil {
 		clear(scores)
 		return c.failed(err)
 	}
@@ -252,7 +252,7 @@ func (p scorePart) ScoreBatch(ctx context.Context, state *framework.CycleState, 
 
 // ScoreExtensions returns the NormalizeScore of the module, or nil when it has none.
 func (p scorePart) ScoreExtensions() framework.ScoreExtensions {
-	if p.c.Kinds().Has(wasmhost.NormalizeScore) {
+	if p.c.Kinds().Has(NormalizeScore) {
 		return normalizePart(p)
 	}
 	return nil
@@ -264,7 +264,7 @@ type normalizePart struct{ c *core }
 // NormalizeScore calls wasmkube_normalizescore with all scores.
 func (p normalizePart) NormalizeScore(ctx context.Context, state *framework.CycleState, pod *v1.Pod, scores framework.NodeScoreList) *framework.Status {
 	c := p.c
-	call := c.getCall(wasmhost.NormalizeScore, state, pod)
+	call := c.getCall(NormalizeScore, state, pod)
 	defer c.putCall(call)
 	names := make([]string, len(scores))
 	raw := make([]int64, len(scores))
@@ -272,7 +272,7 @@ func (p normalizePart) NormalizeScore(ctx context.Context, state *framework.Cycl
 		names[i], raw[i] = s.Name, s.Score
 	}
 	call.NodeNames, call.Scores = names, raw
-	if err := c.pool.Do(ctx, call); err != nil {
+	if err := call.Do(ctx, c.pool); err != nil {
 		if c.policy == Ignore && !canceled(err) {
 			for i := range scores {
 				scores[i].Score = min(max(scores[i].Score, framework.MinNodeScore), framework.MaxNodeScore)

@@ -25,7 +25,7 @@ import (
 
 func newLoader(t *testing.T) *Loader {
 	t.Helper()
-	h, err := wasmhost.New(wasmhost.Options{CacheDir: t.TempDir()})
+	h, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{Extension}, CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,9 +161,9 @@ func TestPluginImplementsExactlyItsExports(t *testing.T) {
 	}
 }
 
-func failures(plugin, kind string) float64 {
+func failures(l *Loader, plugin, kind string) float64 {
 	var m dto.Metric
-	_ = wasmhost.Failures.WithLabelValues(plugin, kind).Write(&m)
+	_ = l.host.Failures().WithLabelValues(plugin, kind).Write(&m)
 	return m.GetCounter().GetValue()
 }
 
@@ -183,8 +183,8 @@ func TestFailurePolicy(t *testing.T) {
 				t.Errorf("node %d: %v %q %q", i, s.Code(), s.Message(), s.Plugin())
 			}
 		}
-		if failures("trap-fail", "filter") != 1 {
-			t.Errorf("failures metric %v, want 1", failures("trap-fail", "filter"))
+		if failures(l, "trap-fail", "filter") != 1 {
+			t.Errorf("failures metric %v, want 1", failures(l, "trap-fail", "filter"))
 		}
 	})
 	t.Run("filter/Ignore passes the batch", func(t *testing.T) {
@@ -194,8 +194,8 @@ func TestFailurePolicy(t *testing.T) {
 		if st[0] != nil || st[1] != nil {
 			t.Errorf("statuses %v %v, want both nil", st[0], st[1])
 		}
-		if failures("trap-ignore", "filter") != 1 {
-			t.Errorf("failures metric %v, want 1 (Ignore still counts)", failures("trap-ignore", "filter"))
+		if failures(l, "trap-ignore", "filter") != 1 {
+			t.Errorf("failures metric %v, want 1 (Ignore still counts)", failures(l, "trap-ignore", "filter"))
 		}
 	})
 	t.Run("score/Fail fails the cycle", func(t *testing.T) {

@@ -1,11 +1,13 @@
-package wasmhost
+package wasmhost_test
 
 import (
 	"context"
 	"fmt"
 	"testing"
 
+	"github.com/wasmkube/wasmkube/plugins/schedwasm"
 	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 )
 
 // BenchmarkInterrupt compares the two ways of enforcing time limits on the same Go guest
@@ -13,7 +15,7 @@ import (
 // WithCloseOnContextDone.
 func BenchmarkInterrupt(b *testing.B) {
 	ctx := context.Background()
-	h, err := New(Options{CacheDir: b.TempDir()})
+	h, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{schedwasm.Extension}, CacheDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -24,7 +26,11 @@ func BenchmarkInterrupt(b *testing.B) {
 	nodes := testNodes(names...)
 	pod := testPod("p", nil)
 	for _, mode := range []bool{false, true} {
-		m, err := h.Load(ctx, LoadOptions{Name: "pack", Path: wasmbuild.Go(b, "wasm-examples/go/pack-score"), contextInterrupt: mode})
+		o := wasmhost.LoadOptions{Name: "pack", Path: wasmbuild.Go(b, "wasm-examples/go/pack-score")}
+		if mode {
+			o = wasmhost.WithContextInterrupt(o)
+		}
+		m, err := h.Load(ctx, o)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -32,10 +38,10 @@ func BenchmarkInterrupt(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		c := &Call{Kind: Score, Pod: pod, Requests: NewPodRequests(pod), Nodes: nodes, Scores: make([]int64, len(nodes))}
+		c := &schedwasm.Call{Kind: schedwasm.Score, Pod: pod, Requests: schedwasm.NewPodRequests(pod), Nodes: nodes, Scores: make([]int64, len(nodes))}
 		b.Run(string(m.Interrupt()), func(b *testing.B) {
 			for b.Loop() {
-				if err := p.Do(ctx, c); err != nil {
+				if err := c.Do(ctx, p); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,162 +1,100 @@
 package wasmhost
 
 import (
-	v1 "k8s.io/api/core/v1"
-
-	"github.com/wasmkube/wasmkube/core/scheduler/framework"
+	"context"
+	"errors"
+	"strconv"
+	"time"
 )
 
-// Call is one entry-point call: the data the guest may pull (inputs) and what it returned
-// (outputs). A Call is used by one goroutine; reuse it only after Do returned.
+// Call is one entry-point call. The adapter that drives the kind puts its inputs (and
+// where its host functions write outputs) in Data; the host fills Code and Reason. A Call
+// is used by one goroutine; reuse it only after Do returned.
 type Call struct {
-	Kind Kind
-
-	// Pod is the pod of the call. Requests is its effective request; when nil the host
-	// computes it (callers that call many times per pod compute it once with
-	// NewPodRequests and pass it).
-	Pod      *v1.Pod
-	Requests *PodRequests
-
-	// Nodes is the batch of Filter, PreScore and Score.
-	Nodes []*framework.NodeInfo
-	// NodeNames is the batch of PostFilter and NormalizeScore (node names only).
-	NodeNames []string
-	// FilterCodes holds, for PostFilter, the Filter code that rejected NodeNames[i].
-	FilterCodes []int32
-
-	// State is the pod's cycle state (nil: the kind has none).
-	State *framework.CycleState
-
-	// Scores: input of NormalizeScore (raw scores) and output of Score and NormalizeScore.
-	// The caller sizes it to the batch; the guest's node_score writes into it.
-	Scores []int64
-
-	// Outputs.
+	Kind *Kind
+	// Count is the batch size passed to a batched entry point.
+	Count int
+	// Data is the adapter's call data, read by its host functions.
+	Data any
+	// Timeout, when set, is this call's time limit instead of the module's (a probe's
+	// timeoutSeconds, what is left of a grace period).
+	Timeout time.Duration
 
 	// Code is the status code the entry point returned.
 	Code int32
 	// Reason is the reason set with status_reason.
 	Reason string
-	// Verdicts are the Filter verdicts set with node_status (accepted nodes have none).
-	Verdicts []Verdict
-	// PreFilterNodes are the node names set with prefilter_node (nil: all nodes).
-	PreFilterNodes []string
-	// Nominated is the node set with nominate.
-	Nominated string
 
-	garbage error
-	logs    int
-	dropped int
+	garbage  error
+	inst     *instance
+	caller   context.Context
+	deadline time.Time
+	ctx      context.Context
+	cancel   context.CancelFunc
 }
 
-// Verdict is a Filter result for one node of the batch.
-type Verdict struct {
-	Index  int
-	Code   int32
-	Reason string
-}
+// Deadline is when the running call's time limit passes.
+func (c *Call) Deadline() time.Time { return c.deadline }
 
-// count is the batch size passed to a batched entry point.
-func (c *Call) count() int {
-	if c.Kind == PostFilter || c.Kind == NormalizeScore {
-		return len(c.NodeNames)
+// Context is done when the running call's time limit passes or its caller gives up: host
+// functions that wait (network, sleep) wait under it, so that a guest blocked in the host
+// still returns on time.
+func (c *Call) Context() context.Context {
+	if c.ctx == nil {
+		parent := c.caller
+		if parent == nil {
+			parent = context.Background()
+		}
+		c.ctx, c.cancel = context.WithDeadline(parent, c.deadline)
 	}
-	return len(c.Nodes)
+	return c.ctx
 }
 
-// reset clears the outputs so that a Call can be reused.
-func (c *Call) reset() {
-	c.Code, c.Reason, c.Verdicts, c.PreFilterNodes, c.Nominated = 0, "", c.Verdicts[:0], nil, ""
-	c.garbage, c.logs, c.dropped = nil, 0, 0
+// release ends the call's Context.
+func (c *Call) release() {
+	if c.cancel != nil {
+		c.cancel()
+	}
+	c.ctx, c.cancel, c.caller = nil, nil, nil
 }
 
-// setGarbage records the first contract violation of the call.
-func (c *Call) setGarbage(msg string) {
+// SetGarbage records a contract violation of the guest (a result function called with
+// nonsense); the call then fails as a garbage result, and the instance is kept.
+func (c *Call) SetGarbage(msg string) {
 	if c.garbage == nil {
 		c.garbage = &garbageError{msg: msg}
 	}
 }
 
-// nodeName returns the name of batch entry i, for kinds that have nodes or names.
-func (c *Call) nodeName(i int) (string, bool) {
-	if c.Kind == PostFilter || c.Kind == NormalizeScore {
-		if i < 0 || i >= len(c.NodeNames) {
-			return "", false
-		}
-		return c.NodeNames[i], true
-	}
-	n := c.node(i)
-	if n == nil {
-		return "", false
-	}
-	return n.Name, true
-}
+// Plugin is the name of the plugin the call runs.
+func (c *Call) Plugin() string { return c.inst.pool.m.name }
 
-// node returns the v1.Node of batch entry i (nil when out of range or absent).
-func (c *Call) node(i int) *v1.Node {
-	if i < 0 || i >= len(c.Nodes) || c.Kind == PostFilter || c.Kind == NormalizeScore {
-		return nil
-	}
-	return c.Nodes[i].Node()
-}
+// Objects is the host's cache of objects serialized as JSON.
+func (c *Call) Objects() *ObjectCache { return &c.inst.pool.m.host.objects }
 
-func (c *Call) nodeInfo(i int) *framework.NodeInfo {
-	if i < 0 || i >= len(c.Nodes) || c.Kind == PostFilter || c.Kind == NormalizeScore {
-		return nil
-	}
-	return c.Nodes[i]
-}
+// Args is the plugin's args (JSON, nil when none were given).
+func (c *Call) Args() []byte { return c.inst.pool.args }
+
+// reset clears the host's outputs so that a Call can be reused.
+func (c *Call) reset() { c.Code, c.Reason, c.garbage = 0, "", nil }
 
 // checkResults validates what the guest returned: the code must be allowed for the kind,
-// scores in range when range applies. It is a pure function of the Call.
-func (c *Call) checkResults(normalized bool) error {
+// and the kind's own check must pass.
+func (c *Call) checkResults() error {
 	if c.garbage != nil {
 		return c.garbage
 	}
-	if !allowedCode(c.Kind, c.Code) {
-		return &garbageError{msg: "entry point " + c.Kind.Export() + " returned status code " + itoa(int64(c.Code)) + ", not allowed for " + c.Kind.String()}
+	if !c.Kind.Allowed(c.Code) {
+		return &garbageError{msg: "entry point " + c.Kind.Export + " returned status code " + strconv.Itoa(int(c.Code)) + ", not allowed for " + c.Kind.Name}
 	}
-	if c.Code != CodeSuccess {
-		return nil
-	}
-	if (c.Kind == Score && !normalized) || c.Kind == NormalizeScore {
-		for i, s := range c.Scores {
-			if s < framework.MinNodeScore || s > framework.MaxNodeScore {
-				name, _ := c.nodeName(i)
-				return &garbageError{msg: "score " + itoa(s) + " for node " + name + " is outside [0, 100]"}
+	if c.Code == CodeSuccess && c.Kind.Check != nil {
+		if err := c.Kind.Check(c); err != nil {
+			var ge *garbageError
+			if errors.As(err, &ge) {
+				return ge
 			}
+			return &garbageError{msg: err.Error()}
 		}
 	}
 	return nil
-}
-
-func itoa(v int64) string {
-	if v == 0 {
-		return "0"
-	}
-	neg := v < 0
-	var b [24]byte
-	i := len(b)
-	u := uint64(v)
-	if neg {
-		u = uint64(-v)
-	}
-	for u > 0 {
-		i--
-		b[i] = byte('0' + u%10)
-		u /= 10
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
-}
-
-// requests returns the pod's effective request, computing it on first use.
-func (c *Call) requests() *PodRequests {
-	if c.Requests == nil {
-		c.Requests = NewPodRequests(c.Pod)
-	}
-	return c.Requests
 }

@@ -24,7 +24,7 @@ const (
 // replaced when the failure could have corrupted it.
 type CallError struct {
 	Plugin string
-	Kind   Kind
+	Kind   *Kind
 	Reason FailureReason
 	Err    error
 }

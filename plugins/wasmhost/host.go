@@ -1,4 +1,9 @@
-// Package wasmhost runs wasmkube plugins (ABI v1, docs/abi.md) on wazero.
+// Package wasmhost runs wasmkube plugins (ABI v1, docs/abi.md) on wazero, for every
+// plugin kind: it knows no kind of its own. Each adapter (plugins/schedwasm,
+// plugins/admitwasm, plugins/nodewasm) hands it an Extension with its entry points and
+// host functions; the host does what they share: loading and ABI checks, the deadline
+// rewrite, instance pools, time and memory limits, failure classification, logs, args
+// and the version check.
 //
 // A Host owns the on-disk compilation cache and the JSON cache of API objects. Host.Load
 // compiles a module once and checks it against the ABI; Module.NewPool builds a pool of
@@ -15,6 +20,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tetratelabs/wazero"
 )
 
@@ -31,18 +37,29 @@ type Options struct {
 	CacheDir string
 	// Logger receives plugin logs and failures; nil means slog.Default().
 	Logger *slog.Logger
+	// Extensions are the plugin kinds the host runs, with their host functions.
+	Extensions []Extension
+	// Registerer, when set, gets the host's metrics (wasmkube_plugin_failures_total). Hosts
+	// sharing one registerer share the series.
+	Registerer prometheus.Registerer
 }
 
 // Host loads and runs plugins. It is safe for concurrent use.
 type Host struct {
-	cache   wazero.CompilationCache
-	log     *slog.Logger
-	objects objectCache
+	cache    wazero.CompilationCache
+	log      *slog.Logger
+	objects  ObjectCache
+	abi      *abi
+	failures *prometheus.CounterVec
 }
 
 // New returns a Host.
 func New(opts Options) (*Host, error) {
-	h := &Host{log: opts.Logger}
+	a, err := newABI(opts.Extensions)
+	if err != nil {
+		return nil, err
+	}
+	h := &Host{log: opts.Logger, abi: a, failures: newFailures(opts.Registerer)}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -63,3 +80,13 @@ func New(opts Options) (*Host, error) {
 
 // Close releases the compilation cache. Modules must be closed first.
 func (h *Host) Close(ctx context.Context) error { return h.cache.Close(ctx) }
+
+// Kinds are the entry points of the host's extensions.
+func (h *Host) Kinds() Kinds { return h.abi.kinds }
+
+// CountFailure counts one failed call of plugin's kind in wasmkube_plugin_failures_total
+// (Pool.Do counts its own; adapters count failures they find in a call's results, such as
+// a Filter's per-node errors).
+func (h *Host) CountFailure(plugin string, k *Kind) {
+	h.failures.WithLabelValues(plugin, k.String()).Inc()
+}

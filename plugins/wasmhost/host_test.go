@@ -1,4 +1,4 @@
-package wasmhost
+package wasmhost_test
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,7 +19,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wasmkube/wasmkube/core/scheduler/framework"
+	"github.com/wasmkube/wasmkube/plugins/schedwasm"
 	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 )
 
 // syncBuffer is a log destination safe for concurrent writes.
@@ -39,10 +42,10 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func newHost(t *testing.T) (*Host, *syncBuffer) {
+func newHost(t *testing.T) (*wasmhost.Host, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
-	h, err := New(Options{CacheDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	h, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{schedwasm.Extension}, CacheDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +53,7 @@ func newHost(t *testing.T) (*Host, *syncBuffer) {
 	return h, logs
 }
 
-func load(t *testing.T, h *Host, name, wat string, o LoadOptions) *Module {
+func load(t *testing.T, h *wasmhost.Host, name, wat string, o wasmhost.LoadOptions) *wasmhost.Module {
 	t.Helper()
 	o.Name, o.Path = name, wasmbuild.WAT(t, "plugins/testdata/"+wat)
 	m, err := h.Load(context.Background(), o)
@@ -82,8 +85,8 @@ func testNodes(names ...string) []*framework.NodeInfo {
 	return out
 }
 
-func newCall(kind Kind, pod *v1.Pod, nodes []*framework.NodeInfo) *Call {
-	return &Call{Kind: kind, Pod: pod, Nodes: nodes, Scores: make([]int64, len(nodes)), State: framework.NewCycleState()}
+func newCall(kind *wasmhost.Kind, pod *v1.Pod, nodes []*framework.NodeInfo) *schedwasm.Call {
+	return &schedwasm.Call{Kind: kind, Pod: pod, Nodes: nodes, Scores: make([]int64, len(nodes)), State: framework.NewCycleState()}
 }
 
 // Each misbehaving plugin misbehaves only for a pod labelled "bad". The bad call must fail
@@ -93,24 +96,24 @@ func TestMisbehavingPluginsAreContained(t *testing.T) {
 	good := testPod("p", nil)
 	tests := []struct {
 		wat         string
-		kind        Kind
-		opts        LoadOptions
-		want        FailureReason
+		kind        *wasmhost.Kind
+		opts        wasmhost.LoadOptions
+		want        wasmhost.FailureReason
 		wantMessage string
 		discarded   bool
 	}{
-		{"loop.wat", Filter, LoadOptions{Timeout: 50 * time.Millisecond}, ReasonTimeout, "time limit of 50ms", true},
+		{"loop.wat", schedwasm.Filter, wasmhost.LoadOptions{Timeout: 50 * time.Millisecond}, wasmhost.ReasonTimeout, "time limit of 50ms", true},
 		// 1 GiB of memory.fill takes tens of milliseconds on any machine: far past 5ms.
-		{"overrun.wat", Filter, LoadOptions{Timeout: 5 * time.Millisecond}, ReasonTimeout, "time limit of 5ms", true},
-		{"overrun-start.wat", Filter, LoadOptions{Timeout: 5 * time.Millisecond}, ReasonTimeout, "time limit of 5ms", true},
-		{"trap.wat", Filter, LoadOptions{}, ReasonTrap, "unreachable", true},
-		{"grow.wat", Filter, LoadOptions{MemoryLimit: 2 << 20}, ReasonMemory, "memory limit of 2097152 bytes", true},
-		{"growbig.wat", Filter, LoadOptions{MemoryLimit: 16 << 20, Timeout: time.Minute}, ReasonMemory, "memory limit of 16777216 bytes", true},
-		{"garbage.wat", Filter, LoadOptions{}, ReasonGarbage, "returned status code 42", false},
-		{"garbage.wat", Score, LoadOptions{}, ReasonGarbage, "score 1000 for node n0 is outside [0, 100]", false},
-		{"badindex.wat", Filter, LoadOptions{}, ReasonGarbage, "node index 99 is outside the batch of 2", false},
-		{"badptr.wat", Filter, LoadOptions{}, ReasonBadPointer, "node_label: range [0xfffffff0, +100) is outside guest memory", true},
-		{"exit.wat", Filter, LoadOptions{}, ReasonExit, "exit_code(3)", true},
+		{"overrun.wat", schedwasm.Filter, wasmhost.LoadOptions{Timeout: 5 * time.Millisecond}, wasmhost.ReasonTimeout, "time limit of 5ms", true},
+		{"overrun-start.wat", schedwasm.Filter, wasmhost.LoadOptions{Timeout: 5 * time.Millisecond}, wasmhost.ReasonTimeout, "time limit of 5ms", true},
+		{"trap.wat", schedwasm.Filter, wasmhost.LoadOptions{}, wasmhost.ReasonTrap, "unreachable", true},
+		{"grow.wat", schedwasm.Filter, wasmhost.LoadOptions{MemoryLimit: 2 << 20}, wasmhost.ReasonMemory, "memory limit of 2097152 bytes", true},
+		{"growbig.wat", schedwasm.Filter, wasmhost.LoadOptions{MemoryLimit: 16 << 20, Timeout: time.Minute}, wasmhost.ReasonMemory, "memory limit of 16777216 bytes", true},
+		{"garbage.wat", schedwasm.Filter, wasmhost.LoadOptions{}, wasmhost.ReasonGarbage, "returned status code 42", false},
+		{"garbage.wat", schedwasm.Score, wasmhost.LoadOptions{}, wasmhost.ReasonGarbage, "score 1000 for node n0 is outside [0, 100]", false},
+		{"badindex.wat", schedwasm.Filter, wasmhost.LoadOptions{}, wasmhost.ReasonGarbage, "node index 99 is outside the batch of 2", false},
+		{"badptr.wat", schedwasm.Filter, wasmhost.LoadOptions{}, wasmhost.ReasonBadPointer, "node_label: range [0xfffffff0, +100) is outside guest memory", true},
+		{"exit.wat", schedwasm.Filter, wasmhost.LoadOptions{}, wasmhost.ReasonExit, "exit_code(3)", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.wat+"/"+tt.kind.String(), func(t *testing.T) {
@@ -121,11 +124,11 @@ func TestMisbehavingPluginsAreContained(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			before := failures(name, tt.kind.String())
-			err = p.Do(context.Background(), newCall(tt.kind, bad, testNodes("n0", "n1")))
-			var ce *CallError
+			before := failures(h, name, tt.kind.String())
+			err = newCall(tt.kind, bad, testNodes("n0", "n1")).Do(context.Background(), p)
+			var ce *wasmhost.CallError
 			if !errors.As(err, &ce) {
-				t.Fatalf("bad call: got %v, want a *CallError", err)
+				t.Fatalf("bad call: got %v, want a *wasmhost.CallError", err)
 			}
 			if ce.Reason != tt.want || ce.Plugin != name || ce.Kind != tt.kind {
 				t.Fatalf("bad call: got %s/%s/%s, want %s/%s/%s (%v)", ce.Plugin, ce.Kind, ce.Reason, name, tt.kind, tt.want, err)
@@ -133,13 +136,13 @@ func TestMisbehavingPluginsAreContained(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.wantMessage) {
 				t.Errorf("error %q does not contain %q", err, tt.wantMessage)
 			}
-			if got := failures(name, tt.kind.String()); got != before+1 {
+			if got := failures(h, name, tt.kind.String()); got != before+1 {
 				t.Errorf("failures metric: got %v, want %v", got, before+1)
 			}
 			// The pool has one slot: the next call is served by the same instance or, after
 			// a discard, by a fresh one.
 			c := newCall(tt.kind, good, testNodes("n0", "n1"))
-			if err := p.Do(context.Background(), c); err != nil {
+			if err := c.Do(context.Background(), p); err != nil {
 				t.Fatalf("good call after the bad one: %v", err)
 			}
 			created, discarded := p.Stats()
@@ -158,13 +161,13 @@ func TestMisbehavingPluginsAreContained(t *testing.T) {
 // host writes anything.
 func TestBadWriteBufferIsRefused(t *testing.T) {
 	h, _ := newHost(t)
-	p, err := load(t, h, "badptr-write", "badptr.wat", LoadOptions{}).NewPool(context.Background(), nil, 1)
+	p, err := load(t, h, "badptr-write", "badptr.wat", wasmhost.LoadOptions{}).NewPool(context.Background(), nil, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = p.Do(context.Background(), newCall(Score, testPod("p", nil), testNodes("n0")))
-	var ce *CallError
-	if !errors.As(err, &ce) || ce.Reason != ReasonBadPointer || !strings.Contains(err.Error(), "node_name: range [0xffff, +2)") {
+	err = newCall(schedwasm.Score, testPod("p", nil), testNodes("n0")).Do(context.Background(), p)
+	var ce *wasmhost.CallError
+	if !errors.As(err, &ce) || ce.Reason != wasmhost.ReasonBadPointer || !strings.Contains(err.Error(), "node_name: range [0xffff, +2)") {
 		t.Fatalf("got %v, want a bad pointer error from node_name", err)
 	}
 }
@@ -176,16 +179,16 @@ func TestLoadRejectsModulesOutsideTheABI(t *testing.T) {
 	}
 	tests := []struct {
 		name, path string
-		opts       LoadOptions
+		opts       wasmhost.LoadOptions
 		want       string
 	}{
-		{"v2", "plugins/testdata/v2.wat", LoadOptions{}, "exports wasmkube_abi_version 2, this host supports 1"},
-		{"noversion", "plugins/testdata/noversion.wat", LoadOptions{}, "does not export wasmkube_abi_version: not a wasmkube plugin"},
-		{"badimport", "plugins/testdata/badimport.wat", LoadOptions{}, `imports env.open_socket: plugins may import only from "wasmkube" and "wasi_snapshot_preview1"`},
-		{"badsig", "plugins/testdata/badsig.wat", LoadOptions{}, "export wasmkube_score has signature () -> (i32), ABI v1 requires (i32) -> (i32)"},
-		{"bigmem", "plugins/testdata/bigmem.wat", LoadOptions{}, "min 2048 pages (128 Mi) over limit of 1024 pages (64 Mi)"},
-		{"missing", "", LoadOptions{Path: "/nonexistent/plugin.wasm"}, "plugin missing: /nonexistent/plugin.wasm: open /nonexistent/plugin.wasm: no such file or directory"},
-		{"notwasm", "", LoadOptions{Path: notWasm}, "not a WebAssembly module"},
+		{"v2", "plugins/testdata/v2.wat", wasmhost.LoadOptions{}, "exports wasmkube_abi_version 2, this host supports 1"},
+		{"noversion", "plugins/testdata/noversion.wat", wasmhost.LoadOptions{}, "does not export wasmkube_abi_version: not a wasmkube plugin"},
+		{"badimport", "plugins/testdata/badimport.wat", wasmhost.LoadOptions{}, `imports env.open_socket: plugins may import only from "wasmkube" and "wasi_snapshot_preview1"`},
+		{"badsig", "plugins/testdata/badsig.wat", wasmhost.LoadOptions{}, "export wasmkube_score has signature () -> (i32), ABI v1 requires (i32) -> (i32)"},
+		{"bigmem", "plugins/testdata/bigmem.wat", wasmhost.LoadOptions{}, "min 2048 pages (128 Mi) over limit of 1024 pages (64 Mi)"},
+		{"missing", "", wasmhost.LoadOptions{Path: "/nonexistent/plugin.wasm"}, "plugin missing: /nonexistent/plugin.wasm: open /nonexistent/plugin.wasm: no such file or directory"},
+		{"notwasm", "", wasmhost.LoadOptions{Path: notWasm}, "not a WebAssembly module"},
 	}
 	h, _ := newHost(t)
 	for _, tt := range tests {
@@ -196,15 +199,15 @@ func TestLoadRejectsModulesOutsideTheABI(t *testing.T) {
 				o.Path = wasmbuild.WAT(t, tt.path)
 			}
 			_, err := h.Load(context.Background(), o)
-			var le *LoadError
+			var le *wasmhost.LoadError
 			if !errors.As(err, &le) {
-				t.Fatalf("got %v, want a *LoadError", err)
+				t.Fatalf("got %v, want a *wasmhost.LoadError", err)
 			}
 			if !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "plugin "+tt.name+": ") {
 				t.Fatalf("error %q: want prefix %q and %q", err, "plugin "+tt.name+": ", tt.want)
 			}
-			if tt.name == "v2" && !errors.Is(err, ErrABIVersion) {
-				t.Errorf("error %v does not wrap ErrABIVersion", err)
+			if tt.name == "v2" && !errors.Is(err, wasmhost.ErrABIVersion) {
+				t.Errorf("error %v does not wrap wasmhost.ErrABIVersion", err)
 			}
 		})
 	}
@@ -212,7 +215,7 @@ func TestLoadRejectsModulesOutsideTheABI(t *testing.T) {
 
 func TestInitSeesArgsAndCanRejectThem(t *testing.T) {
 	h, _ := newHost(t)
-	m := load(t, h, "init", "init-reject.wat", LoadOptions{})
+	m := load(t, h, "init", "init-reject.wat", wasmhost.LoadOptions{})
 	_, err := m.NewPool(context.Background(), nil, 2)
 	if err == nil || !strings.Contains(err.Error(), "wasmkube_init rejected the plugin (code 1): args: a non-empty object is required") {
 		t.Fatalf("no args: got %v, want the plugin's rejection", err)
@@ -222,28 +225,28 @@ func TestInitSeesArgsAndCanRejectThem(t *testing.T) {
 	}
 }
 
-// Cycle state is host-managed: what PreFilter stored is what any instance's Filter reads.
+// Cycle state is host-managed: what schedwasm.PreFilter stored is what any instance's schedwasm.Filter reads.
 func TestCycleStateIsSharedByInstances(t *testing.T) {
 	h, _ := newHost(t)
-	p, err := load(t, h, "stateful", "stateful.wat", LoadOptions{}).NewPool(context.Background(), nil, 4)
+	p, err := load(t, h, "stateful", "stateful.wat", wasmhost.LoadOptions{}).NewPool(context.Background(), nil, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	pod := testPod("n1", nil)
 	state := framework.NewCycleState()
-	if err := p.Do(ctx, &Call{Kind: PreFilter, Pod: pod, State: state}); err != nil {
+	if err := (&schedwasm.Call{Kind: schedwasm.PreFilter, Pod: pod, State: state}).Do(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	// Run Filter batches in parallel so that several instances serve them.
+	// Run schedwasm.Filter batches in parallel so that several instances serve them.
 	var wg sync.WaitGroup
-	results := make([][]Verdict, 8)
+	results := make([][]schedwasm.Verdict, 8)
 	for i := range results {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := &Call{Kind: Filter, Pod: pod, State: state, Nodes: testNodes("n0", "n1", "n2")}
-			if err := p.Do(ctx, c); err != nil {
+			c := &schedwasm.Call{Kind: schedwasm.Filter, Pod: pod, State: state, Nodes: testNodes("n0", "n1", "n2")}
+			if err := c.Do(ctx, p); err != nil {
 				t.Error(err)
 				return
 			}
@@ -252,26 +255,26 @@ func TestCycleStateIsSharedByInstances(t *testing.T) {
 	}
 	wg.Wait()
 	for i, vs := range results {
-		if len(vs) != 2 || vs[0].Index != 0 || vs[1].Index != 2 || vs[0].Reason != "state mismatch" || vs[0].Code != CodeUnschedulable {
+		if len(vs) != 2 || vs[0].Index != 0 || vs[1].Index != 2 || vs[0].Reason != "state mismatch" || vs[0].Code != schedwasm.CodeUnschedulable {
 			t.Errorf("batch %d: verdicts %+v, want nodes 0 and 2 rejected with \"state mismatch\"", i, vs)
 		}
 	}
 	if created, _ := p.Stats(); created < 1 || created > 4 {
 		t.Errorf("created %d instances, want between 1 and the pool size 4", created)
 	}
-	// A cycle without the PreFilter state: every node is rejected.
-	c := &Call{Kind: Filter, Pod: pod, State: framework.NewCycleState(), Nodes: testNodes("n0", "n1")}
-	if err := p.Do(ctx, c); err != nil {
+	// A cycle without the schedwasm.PreFilter state: every node is rejected.
+	c := &schedwasm.Call{Kind: schedwasm.Filter, Pod: pod, State: framework.NewCycleState(), Nodes: testNodes("n0", "n1")}
+	if err := c.Do(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Verdicts) != 2 || c.Verdicts[0].Reason != "no state" || c.Verdicts[0].Code != CodeUnschedulableAndUnresolvable {
+	if len(c.Verdicts) != 2 || c.Verdicts[0].Reason != "no state" || c.Verdicts[0].Code != schedwasm.CodeUnschedulableAndUnresolvable {
 		t.Errorf("fresh cycle: verdicts %+v, want both nodes rejected with \"no state\"", c.Verdicts)
 	}
 }
 
 func TestCallerCancellationIsNotAPluginFailure(t *testing.T) {
 	h, _ := newHost(t)
-	p, err := load(t, h, "loop-cancel", "loop.wat", LoadOptions{Timeout: time.Hour}).NewPool(context.Background(), nil, 1)
+	p, err := load(t, h, "loop-cancel", "loop.wat", wasmhost.LoadOptions{Timeout: time.Hour}).NewPool(context.Background(), nil, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,24 +283,24 @@ func TestCallerCancellationIsNotAPluginFailure(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		cancel()
 	}()
-	err = p.Do(ctx, newCall(Filter, testPod("p", map[string]string{"bad": ""}), testNodes("n0")))
-	var ce *CallError
-	if !errors.As(err, &ce) || ce.Reason != ReasonCanceled {
+	err = newCall(schedwasm.Filter, testPod("p", map[string]string{"bad": ""}), testNodes("n0")).Do(ctx, p)
+	var ce *wasmhost.CallError
+	if !errors.As(err, &ce) || ce.Reason != wasmhost.ReasonCanceled {
 		t.Fatalf("got %v, want a canceled call", err)
 	}
-	if got := failures("loop-cancel", "filter"); got != 0 {
+	if got := failures(h, "loop-cancel", "filter"); got != 0 {
 		t.Errorf("failures metric counted a cancellation: %v", got)
 	}
 }
 
 func TestClosedPoolRefusesCalls(t *testing.T) {
 	h, _ := newHost(t)
-	p, err := load(t, h, "closed", "trap.wat", LoadOptions{}).NewPool(context.Background(), nil, 2)
+	p, err := load(t, h, "closed", "trap.wat", wasmhost.LoadOptions{}).NewPool(context.Background(), nil, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.Close()
-	err = p.Do(context.Background(), newCall(Filter, testPod("p", nil), testNodes("n0")))
+	err = newCall(schedwasm.Filter, testPod("p", nil), testNodes("n0")).Do(context.Background(), p)
 	if err == nil || !strings.Contains(err.Error(), "plugin was closed") {
 		t.Fatalf("got %v, want a closed-plugin error", err)
 	}
@@ -305,19 +308,19 @@ func TestClosedPoolRefusesCalls(t *testing.T) {
 
 func TestDoRejectsKindsTheModuleDoesNotExport(t *testing.T) {
 	h, _ := newHost(t)
-	p, err := load(t, h, "trap-only-filter", "trap.wat", LoadOptions{}).NewPool(context.Background(), nil, 1)
+	p, err := load(t, h, "trap-only-filter", "trap.wat", wasmhost.LoadOptions{}).NewPool(context.Background(), nil, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Do(context.Background(), newCall(Score, testPod("p", nil), testNodes("n0"))); err == nil || !strings.Contains(err.Error(), "module does not export wasmkube_score") {
+	if err := newCall(schedwasm.Score, testPod("p", nil), testNodes("n0")).Do(context.Background(), p); err == nil || !strings.Contains(err.Error(), "module does not export wasmkube_score") {
 		t.Fatalf("got %v", err)
 	}
 }
 
 // failures reads the failure counter of one plugin and kind.
-func failures(plugin, kind string) float64 {
+func failures(h *wasmhost.Host, plugin, kind string) float64 {
 	var m dto.Metric
-	if err := Failures.WithLabelValues(plugin, kind).Write(&m); err != nil {
+	if err := h.Failures().WithLabelValues(plugin, kind).Write(&m); err != nil {
 		panic(err)
 	}
 	return m.GetCounter().GetValue()
@@ -327,15 +330,15 @@ func failures(plugin, kind string) float64 {
 // scheduler's "0/N nodes are available" message still says who rejected the node.
 func TestRejectionWithoutReasonNamesThePlugin(t *testing.T) {
 	h, _ := newHost(t)
-	p, err := load(t, h, "quiet", "noreason.wat", LoadOptions{}).NewPool(context.Background(), nil, 1)
+	p, err := load(t, h, "quiet", "noreason.wat", wasmhost.LoadOptions{}).NewPool(context.Background(), nil, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newCall(Filter, testPod("p", nil), testNodes("n0", "n1"))
-	if err := p.Do(context.Background(), c); err != nil {
+	c := newCall(schedwasm.Filter, testPod("p", nil), testNodes("n0", "n1"))
+	if err := c.Do(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
-	want := []Verdict{{Index: 0, Code: CodeUnschedulable, Reason: "rejected by plugin quiet"}}
+	want := []schedwasm.Verdict{{Index: 0, Code: schedwasm.CodeUnschedulable, Reason: "rejected by plugin quiet"}}
 	if len(c.Verdicts) != 1 || c.Verdicts[0] != want[0] {
 		t.Errorf("verdicts %+v, want %+v", c.Verdicts, want)
 	}
@@ -345,16 +348,91 @@ func TestRejectionWithoutReasonNamesThePlugin(t *testing.T) {
 // later, unrelated trap a memory-limit failure.
 func TestRefusedGrowIsForgottenAfterItsCall(t *testing.T) {
 	h, _ := newHost(t)
-	p, err := load(t, h, "cope", "growcope.wat", LoadOptions{}).NewPool(context.Background(), nil, 1)
+	p, err := load(t, h, "cope", "growcope.wat", wasmhost.LoadOptions{}).NewPool(context.Background(), nil, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Do(context.Background(), newCall(Filter, testPod("p", map[string]string{"bad": ""}), testNodes("n0"))); err != nil {
+	if err := newCall(schedwasm.Filter, testPod("p", map[string]string{"bad": ""}), testNodes("n0")).Do(context.Background(), p); err != nil {
 		t.Fatalf("call with a refused grow the guest copes with: %v", err)
 	}
-	err = p.Do(context.Background(), newCall(Filter, testPod("p", map[string]string{"late": ""}), testNodes("n0")))
-	var ce *CallError
-	if !errors.As(err, &ce) || ce.Reason != ReasonTrap {
-		t.Fatalf("later trap: got %v, want a %q failure", err, ReasonTrap)
+	err = newCall(schedwasm.Filter, testPod("p", map[string]string{"late": ""}), testNodes("n0")).Do(context.Background(), p)
+	var ce *wasmhost.CallError
+	if !errors.As(err, &ce) || ce.Reason != wasmhost.ReasonTrap {
+		t.Fatalf("later trap: got %v, want a %q failure", err, wasmhost.ReasonTrap)
+	}
+}
+
+// A module the rewriter refuses still loads, with wazero's interruption, and its calls
+// still stop at the time limit.
+func TestModuleThatCannotBeRewrittenStillTimesOut(t *testing.T) {
+	h, _ := newHost(t)
+	m := load(t, h, "startloop", "startloop.wat", wasmhost.LoadOptions{Timeout: 50 * time.Millisecond})
+	if m.Interrupt() != wasmhost.InterruptContext {
+		t.Fatalf("interrupt %s, want %s", m.Interrupt(), wasmhost.InterruptContext)
+	}
+	p, err := m.NewPool(context.Background(), nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = newCall(schedwasm.Filter, testPod("p", map[string]string{"bad": ""}), testNodes("n0")).Do(context.Background(), p)
+	var ce *wasmhost.CallError
+	if !errors.As(err, &ce) || ce.Reason != wasmhost.ReasonTimeout {
+		t.Fatalf("got %v, want a timeout", err)
+	}
+	if err := newCall(schedwasm.Filter, testPod("p", nil), testNodes("n0")).Do(context.Background(), p); err != nil {
+		t.Fatalf("next call: %v", err)
+	}
+}
+
+func TestShippedModulesUseTheDeadlineFlag(t *testing.T) {
+	h, _ := newHost(t)
+	for _, wat := range []string{"loop.wat", "grow.wat", "stateful.wat"} {
+		if m := load(t, h, wat, wat, wasmhost.LoadOptions{}); m.Interrupt() != wasmhost.InterruptDeadline {
+			t.Errorf("%s: interrupt %s, want %s", wat, m.Interrupt(), wasmhost.InterruptDeadline)
+		}
+	}
+}
+
+// A module with DWARF sections (clang -g; Rust's std ships megabytes of it) must not make
+// traps expensive: wazero would symbolize every trap's stack trace from the DWARF (about
+// 300ms per trap for a Rust std module, long enough to be misreported as a timeout), and
+// the host keeps only the trace's first line anyway. So the raw trap carries no source
+// positions.
+func TestTrapsAreNotSymbolizedFromDWARF(t *testing.T) {
+	clang, err := exec.LookPath("clang")
+	if err != nil {
+		t.Fatal("clang not found (install it: scripts/deps.sh)")
+	}
+	dir := t.TempDir()
+	src, out := filepath.Join(dir, "dwarfguest.c"), filepath.Join(dir, "dwarfguest.wasm")
+	code := `__attribute__((export_name("wasmkube_abi_version"))) int v(void) { return 1; }
+__attribute__((export_name("wasmkube_filter"))) int f(int n) {
+	if (n > 1)
+		__builtin_trap();
+	return 0;
+}
+`
+	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := exec.Command(clang, "--target=wasm32", "-nostdlib", "-g", "-O0", "-Wl,--no-entry", "-o", out, src).CombinedOutput(); err != nil {
+		t.Fatalf("clang: %v\n%s", err, b)
+	}
+	h, _ := newHost(t)
+	m, err := h.Load(context.Background(), wasmhost.LoadOptions{Name: "dwarf", Path: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	p, err := m.NewPool(context.Background(), nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = wasmhost.RunRaw(p, schedwasm.Filter, 2)
+	if err == nil {
+		t.Fatal("the guest did not trap")
+	}
+	if strings.Contains(err.Error(), "dwarfguest.c") {
+		t.Errorf("the trap was symbolized from DWARF:\n%v", err)
 	}
 }

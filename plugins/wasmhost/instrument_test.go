@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/tetratelabs/wazero"
 
@@ -67,37 +66,6 @@ func TestInstrumentRefusesWhatItCannotRewrite(t *testing.T) {
 	} {
 		if _, err := instrument(tt.bin); !errors.Is(err, errNoRewrite) {
 			t.Errorf("%s: got %v, want errNoRewrite", tt.name, err)
-		}
-	}
-}
-
-// A module the rewriter refuses still loads, with wazero's interruption, and its calls
-// still stop at the time limit.
-func TestModuleThatCannotBeRewrittenStillTimesOut(t *testing.T) {
-	h, _ := newHost(t)
-	m := load(t, h, "startloop", "startloop.wat", LoadOptions{Timeout: 50 * time.Millisecond})
-	if m.Interrupt() != InterruptContext {
-		t.Fatalf("interrupt %s, want %s", m.Interrupt(), InterruptContext)
-	}
-	p, err := m.NewPool(context.Background(), nil, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = p.Do(context.Background(), newCall(Filter, testPod("p", map[string]string{"bad": ""}), testNodes("n0")))
-	var ce *CallError
-	if !errors.As(err, &ce) || ce.Reason != ReasonTimeout {
-		t.Fatalf("got %v, want a timeout", err)
-	}
-	if err := p.Do(context.Background(), newCall(Filter, testPod("p", nil), testNodes("n0"))); err != nil {
-		t.Fatalf("next call: %v", err)
-	}
-}
-
-func TestShippedModulesUseTheDeadlineFlag(t *testing.T) {
-	h, _ := newHost(t)
-	for _, wat := range []string{"loop.wat", "grow.wat", "stateful.wat"} {
-		if m := load(t, h, wat, wat, LoadOptions{}); m.Interrupt() != InterruptDeadline {
-			t.Errorf("%s: interrupt %s, want %s", wat, m.Interrupt(), InterruptDeadline)
 		}
 	}
 }

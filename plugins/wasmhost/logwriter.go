@@ -59,11 +59,11 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		w.sink.line(w.level, truncate(w.buf[:i], maxLogLine))
+		w.sink.line(w.level, Truncate(w.buf[:i], maxLogLine))
 		w.buf = w.buf[i+1:]
 	}
 	if len(w.buf) > maxLogLine {
-		w.sink.line(w.level, truncate(w.buf, maxLogLine))
+		w.sink.line(w.level, Truncate(w.buf, maxLogLine))
 		w.buf = w.buf[:0]
 	}
 	return len(p), nil

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +38,9 @@ type LoadOptions struct {
 	Timeout time.Duration
 	// MemoryLimit caps each instance's linear memory, in bytes; 0: 64Mi.
 	MemoryLimit uint64
+	// Capabilities are the grants of the plugin's config: a module may import a host
+	// function that needs a capability (HostFunc.Capability) only when it is listed here.
+	Capabilities []string
 
 	// contextInterrupt skips the rewriting (benchmarks compare the two ways).
 	contextInterrupt bool
@@ -51,6 +55,7 @@ type Module struct {
 	rt        wazero.Runtime
 	compiled  wazero.CompiledModule
 	kinds     Kinds
+	caps      []string
 	hasInit   bool
 	timeout   time.Duration
 	memLimit  uint64
@@ -94,7 +99,7 @@ func (h *Host) Load(ctx context.Context, o LoadOptions) (*Module, error) {
 	if !bytes.HasPrefix(bin, []byte("\x00asm")) {
 		return fail(errors.New("not a WebAssembly module (no \\0asm header)"))
 	}
-	m := &Module{host: h, name: o.Name, path: o.Path, timeout: o.Timeout, memLimit: o.MemoryLimit}
+	m := &Module{host: h, name: o.Name, path: o.Path, timeout: o.Timeout, memLimit: o.MemoryLimit, caps: o.Capabilities}
 	if m.timeout <= 0 {
 		m.timeout = DefaultTimeout
 	}
@@ -156,7 +161,7 @@ func (m *Module) setup(ctx context.Context, bin []byte, pages uint64) (err error
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, m.rt); err != nil {
 		return fmt.Errorf("wasi: %w", err)
 	}
-	if err := instantiateHostModule(ctx, m.rt); err != nil {
+	if err := m.host.abi.instantiateHostModule(ctx, m.rt); err != nil {
 		return fmt.Errorf("host module: %w", err)
 	}
 	compiled, err := m.rt.CompileModule(ctx, bin)
@@ -164,10 +169,10 @@ func (m *Module) setup(ctx context.Context, bin []byte, pages uint64) (err error
 		return fmt.Errorf("compile: %w", err)
 	}
 	m.compiled = compiled
-	if err := checkImports(compiled); err != nil {
+	if err := m.host.abi.checkImports(compiled, m.caps); err != nil {
 		return err
 	}
-	kinds, hasInit, err := checkExports(compiled)
+	kinds, hasInit, err := m.host.abi.checkExports(compiled)
 	if err != nil {
 		return err
 	}
@@ -182,15 +187,25 @@ func (m *Module) setup(ctx context.Context, bin []byte, pages uint64) (err error
 	return nil
 }
 
-// checkImports allows functions from wasmkube (by name) and wasi_snapshot_preview1, and
-// nothing else: a plugin defines its own memory and table.
-func checkImports(c wazero.CompiledModule) error {
+// checkImports allows functions from wasmkube (by name, and only those whose capability
+// the config grants) and wasi_snapshot_preview1, and nothing else: a plugin defines its
+// own memory and table.
+func (a *abi) checkImports(c wazero.CompiledModule, caps []string) error {
 	for _, f := range c.ImportedFunctions() {
 		mod, name, _ := f.Import()
 		switch mod {
 		case HostModule:
-			if !hostFuncNames[name] {
+			hf, ok := a.byName[name]
+			if !ok {
 				return fmt.Errorf("imports %s.%s, which ABI v%d does not define", mod, name, ABIVersion)
+			}
+			if hf.Capability != "" && !slices.Contains(caps, hf.Capability) {
+				return fmt.Errorf("imports %s.%s, which needs capability %q: the plugin's config does not grant it (capabilities: [%s])",
+					mod, name, hf.Capability, hf.Capability)
+			}
+			if !slices.Equal(f.ParamTypes(), hf.Params) || !slices.Equal(f.ResultTypes(), hf.Results) {
+				return fmt.Errorf("imports %s.%s with signature %s, ABI v%d defines %s", mod, name,
+					sig(f.ParamTypes(), f.ResultTypes()), ABIVersion, sig(hf.Params, hf.Results))
 			}
 		case wasiModule:
 		default:
@@ -205,41 +220,42 @@ func checkImports(c wazero.CompiledModule) error {
 }
 
 // checkExports finds the version marker, the entry points and their signatures.
-func checkExports(c wazero.CompiledModule) (Kinds, bool, error) {
+func (a *abi) checkExports(c wazero.CompiledModule) (Kinds, bool, error) {
 	if _, ok := c.ExportedMemories()["memory"]; !ok {
-		return 0, false, errors.New(`does not export its memory as "memory"`)
+		return nil, false, errors.New(`does not export its memory as "memory"`)
 	}
 	fns := c.ExportedFunctions()
 	v, ok := fns[versionExport]
 	if !ok {
-		return 0, false, fmt.Errorf("does not export %s: not a wasmkube plugin", versionExport)
+		return nil, false, fmt.Errorf("does not export %s: not a wasmkube plugin", versionExport)
 	}
 	if err := checkSig(v, nil, []api.ValueType{i32}); err != nil {
-		return 0, false, err
+		return nil, false, err
 	}
 	var hasInit bool
 	if f, ok := fns[initExport]; ok {
 		if err := checkSig(f, nil, []api.ValueType{i32}); err != nil {
-			return 0, false, err
+			return nil, false, err
 		}
 		hasInit = true
 	}
 	var kinds Kinds
-	for k := Kind(0); k < numKinds; k++ {
-		f, ok := fns[k.Export()]
+	for _, k := range a.kinds {
+		f, ok := fns[k.Export]
 		if !ok {
 			continue
 		}
 		if err := checkSig(f, k.params(), []api.ValueType{i32}); err != nil {
-			return 0, false, err
+			return nil, false, err
 		}
-		kinds |= 1 << k
+		kinds = append(kinds, k)
 	}
-	if kinds == 0 {
-		return 0, false, errors.New("exports no entry point (wasmkube_filter, wasmkube_score, ... see docs/abi.md)")
-	}
-	if kinds.Has(NormalizeScore) && !kinds.Has(Score) {
-		return 0, false, errors.New("exports wasmkube_normalizescore without wasmkube_score")
+	if len(kinds) == 0 {
+		var names []string
+		for _, k := range a.kinds {
+			names = append(names, k.Export)
+		}
+		return nil, false, fmt.Errorf("exports no entry point this host runs (%s; see docs/abi.md)", strings.Join(names, ", "))
 	}
 	return kinds, hasInit, nil
 }
@@ -277,6 +293,9 @@ func (m *Module) Kinds() Kinds { return m.kinds }
 
 // Timeout is the per-call time limit.
 func (m *Module) Timeout() time.Duration { return m.timeout }
+
+// Host is the host the module was loaded on.
+func (m *Module) Host() *Host { return m.host }
 
 // Close frees the module's code and every instance of every pool made from it.
 func (m *Module) Close(ctx context.Context) error {

@@ -13,10 +13,10 @@ import (
 // and a scheduler's working set of nodes and pending pods is far smaller).
 const maxCachedObjects = 50000
 
-// objectCache holds objects serialized as Kubernetes JSON, keyed by UID and
+// ObjectCache holds objects serialized as Kubernetes JSON, keyed by UID and
 // resourceVersion, so that an object is marshalled once per version however many plugins
 // and calls read it. Objects without both (hand-built in tests) are marshalled every time.
-type objectCache struct {
+type ObjectCache struct {
 	mu sync.RWMutex
 	m  map[objectKey][]byte
 }
@@ -26,7 +26,9 @@ type objectKey struct {
 	rv  string
 }
 
-func (c *objectCache) get(meta *metav1.ObjectMeta, marshal func() []byte) []byte {
+// Get returns the JSON of the object whose metadata is meta, marshalling it with marshal
+// on the first request for its version.
+func (c *ObjectCache) Get(meta *metav1.ObjectMeta, marshal func() []byte) []byte {
 	if meta.UID == "" || meta.ResourceVersion == "" {
 		return marshal()
 	}
@@ -47,30 +49,32 @@ func (c *objectCache) get(meta *metav1.ObjectMeta, marshal func() []byte) []byte
 	return b
 }
 
-func (c *objectCache) podJSON(p *v1.Pod) []byte {
-	return c.get(&p.ObjectMeta, func() []byte {
+// Pod returns the pod as Kubernetes JSON.
+func (c *ObjectCache) Pod(p *v1.Pod) []byte {
+	return c.Get(&p.ObjectMeta, func() []byte {
 		cp := *p
 		cp.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
-		return mustJSON(&cp)
+		return MustJSON(&cp)
 	})
 }
 
-func (c *objectCache) nodeJSON(n *v1.Node) []byte {
-	return c.get(&n.ObjectMeta, func() []byte {
+// Node returns the node as Kubernetes JSON.
+func (c *ObjectCache) Node(n *v1.Node) []byte {
+	return c.Get(&n.ObjectMeta, func() []byte {
 		cp := *n
 		cp.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}
-		return mustJSON(&cp)
+		return MustJSON(&cp)
 	})
 }
 
-func (c *objectCache) len() int {
+func (c *ObjectCache) len() int {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return len(c.m)
 }
 
-// mustJSON marshals a typed API object; those always marshal.
-func mustJSON(v any) []byte {
+// MustJSON marshals a typed API object; those always marshal.
+func MustJSON(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic("wasmhost: marshal API object: " + err.Error())

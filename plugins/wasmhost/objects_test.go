@@ -12,11 +12,11 @@ import (
 // Objects are marshalled once per version: a new resourceVersion is marshalled again,
 // objects without UID or resourceVersion every time.
 func TestObjectCacheMarshalsOncePerVersion(t *testing.T) {
-	var c objectCache
+	var c ObjectCache
 	marshals := 0
 	get := func(uid, rv, name string) []byte {
 		meta := &metav1.ObjectMeta{UID: k8stypes.UID(uid), ResourceVersion: rv, Name: name}
-		return c.get(meta, func() []byte { marshals++; return []byte(name) })
+		return c.Get(meta, func() []byte { marshals++; return []byte(name) })
 	}
 	get("1", "5", "a")
 	if b := get("1", "5", "changed-but-same-version"); string(b) != "a" || marshals != 1 {
@@ -31,7 +31,7 @@ func TestObjectCacheMarshalsOncePerVersion(t *testing.T) {
 		t.Errorf("objects without UID: %d marshals, want 4", marshals)
 	}
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "u", ResourceVersion: "1"}}
-	if js := c.podJSON(pod); !bytes.Contains(js, []byte(`"kind":"Pod","apiVersion":"v1"`)) {
+	if js := c.Pod(pod); !bytes.Contains(js, []byte(`"kind":"Pod","apiVersion":"v1"`)) {
 		t.Errorf("pod JSON %s lacks its type", js)
 	}
 }

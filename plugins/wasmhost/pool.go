@@ -15,12 +15,6 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 )
 
-// idleCall is what an instance's host functions see outside a call (they find no data).
-var idleCall = &Call{Kind: initKind}
-
-// initKind marks the calls the host makes outside an entry point (start, version, init).
-const initKind Kind = numKinds
-
 // Pool is the instances of one plugin configuration. Calls run in parallel, one per
 // instance, up to the pool's size; there is no lock around a call. An instance that
 // traps, times out, exceeds its memory or passes a bad pointer is discarded and a fresh
@@ -44,9 +38,10 @@ func (p *Pool) Stats() (created, discarded int64) { return p.created.Load(), p.d
 type instance struct {
 	pool  *Pool
 	mod   api.Module
-	fns   [numKinds]api.Function
+	fns   map[*Kind]api.Function
 	ctx   context.Context // carries the instance to host functions
 	call  *Call
+	idle  *Call
 	stack [1]uint64
 	sink  *logSink
 
@@ -82,6 +77,10 @@ func (m *Module) NewPool(ctx context.Context, args []byte, size int) (*Pool, err
 	return p, nil
 }
 
+// CountFailure counts a failure the adapter found in a call's results (a per-node error)
+// in wasmkube_plugin_failures_total.
+func (p *Pool) CountFailure(k *Kind) { p.m.host.CountFailure(p.m.name, k) }
+
 // Module returns the module the pool runs.
 func (p *Pool) Module() *Module { return p.m }
 
@@ -93,7 +92,10 @@ func (p *Pool) Size() int { return cap(p.slots) }
 func (p *Pool) newInstance(ctx context.Context) (*instance, error) {
 	m := p.m
 	sink := &logSink{log: m.host.log, plugin: m.name}
-	inst := &instance{pool: p, call: &Call{Kind: initKind}, sink: sink}
+	inst := &instance{pool: p, sink: sink}
+	// The host's own calls (start, version, init) and the time between calls have no kind.
+	inst.idle = &Call{inst: inst}
+	inst.call = inst.idle
 	inst.ctx = context.WithValue(context.Background(), instKey{}, inst)
 	cfg := wazero.NewModuleConfig().
 		WithName("").
@@ -152,13 +154,12 @@ func (p *Pool) newInstance(ctx context.Context) (*instance, error) {
 	if v != ABIVersion {
 		return fail(fmt.Errorf("exports %s %d, this host supports %d: %w", versionExport, v, ABIVersion, ErrABIVersion))
 	}
-	for k := Kind(0); k < numKinds; k++ {
-		if m.kinds.Has(k) {
-			inst.fns[k] = mod.ExportedFunction(k.Export())
-		}
+	inst.fns = make(map[*Kind]api.Function, len(m.kinds))
+	for _, k := range m.kinds {
+		inst.fns[k] = mod.ExportedFunction(k.Export)
 	}
 	if m.hasInit && p.slots != nil { // not for the probe instance of Load: args come with a pool
-		inst.call = &Call{Kind: initKind}
+		inst.call = &Call{inst: inst}
 		code, err := run(initExport, m.timeout)
 		if err != nil {
 			return fail(err)
@@ -280,7 +281,7 @@ func (inst *instance) withCaller(parent context.Context) context.Context {
 func (p *Pool) Do(ctx context.Context, c *Call) error {
 	c.reset()
 	if !p.m.kinds.Has(c.Kind) {
-		return &CallError{Plugin: p.m.name, Kind: c.Kind, Reason: ReasonGarbage, Err: fmt.Errorf("module does not export %s", c.Kind.Export())}
+		return &CallError{Plugin: p.m.name, Kind: c.Kind, Reason: ReasonGarbage, Err: fmt.Errorf("module does not export %s", c.Kind.Export)}
 	}
 	inst, err := p.acquire(ctx)
 	if err != nil {
@@ -304,7 +305,7 @@ func (p *Pool) Do(ctx context.Context, c *Call) error {
 
 func (p *Pool) failed(e *CallError) error {
 	if e.Reason != ReasonCanceled {
-		Failures.WithLabelValues(p.m.name, e.Kind.String()).Inc()
+		p.m.host.CountFailure(p.m.name, e.Kind)
 		p.m.host.log.Warn("wasm plugin call failed", "plugin", p.m.name, "kind", e.Kind.String(), "reason", string(e.Reason), "err", e.Err)
 	}
 	return e
@@ -361,15 +362,22 @@ func (p *Pool) acquire(ctx context.Context) (*instance, error) {
 // invoke calls the entry point; discard reports whether the instance must be replaced.
 func (inst *instance) invoke(ctx context.Context, c *Call) (_ *CallError, discard bool) {
 	p := inst.pool
+	c.inst = inst
 	inst.call = c
-	defer func() { inst.call = idleCall }()
+	defer func() { inst.call = inst.idle }()
 	stack := inst.stack[:]
-	if kindInfo[c.Kind].batched {
-		stack[0] = uint64(uint32(c.count()))
+	if c.Kind.Batched {
+		stack[0] = uint64(uint32(c.Count))
 	} else {
 		stack[0] = 0
 	}
-	err, hit := inst.run(ctx, inst.fns[c.Kind], stack, p.m.timeout)
+	limit := p.m.timeout
+	if c.Timeout > 0 {
+		limit = c.Timeout
+	}
+	c.caller, c.deadline = ctx, time.Now().Add(limit)
+	err, hit := inst.run(ctx, inst.fns[c.Kind], stack, limit)
+	c.release()
 	inst.sink.endCall()
 	growFailed := inst.growFailed != nil && inst.growFailed.Get() != 0
 	if growFailed {
@@ -380,10 +388,10 @@ func (inst *instance) invoke(ctx context.Context, c *Call) (_ *CallError, discar
 		if reason == "" {
 			reason = inst.classify(err, growFailed)
 		}
-		return &CallError{Plugin: p.m.name, Kind: c.Kind, Reason: reason, Err: trimTrace(err, reason, p.m)}, true
+		return &CallError{Plugin: p.m.name, Kind: c.Kind, Reason: reason, Err: trimTrace(err, reason, p.m, limit)}, true
 	}
 	c.Code = int32(stack[0])
-	if err := c.checkResults(p.m.kinds.Has(NormalizeScore)); err != nil {
+	if err := c.checkResults(); err != nil {
 		return &CallError{Plugin: p.m.name, Kind: c.Kind, Reason: ReasonGarbage, Err: err}, false
 	}
 	if c.Code == CodeError {
@@ -425,10 +433,10 @@ func (inst *instance) classify(err error, growFailed bool) FailureReason {
 
 // trimTrace keeps the first line of wazero's error (the wasm stack trace is for
 // debugging, not for "0/5 nodes are available" messages) and adds the limit that was hit.
-func trimTrace(err error, reason FailureReason, m *Module) error {
+func trimTrace(err error, reason FailureReason, m *Module, limit time.Duration) error {
 	switch reason {
 	case ReasonTimeout:
-		return fmt.Errorf("call exceeded its time limit of %s", m.timeout)
+		return fmt.Errorf("call exceeded its time limit of %s", limit)
 	case ReasonMemory:
 		return fmt.Errorf("instance reached its memory limit of %d bytes: %w", m.memLimit, firstLine(err))
 	}

@@ -33,7 +33,7 @@ func TestHeaderMatchesTheHost(t *testing.T) {
 		t.Fatalf("clang: %v\n%s", err, b)
 	}
 	ctx := context.Background()
-	h, err := wasmhost.New(wasmhost.Options{CacheDir: t.TempDir()})
+	h, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{schedwasm.Extension}, CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

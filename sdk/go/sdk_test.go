@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wasmkube/wasmkube/core/scheduler/framework"
+	"github.com/wasmkube/wasmkube/plugins/schedwasm"
 	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 )
@@ -41,7 +42,7 @@ func (l *logBuffer) String() string {
 func startGuest(t *testing.T, args string) (*wasmhost.Pool, *logBuffer) {
 	t.Helper()
 	logs := &logBuffer{}
-	h, err := wasmhost.New(wasmhost.Options{CacheDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	h, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{schedwasm.Extension}, CacheDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestSDKThroughTheHost(t *testing.T) {
 	if got := p.Module().Interrupt(); got != wasmhost.InterruptDeadline {
 		t.Errorf("Go guest runs with interrupt %s, want %s", got, wasmhost.InterruptDeadline)
 	}
-	if got := p.Module().Kinds().List(); len(got) != 6 {
+	if got := p.Module().Kinds(); len(got) != 6 {
 		t.Fatalf("kinds %v, want all six scheduler kinds", got)
 	}
 	ctx := context.Background()
@@ -87,11 +88,11 @@ func TestSDKThroughTheHost(t *testing.T) {
 			v1.ResourcePods: resource.MustParse("110"), v1.ResourceEphemeralStorage: resource.MustParse("100Gi"), "example.com/gpu": resource.MustParse("4")}},
 	})
 	state := framework.NewCycleState()
-	if err := p.Do(ctx, &wasmhost.Call{Kind: wasmhost.PreFilter, Pod: pod, State: state}); err != nil {
+	if err := (&schedwasm.Call{Kind: schedwasm.PreFilter, Pod: pod, State: state}).Do(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	c := &wasmhost.Call{Kind: wasmhost.Filter, Pod: pod, State: state, Nodes: []*framework.NodeInfo{node}}
-	if err := p.Do(ctx, c); err != nil {
+	c := &schedwasm.Call{Kind: schedwasm.Filter, Pod: pod, State: state, Nodes: []*framework.NodeInfo{node}}
+	if err := c.Do(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	if len(c.Verdicts) != 1 {
@@ -127,36 +128,36 @@ func TestSDKExtensionPoints(t *testing.T) {
 	}()
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"only-n1": ""}}}
 
-	pre := &wasmhost.Call{Kind: wasmhost.PreFilter, Pod: pod, State: framework.NewCycleState()}
-	if err := p.Do(ctx, pre); err != nil || len(pre.PreFilterNodes) != 1 || pre.PreFilterNodes[0] != "n1" {
+	pre := &schedwasm.Call{Kind: schedwasm.PreFilter, Pod: pod, State: framework.NewCycleState()}
+	if err := pre.Do(ctx, p); err != nil || len(pre.PreFilterNodes) != 1 || pre.PreFilterNodes[0] != "n1" {
 		t.Errorf("prefilter: nodes %v, err %v; want [n1]", pre.PreFilterNodes, err)
 	}
 
-	sc := &wasmhost.Call{Kind: wasmhost.Score, Pod: pod, Nodes: nodes, Scores: make([]int64, 3)}
-	if err := p.Do(ctx, sc); err != nil || sc.Scores[0] != 2 || sc.Scores[1] != 4 || sc.Scores[2] != 8 {
+	sc := &schedwasm.Call{Kind: schedwasm.Score, Pod: pod, Nodes: nodes, Scores: make([]int64, 3)}
+	if err := sc.Do(ctx, p); err != nil || sc.Scores[0] != 2 || sc.Scores[1] != 4 || sc.Scores[2] != 8 {
 		t.Errorf("score: %v, err %v; want [2 4 8]", sc.Scores, err)
 	}
-	norm := &wasmhost.Call{Kind: wasmhost.NormalizeScore, Pod: pod, NodeNames: []string{"n0", "n1", "n2"}, Scores: []int64{2, 4, 8}}
-	if err := p.Do(ctx, norm); err != nil || norm.Scores[0] != 0 || norm.Scores[1] != 33 || norm.Scores[2] != 100 {
+	norm := &schedwasm.Call{Kind: schedwasm.NormalizeScore, Pod: pod, NodeNames: []string{"n0", "n1", "n2"}, Scores: []int64{2, 4, 8}}
+	if err := norm.Do(ctx, p); err != nil || norm.Scores[0] != 0 || norm.Scores[1] != 33 || norm.Scores[2] != 100 {
 		t.Errorf("normalize: %v, err %v; want [0 33 100]", norm.Scores, err)
 	}
 
 	state := framework.NewCycleState()
-	ps := &wasmhost.Call{Kind: wasmhost.PreScore, Pod: pod, Nodes: nodes, State: state}
-	if err := p.Do(ctx, ps); err != nil || ps.Code != wasmhost.CodeSuccess {
+	ps := &schedwasm.Call{Kind: schedwasm.PreScore, Pod: pod, Nodes: nodes, State: state}
+	if err := ps.Do(ctx, p); err != nil || ps.Code != schedwasm.CodeSuccess {
 		t.Errorf("prescore: code %d err %v", ps.Code, err)
 	}
-	skip := &wasmhost.Call{Kind: wasmhost.PreScore, Pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"skip": ""}}}, Nodes: nodes, State: state}
-	if err := p.Do(ctx, skip); err != nil || skip.Code != wasmhost.CodeSkip {
+	skip := &schedwasm.Call{Kind: schedwasm.PreScore, Pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"skip": ""}}}, Nodes: nodes, State: state}
+	if err := skip.Do(ctx, p); err != nil || skip.Code != schedwasm.CodeSkip {
 		t.Errorf("prescore skip: code %d err %v, want 5", skip.Code, err)
 	}
 
-	post := &wasmhost.Call{Kind: wasmhost.PostFilter, Pod: pod, NodeNames: []string{"a", "b"}, FilterCodes: []int32{3, 2}}
-	if err := p.Do(ctx, post); err != nil || post.Code != 0 || post.Nominated != "b" {
+	post := &schedwasm.Call{Kind: schedwasm.PostFilter, Pod: pod, NodeNames: []string{"a", "b"}, FilterCodes: []int32{3, 2}}
+	if err := post.Do(ctx, p); err != nil || post.Code != 0 || post.Nominated != "b" {
 		t.Errorf("postfilter: code %d nominated %q err %v, want b", post.Code, post.Nominated, err)
 	}
-	none := &wasmhost.Call{Kind: wasmhost.PostFilter, Pod: pod, NodeNames: []string{"a"}, FilterCodes: []int32{3}}
-	if err := p.Do(ctx, none); err != nil || none.Code != 2 || none.Reason != "nothing to preempt" {
+	none := &schedwasm.Call{Kind: schedwasm.PostFilter, Pod: pod, NodeNames: []string{"a"}, FilterCodes: []int32{3}}
+	if err := none.Do(ctx, p); err != nil || none.Code != 2 || none.Reason != "nothing to preempt" {
 		t.Errorf("postfilter without candidates: code %d reason %q err %v", none.Code, none.Reason, err)
 	}
 }
@@ -165,9 +166,9 @@ func TestSDKExtensionPoints(t *testing.T) {
 func TestSandbox(t *testing.T) {
 	p, _ := startGuest(t, "")
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"sandbox": ""}}}
-	c := &wasmhost.Call{Kind: wasmhost.Filter, Pod: pod, Nodes: []*framework.NodeInfo{framework.NewNodeInfo()}}
+	c := &schedwasm.Call{Kind: schedwasm.Filter, Pod: pod, Nodes: []*framework.NodeInfo{framework.NewNodeInfo()}}
 	start := time.Now()
-	if err := p.Do(context.Background(), c); err != nil {
+	if err := c.Do(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
 	if len(c.Verdicts) != 1 {
@@ -187,7 +188,7 @@ func TestSandbox(t *testing.T) {
 // A Go guest that allocates without bound hits its memory limit; the Go runtime aborts, the
 // host reports the memory limit and a fresh instance serves the next call.
 func TestGoGuestMemoryLimit(t *testing.T) {
-	h, err := wasmhost.New(wasmhost.Options{CacheDir: t.TempDir()})
+	h, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{schedwasm.Extension}, CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,13 +203,13 @@ func TestGoGuestMemoryLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	hog := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"hog": ""}}}
-	err = p.Do(ctx, &wasmhost.Call{Kind: wasmhost.Filter, Pod: hog, Nodes: []*framework.NodeInfo{framework.NewNodeInfo()}})
+	err = (&schedwasm.Call{Kind: schedwasm.Filter, Pod: hog, Nodes: []*framework.NodeInfo{framework.NewNodeInfo()}}).Do(ctx, p)
 	var ce *wasmhost.CallError
 	if !errors.As(err, &ce) || ce.Reason != wasmhost.ReasonMemory {
 		t.Fatalf("got %v, want a memory limit failure", err)
 	}
-	c := &wasmhost.Call{Kind: wasmhost.Filter, Pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "q", Labels: map[string]string{"sandbox": ""}}}, Nodes: []*framework.NodeInfo{framework.NewNodeInfo()}}
-	if err := p.Do(ctx, c); err != nil {
+	c := &schedwasm.Call{Kind: schedwasm.Filter, Pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "q", Labels: map[string]string{"sandbox": ""}}}, Nodes: []*framework.NodeInfo{framework.NewNodeInfo()}}
+	if err := c.Do(ctx, p); err != nil {
 		t.Fatalf("next call: %v", err)
 	}
 	if created, discarded := p.Stats(); created != 2 || discarded != 1 {

@@ -20,7 +20,7 @@ import (
 // directory) and returns the factory that builds the plugin named name from its args.
 func Load(t testing.TB, name, path string) framework.PluginFactory {
 	t.Helper()
-	h, err := wasmhost.New(wasmhost.Options{CacheDir: t.TempDir()})
+	h, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{schedwasm.Extension}, CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package wasmhost
+package schedwasm
 
 import (
 	"encoding/binary"

@@ -1,0 +1,27 @@
+package wasmhost
+
+import (
+	"context"
+	"time"
+)
+
+// WithContextInterrupt makes Load skip the deadline rewrite (benchmarks compare the two).
+func WithContextInterrupt(o LoadOptions) LoadOptions {
+	o.contextInterrupt = true
+	return o
+}
+
+// RunRaw calls k on an instance of p with the batch size count and returns wazero's raw
+// error, before the host trims it to its first line.
+func RunRaw(p *Pool, k *Kind, count int) error {
+	inst, err := p.acquire(context.Background())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = inst.mod.Close(context.Background()); p.slots <- nil }()
+	inst.call = &Call{Kind: k, Count: count, inst: inst}
+	stack := inst.stack[:]
+	stack[0] = uint64(count)
+	err, _ = inst.run(context.Background(), inst.fns[k], stack, time.Minute)
+	return err
+}
