@@ -7,6 +7,7 @@ package queue
 
 import (
 	"container/heap"
+	"context"
 	"maps"
 	"sync"
 	"time"
@@ -213,13 +214,27 @@ func (q *Queue) Delete(pod *v1.Pod) {
 }
 
 // Pop blocks until a pod is in activeQ (or the queue is closed: nil).
-func (q *Queue) Pop() *QueuedPodInfo {
+func (q *Queue) Pop() *QueuedPodInfo { return q.PopContext(context.Background()) }
+
+// PopContext is Pop that also returns nil when ctx ends. The queue stays open: a
+// scheduler that lost its leadership stops popping, and the pods stay queued for its
+// next term.
+func (q *Queue) PopContext(ctx context.Context) *QueuedPodInfo {
+	if ctx.Done() != nil {
+		// Wake the wait below when ctx ends; the lock orders the wake-up after Wait.
+		stop := context.AfterFunc(ctx, func() {
+			q.mu.Lock()
+			q.cond.Broadcast()
+			q.mu.Unlock()
+		})
+		defer stop()
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for q.active.Len() == 0 && !q.closed {
+	for q.active.Len() == 0 && !q.closed && ctx.Err() == nil {
 		q.cond.Wait()
 	}
-	if q.closed {
+	if q.closed || ctx.Err() != nil {
 		return nil
 	}
 	qp := heap.Pop(q.active).(*QueuedPodInfo)

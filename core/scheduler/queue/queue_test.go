@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -176,5 +177,34 @@ func TestNominated(t *testing.T) {
 	q.Delete(p)
 	if len(q.NominatedPodsForNode("n2")) != 0 {
 		t.Fatal("deleted pod still nominated")
+	}
+}
+
+// PopContext returns nil when its ctx ends and leaves the queue open: a scheduler that
+// lost its leadership stops popping, and its next term pops the pods still queued.
+func TestPopContextEndsWithoutClosing(t *testing.T) {
+	q, _ := newQ()
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan *QueuedPodInfo, 1)
+	go func() { got <- q.PopContext(ctx) }()
+	cancel()
+	select {
+	case qp := <-got:
+		if qp != nil {
+			t.Fatalf("PopContext after cancel = %s, want nil", qp.Key())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("PopContext did not return when its ctx ended")
+	}
+	if qp := q.PopContext(ctx); qp != nil {
+		t.Fatalf("PopContext on an ended ctx = %s, want nil", qp.Key())
+	}
+	q.Add(pod("waiting", 0))
+	if qp := q.PopContext(context.Background()); qp == nil || qp.Pod.Name != "waiting" {
+		t.Fatalf("the next term popped %v, want the queued pod", qp)
+	}
+	q.Close()
+	if qp := q.PopContext(context.Background()); qp != nil {
+		t.Fatal("PopContext on a closed queue returned a pod")
 	}
 }
