@@ -2,65 +2,37 @@ package scheduler
 
 import (
 	"context"
-	"errors"
-	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"github.com/wasmkube/wasmkube/core/leaderelect"
 )
 
-// ErrLostLeadership is returned by Run when another scheduler took the lease.
-var ErrLostLeadership = errors.New("scheduler: lost the leader lease")
-
+// runLeaderElection schedules in terms: each time this scheduler takes the Lease it
+// schedules until the leadership ends, stops (the loop and every binding and status
+// write the term started), and campaigns again with a fresh elector
+// (core/leaderelect). The informers, the cache and the queue live across terms: the
+// informers keep them in step with the API while this scheduler stands by, as for a
+// standby that never led, and what a term leaves in them is settled before the next
+// one starts (assumed pods are bound or forgotten, interrupted pods are back in the
+// queue).
 func (s *Scheduler) runLeaderElection(ctx context.Context) error {
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: s.opts.LeaseNamespace, Name: s.opts.LeaseName},
-		Client:     s.client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: s.opts.Identity},
-	}
-	ld, rd, rp := s.opts.LeaseDuration, s.opts.RenewDeadline, s.opts.RetryPeriod
-	if ld == 0 {
-		ld = 15 * time.Second
-	}
-	if rd == 0 {
-		rd = 10 * time.Second
-	}
-	if rp == 0 {
-		rp = 2 * time.Second
-	}
-	lost := false
-	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		LeaseDuration:   ld,
-		RenewDeadline:   rd,
-		RetryPeriod:     rp,
-		ReleaseOnCancel: true,
-		Name:            s.opts.LeaseName,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(lctx context.Context) {
-				s.log.Info("became leader", "identity", s.opts.Identity)
-				s.leading.Store(true)
-				s.metrics.leader.Set(1)
-				s.loop(lctx)
-			},
-			OnStoppedLeading: func() {
-				s.leading.Store(false)
-				s.metrics.leader.Set(0)
-				if ctx.Err() == nil {
-					lost = true
-					s.log.Error("lost leadership", "identity", s.opts.Identity)
-				}
-			},
-		},
+	return leaderelect.Run(ctx, leaderelect.Config{
+		Client:    s.client.CoordinationV1(),
+		Namespace: s.opts.LeaseNamespace, Name: s.opts.LeaseName, Identity: s.opts.Identity,
+		LeaseDuration: s.opts.LeaseDuration, RenewDeadline: s.opts.RenewDeadline, RetryPeriod: s.opts.RetryPeriod,
+		Component: "scheduler", Logger: s.log, Status: s.status,
+	}, func(lctx context.Context) error {
+		s.lead(lctx)
+		return nil
 	})
-	if err != nil {
-		return err
-	}
-	s.log.Info("waiting for the leader lease", "lease", s.opts.LeaseNamespace+"/"+s.opts.LeaseName, "identity", s.opts.Identity)
-	le.Run(ctx)
-	if lost {
-		return ErrLostLeadership
-	}
-	return nil
+}
+
+// lead schedules until ctx ends, then waits for the bindings and status writes of the
+// cycles it ran, so that nothing of this term acts after it.
+func (s *Scheduler) lead(ctx context.Context) {
+	s.leading.Store(true)
+	s.metrics.leader.Set(1)
+	s.loop(ctx)
+	s.leading.Store(false)
+	s.metrics.leader.Set(0)
+	s.bindWG.Wait()
 }

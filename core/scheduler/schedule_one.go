@@ -134,6 +134,13 @@ func (s *Scheduler) bind(ctx context.Context, fwk *runtime.Framework, state *fra
 // unschedulable pods, and records the FailedScheduling event, the PodScheduled
 // condition and the explanation.
 func (s *Scheduler) handleFailure(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, qp *queue.QueuedPodInfo, err error, evaluated int, start time.Time) {
+	if ctx.Err() != nil {
+		// The term ended (leadership lost, or stopping) during the attempt: that is no
+		// verdict on the pod. It goes back to the queue for the next term, without an
+		// event, a status write or a metric.
+		s.queue.AddUnschedulable(qp, false)
+		return
+	}
 	pod := qp.Pod
 	result, reason := resultError, v1.PodReasonSchedulerError
 	unschedulable := false

@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/wasmkube/wasmkube/core/leaderelect"
 	schedcache "github.com/wasmkube/wasmkube/core/scheduler/cache"
 	"github.com/wasmkube/wasmkube/core/scheduler/config"
 	"github.com/wasmkube/wasmkube/core/scheduler/framework"
@@ -105,6 +106,7 @@ type Scheduler struct {
 
 	reloadMu sync.Mutex
 	leading  atomic.Bool
+	status   *leaderelect.Status
 	bindWG   sync.WaitGroup
 	ctx      context.Context
 }
@@ -158,6 +160,7 @@ func New(ctx context.Context, opts Options) (*Scheduler, error) {
 		snapshot: schedcache.NewSnapshot(),
 		queue:    queue.New(opts.Queue),
 		patches:  make(chan patchReq, explainPatchQueue),
+		status:   leaderelect.NewStatus(),
 		// 50 explanation patches per second at most, bursts of 100.
 		patchLimiter: flowcontrol.NewTokenBucketRateLimiter(50, 100),
 	}
@@ -208,6 +211,15 @@ func (s *Scheduler) MetricsHandler() http.Handler { return s.metrics.handler() }
 // without leader election).
 func (s *Scheduler) IsLeader() bool { return s.leading.Load() }
 
+// Status is the scheduler's phase: starting, standby, leading, stopping (a term that
+// ended), stopped (Run returned).
+func (s *Scheduler) Status() *leaderelect.Status { return s.status }
+
+// Check is the scheduler's health check (for /readyz or /healthz): nil while it stands
+// by for the Lease or schedules, an error while it starts, stops a term, or after Run
+// returned.
+func (s *Scheduler) Check() error { return s.status.Check() }
+
 // Profiles lists the scheduler names of the profiles in force.
 func (s *Scheduler) Profiles() []string {
 	ps := s.profiles.Load()
@@ -218,11 +230,13 @@ func (s *Scheduler) Profiles() []string {
 	return out
 }
 
-// Run starts the informers, waits for them to sync, then schedules until ctx ends (as
-// leader, when LeaderElect). It returns nil when ctx ends, or an error if leadership
-// was lost (the caller should exit, as upstream does).
-func (s *Scheduler) Run(ctx context.Context) error {
+// Run starts the informers, waits for them to sync, then schedules until ctx ends.
+// With LeaderElect it schedules only while it holds the Lease; when it loses the Lease
+// it stops scheduling and campaigns again (see runLeaderElection). It returns nil when
+// ctx ends, or an error if the informers could not start.
+func (s *Scheduler) Run(ctx context.Context) (err error) {
 	s.ctx = ctx
+	defer func() { s.status.Set(leaderelect.Stopped, err) }()
 	s.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.client.CoreV1().Events("")})
 	defer s.broadcaster.Shutdown()
 	s.factory.Start(ctx.Done())
@@ -247,22 +261,19 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	defer s.bindWG.Wait()
 	defer s.queue.Close()
 	if !s.opts.LeaderElect {
-		s.leading.Store(true)
-		s.metrics.leader.Set(1)
-		s.loop(ctx)
+		s.status.Set(leaderelect.Leading, nil)
+		s.lead(ctx)
 		return nil
 	}
 	return s.runLeaderElection(ctx)
 }
 
+// loop schedules pods until ctx ends (the end of a term, or of Run) or the queue closes.
+// The queue stays open when ctx ends: pods wait in it for the next term.
 func (s *Scheduler) loop(ctx context.Context) {
 	s.log.Info("scheduling", "profiles", s.Profiles())
-	go func() {
-		<-ctx.Done()
-		s.queue.Close()
-	}()
 	for ctx.Err() == nil {
-		qp := s.queue.Pop()
+		qp := s.queue.PopContext(ctx)
 		if qp == nil {
 			return
 		}
