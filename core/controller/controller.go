@@ -24,8 +24,6 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/wasmkube/wasmkube/core/controller/deployment"
@@ -36,6 +34,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/controller/podgc"
 	"github.com/wasmkube/wasmkube/core/controller/replicaset"
 	"github.com/wasmkube/wasmkube/core/controller/worker"
+	"github.com/wasmkube/wasmkube/core/leaderelect"
 )
 
 // LeaseName is the Lease in kube-system that controller managers compete for.
@@ -64,20 +63,30 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// PodGCPeriod between pod GC passes (default 20s).
 	PodGCPeriod time.Duration
-	// OnStartedLeading, if set, is called when this instance starts its controllers.
+	// OnStartedLeading, if set, is called each time this instance has started its
+	// controllers (once per term with LeaderElect).
 	OnStartedLeading func()
+	// Status, if set, follows what Run does (starting, standby, leading, stopping a
+	// term, stopped); its Check is the controller manager's health check.
+	Status *leaderelect.Status
 }
 
-// ErrLeaderLost is returned by Run when another instance took the Lease while ctx was still
-// live; the caller should exit (as upstream's controller manager does) so it restarts clean.
-var ErrLeaderLost = errors.New("controller manager: leader election lost")
-
-// Run runs all controllers until ctx is done. With LeaderElect it first acquires the Lease
-// and stops (returning ErrLeaderLost) if it loses it; on ctx cancellation it releases the
-// Lease so a standby takes over at once.
+// Run runs all controllers until ctx is done. With LeaderElect it runs them in terms:
+// each time it holds the Lease it builds and starts the controllers and their informers,
+// and when it loses the Lease (another instance took it, or it could not renew it within
+// the renew deadline, as while etcd has no quorum) it stops them all, waits until they
+// have, and campaigns again; the next term builds everything afresh (core/leaderelect).
+// On ctx cancellation it releases the Lease once the controllers have stopped, so a
+// standby takes over at once. It returns nil when ctx ends, or an error if the options
+// are unusable.
 func Run(ctx context.Context, o Options) error {
+	if o.Status == nil {
+		o.Status = leaderelect.NewStatus()
+	}
 	if o.RESTConfig == nil {
-		return errors.New("controller manager: Options.RESTConfig is required")
+		err := errors.New("controller manager: Options.RESTConfig is required")
+		o.Status.Set(leaderelect.Stopped, err)
+		return err
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -96,13 +105,19 @@ func Run(ctx context.Context, o Options) error {
 	cfg.UserAgent = "wasmkube-controller-manager"
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return fmt.Errorf("controller manager: client: %w", err)
+		err = fmt.Errorf("controller manager: client: %w", err)
+		o.Status.Set(leaderelect.Stopped, err)
+		return err
 	}
 	if err := waitForAPI(ctx, client, o.Logger); err != nil {
+		o.Status.Set(leaderelect.Stopped, err)
 		return err
 	}
 	if !o.LeaderElect {
-		return runControllers(ctx, cfg, client, o)
+		o.Status.Set(leaderelect.Leading, nil)
+		err := runControllers(ctx, cfg, client, o)
+		o.Status.Set(leaderelect.Stopped, err)
+		return err
 	}
 
 	id := o.Identity
@@ -110,79 +125,13 @@ func Run(ctx context.Context, o Options) error {
 		host, _ := os.Hostname()
 		id = host + "_" + string(uuid.NewUUID())
 	}
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Name: LeaseName, Namespace: "kube-system"},
-		Client:     client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
-	}
-	le := leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		LeaseDuration:   durOr(o.LeaseDuration, 15*time.Second),
-		RenewDeadline:   durOr(o.RenewDeadline, 10*time.Second),
-		RetryPeriod:     durOr(o.RetryPeriod, 2*time.Second),
-		ReleaseOnCancel: true,
-		Name:            LeaseName,
-	}
-	// The elector starts OnStartedLeading in a goroutine of its own; state makes sure that
-	// Run returns only after the controllers it started have stopped, and that a callback
-	// arriving after Run decided to return starts nothing.
-	const (
-		idle = iota
-		running
-		finished
-	)
-	var (
-		mu     sync.Mutex
-		state  = idle
-		runErr error
-		done   = make(chan struct{})
-	)
-	leCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	le.Callbacks = leaderelection.LeaderCallbacks{
-		OnStartedLeading: func(lctx context.Context) {
-			mu.Lock()
-			if state != idle {
-				mu.Unlock()
-				return
-			}
-			state = running
-			mu.Unlock()
-			defer close(done)
-			o.Logger.Info("controller manager is the leader", "identity", id)
-			if err := runControllers(lctx, cfg, client, o); err != nil {
-				mu.Lock()
-				runErr = err
-				mu.Unlock()
-				cancel()
-			}
-		},
-		OnStoppedLeading: func() {
-			o.Logger.Info("controller manager stopped leading", "identity", id)
-		},
-	}
-	elector, err := leaderelection.NewLeaderElector(le)
-	if err != nil {
-		return fmt.Errorf("controller manager: leader election: %w", err)
-	}
-	elector.Run(leCtx)
-	mu.Lock()
-	started := state == running
-	state = finished
-	mu.Unlock()
-	if !started {
-		return nil // ctx ended before this instance ever led
-	}
-	<-done
-	mu.Lock()
-	defer mu.Unlock()
-	if runErr != nil {
-		return runErr
-	}
-	if ctx.Err() == nil {
-		return ErrLeaderLost
-	}
-	return nil
+	return leaderelect.Run(ctx, leaderelect.Config{
+		Client: client.CoordinationV1(), Namespace: metav1.NamespaceSystem, Name: LeaseName, Identity: id,
+		LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
+		Component: "controller manager", Logger: o.Logger, Status: o.Status,
+	}, func(lctx context.Context) error {
+		return runControllers(lctx, cfg, client, o)
+	})
 }
 
 // waitForAPI waits until the API server answers discovery, so that a controller manager
@@ -200,13 +149,6 @@ func waitForAPI(ctx context.Context, client kubernetes.Interface, log *slog.Logg
 		case <-time.After(delay):
 		}
 	}
-}
-
-func durOr(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 func runControllers(ctx context.Context, cfg *rest.Config, client kubernetes.Interface, o Options) error {

@@ -22,6 +22,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/apiserver/apiservertest"
 	"github.com/wasmkube/wasmkube/core/controller"
 	"github.com/wasmkube/wasmkube/core/controller/deployment"
+	"github.com/wasmkube/wasmkube/core/leaderelect"
 	"github.com/wasmkube/wasmkube/core/scheduler"
 	"github.com/wasmkube/wasmkube/kubelet/hollow"
 )
@@ -883,40 +884,74 @@ func TestEndpointsFollowPods(t *testing.T) {
 }
 
 // TestLeaderLost: when another candidate takes the Lease, the leader stops its controllers
-// and Run returns ErrLeaderLost (the process should restart clean).
+// and stands by; when the other one goes away, it takes the Lease back and starts its
+// controllers again (a new term), and Run keeps running until its ctx ends.
 func TestLeaderLost(t *testing.T) {
 	e := newEnv(t, envOpts{})
-	started := make(chan struct{})
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	started := make(chan struct{}, 4)
 	result := make(chan error, 1)
+	status := leaderelect.NewStatus()
 	go func() {
-		result <- controller.Run(e.ctx, controller.Options{RESTConfig: e.srv.Config, Logger: testLogger(), Workers: 1,
+		result <- controller.Run(ctx, controller.Options{RESTConfig: e.srv.Config, Logger: testLogger(), Workers: 1,
 			LeaderElect: true, Identity: "victim", LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond,
-			RetryPeriod: 200 * time.Millisecond, OnStartedLeading: func() { close(started) }})
+			RetryPeriod: 200 * time.Millisecond, Status: status, OnStartedLeading: func() { started <- struct{}{} }})
 	}()
 	select {
 	case <-started:
 	case err := <-result:
 		t.Fatalf("Run returned before leading: %v", err)
+	case <-time.After(waitTimeout):
+		t.Fatal("never led")
 	}
 	// An intruder keeps writing itself into the Lease, as a candidate that took over would.
 	leases := e.client.CoordinationV1().Leases("kube-system")
-	deadline := time.Now().Add(waitTimeout)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-result:
-			if err != controller.ErrLeaderLost {
-				t.Fatalf("Run returned %v, want ErrLeaderLost", err)
-			}
-			return
-		default:
-		}
+	intrude := func() {
 		l, err := leases.Get(e.ctx, controller.LeaseName, metav1.GetOptions{})
 		if err == nil {
 			id, now := "intruder", metav1.NowMicro()
 			l.Spec.HolderIdentity, l.Spec.RenewTime, l.Spec.AcquireTime = &id, &now, &now
 			_, _ = leases.Update(e.ctx, l, metav1.UpdateOptions{})
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatal("Run kept leading while another holder owned the Lease")
+	e.eventually("the victim stands by", func() (bool, error) {
+		intrude()
+		time.Sleep(100 * time.Millisecond)
+		_, ended := status.Terms()
+		return ended == 1 && status.Phase() == leaderelect.Standby, fmt.Errorf("phase %s, %d terms ended", status.Phase(), ended)
+	})
+	if err := status.Check(); err != nil {
+		t.Fatalf("a standby is unhealthy: %v", err)
+	}
+	select {
+	case err := <-result:
+		t.Fatalf("Run returned after losing the Lease: %v", err)
+	default:
+	}
+	// The intruder stops renewing: the victim takes the Lease back once it expires.
+	select {
+	case <-started:
+	case err := <-result:
+		t.Fatalf("Run returned: %v", err)
+	case <-time.After(waitTimeout):
+		t.Fatalf("the victim never led again (phase %s)", status.Phase())
+	}
+	if terms, _ := status.Terms(); terms != 2 {
+		t.Fatalf("%d terms, want 2", terms)
+	}
+	cancel()
+	if err := <-result; err != nil {
+		t.Fatalf("Run after cancel: %v", err)
+	}
+	if err := status.Check(); err == nil || status.Phase() != leaderelect.Stopped {
+		t.Fatalf("after Run returned: phase %s, check %v", status.Phase(), err)
+	}
+	l, err := leases.Get(e.ctx, controller.LeaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := l.Spec.HolderIdentity; h != nil && *h != "" {
+		t.Fatalf("lease still held by %q after Run returned", *h)
+	}
 }
