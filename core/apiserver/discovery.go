@@ -1,12 +1,9 @@
 package apiserver
 
 import (
-	"context"
-	"fmt"
 	"net/http"
 	"runtime"
 	"strings"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -125,33 +122,4 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, path str
 	}
 	writeJSON(w, http.StatusOK, l, outJSON)
 	return true
-}
-
-// serveHealth answers /healthz, /livez and /readyz; readiness includes etcd.
-func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request, path string) {
-	if path == "/readyz" || path == "/healthz" {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		err := s.backend.Ready(ctx)
-		cancel()
-		if err != nil {
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			w.WriteHeader(http.StatusInternalServerError)
-			fmt.Fprintf(w, "[-]etcd failed: %v\n%s check failed\n", err, strings.TrimPrefix(path, "/"))
-			return
-		}
-		select {
-		case <-s.ready:
-		default:
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			w.WriteHeader(http.StatusInternalServerError)
-			fmt.Fprintf(w, "[-]server starting\n%s check failed\n", strings.TrimPrefix(path, "/"))
-			return
-		}
-	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if r.URL.Query().Has("verbose") {
-		fmt.Fprintf(w, "[+]ping ok\n[+]etcd ok\n%s check passed\n", strings.TrimPrefix(path, "/"))
-		return
-	}
-	_, _ = w.Write([]byte("ok"))
 }

@@ -93,10 +93,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 
 	path := strings.TrimSuffix(r.URL.Path, "/")
-	switch path {
-	case "/healthz", "/livez", "/readyz":
+	if isHealthPath(path) {
 		s.serveHealth(sw, r, path)
 		return
+	}
+	switch path {
 	case "/version":
 		writeJSON(sw, http.StatusOK, versionInfo(), outJSON)
 		return

@@ -83,6 +83,7 @@ type Server struct {
 
 	namespaces *nsCache
 	bgCancel   context.CancelFunc
+	health     healthChecks
 
 	ready    chan struct{}
 	stopping chan struct{}
