@@ -81,3 +81,21 @@ func TestPluginCheckWithObjects(t *testing.T) {
 		t.Errorf("a pod file with an unknown field: got %v", err)
 	}
 }
+
+// An unknown verb is an error, not a help page with exit status 0.
+func TestUnknownSubcommandIsAnError(t *testing.T) {
+	refuseUnknownSubcommands(rootCmd)
+	for _, args := range [][]string{{"plugin", "no-such-verb"}, {"bench", "nothing"}, {"image", "frobnicate"}} {
+		rootCmd.SetArgs(args)
+		var out bytes.Buffer
+		rootCmd.SetOut(&out)
+		err := rootCmd.Execute()
+		if err == nil || !strings.Contains(err.Error(), `unknown command "`+args[1]+`" for "wasmkube `+args[0]+`"`) {
+			t.Errorf("wasmkube %v: got %v, want an unknown-command error", args, err)
+		}
+	}
+	rootCmd.SetArgs([]string{"plugin"})
+	if err := rootCmd.Execute(); err != nil {
+		t.Errorf("wasmkube plugin without a verb: %v, want the help", err)
+	}
+}
