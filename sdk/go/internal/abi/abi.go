@@ -8,6 +8,7 @@ package abi
 const (
 	NotFound    int32 = -1
 	Unavailable int32 = -2
+	Forbidden   int32 = -3
 )
 
 // Sizes of the fixed records, in int64 words.
