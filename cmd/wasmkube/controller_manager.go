@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/wasmkube/wasmkube/core/controller"
+	"github.com/wasmkube/wasmkube/core/leaderelect"
 )
 
 func init() {
@@ -31,6 +32,11 @@ func init() {
 		Use:   "controller-manager",
 		Short: "Run the controllers: ReplicaSet, Deployment, node lifecycle, garbage collector, pod GC, namespace, endpoints",
 		Long: `Run wasmkube's controllers against an API server.
+
+With --leader-elect only the holder of the Lease kube-system/wasmkube-controller-manager acts; an
+instance that loses the Lease stops its controllers and campaigns again (the next term
+starts them afresh). /healthz at --metrics-addr is not ok while it starts, stops a term or
+has stopped (a standby is ok).
 
 Config file keys (flags override them):
   controller.nodeMonitorGracePeriod    heartbeat grace before a node is Unknown (default 40s)
@@ -73,14 +79,16 @@ Config file keys (flags override them):
 
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			status := leaderelect.NewStatus()
 			if metricsAddr != "" {
-				if err := serveMetrics(ctx, metricsAddr, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), log); err != nil {
+				if err := serveMetrics(ctx, metricsAddr, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), componentHealth("controller-manager", status.Check), log); err != nil {
 					return err
 				}
 			}
 			return controller.Run(ctx, controller.Options{
 				RESTConfig: cfg, LeaderElect: leaderElect, NodeMonitorGracePeriod: g,
 				DefaultTolerationSeconds: &tol, Workers: workers, Logger: log, Registerer: reg,
+				Status: status,
 			})
 		},
 	}

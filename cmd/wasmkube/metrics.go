@@ -12,19 +12,32 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/wasmkube/wasmkube/core/scheduler"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 )
 
 // serveMetrics serves h at /metrics, and /healthz, on addr until ctx ends; the
 // scheduler, the controller manager, up and server all expose their metrics this way.
-func serveMetrics(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
+// /healthz answers 500 with the error while health (if not nil) returns one: the
+// component it belongs to is not standing by or working (see leaderelect.Status).
+func serveMetrics(ctx context.Context, addr string, h http.Handler, health func() error, log *slog.Logger) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("--metrics-addr %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", h)
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if health != nil {
+			if err := health(); err != nil {
+				w.WriteHeader(http.StatusInternalServerError)
+				fmt.Fprintf(w, "[-]%s\nhealthz check failed\n", err)
+				return
+			}
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -50,4 +63,19 @@ func hostFailuresOnly(h *wasmhost.Host) prometheus.Gatherer {
 	r := prometheus.NewRegistry()
 	r.MustRegister(h.Failures())
 	return r
+}
+
+// componentHealth names a component's health check for a /healthz answer.
+func componentHealth(name string, check func() error) func() error {
+	return func() error {
+		if err := check(); err != nil {
+			return fmt.Errorf("%s failed: %w", name, err)
+		}
+		return nil
+	}
+}
+
+// schedulerHealth is the scheduler's /healthz check.
+func schedulerHealth(s *scheduler.Scheduler) func() error {
+	return componentHealth("scheduler", s.Check)
 }

@@ -26,7 +26,10 @@ wasm plugins from the scheduler: section of --config), and binds it. Editing --c
 profiles live; a config that does not load leaves the previous one in force (see the
 FailedConfigReload event and wasmkube_scheduler_config_reloads_total). With --leader-elect,
 several schedulers can run and only the holder of the Lease kube-system/wasmkube-scheduler
-schedules. Prometheus metrics are served at --metrics-addr/metrics.`,
+schedules; a scheduler that loses the Lease (another one took it, or it could not renew it
+for the renew deadline, as while etcd has no quorum) stops scheduling and campaigns again.
+Prometheus metrics are served at --metrics-addr/metrics, and /healthz there is not ok while
+the scheduler starts, stops a term or has stopped (a standby is ok).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := schedLogger(logLevel)
@@ -50,7 +53,7 @@ schedules. Prometheus metrics are served at --metrics-addr/metrics.`,
 				return err
 			}
 			if metricsAddr != "" {
-				if err := serveMetrics(ctx, metricsAddr, gatherersHandler(s.MetricsGatherer(), hostMetrics), log); err != nil {
+				if err := serveMetrics(ctx, metricsAddr, gatherersHandler(s.MetricsGatherer(), hostMetrics), schedulerHealth(s), log); err != nil {
 					return err
 				}
 			}

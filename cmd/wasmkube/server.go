@@ -47,7 +47,10 @@ the config file keys:
 
 Unless --apiserver-only, the scheduler (profiles and wasm plugins from the config file's
 scheduler: section, reloaded when the file changes) and the controller manager run in the
-same process, each leader-elected through a Lease in kube-system.`,
+same process, each leader-elected through a Lease in kube-system. A component that loses
+its Lease (another server took it, or it could not renew it for 10 s, as while etcd has no
+quorum) stops its work and campaigns again; the process does not exit. /readyz lists them
+(/readyz?verbose): not ok while one starts, stops a term or has stopped; a standby is ok.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts, level, err := serverOptions(cmd)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/wasmkube/wasmkube/core/apiserver"
 	"github.com/wasmkube/wasmkube/core/controller"
+	"github.com/wasmkube/wasmkube/core/leaderelect"
 	"github.com/wasmkube/wasmkube/core/scheduler"
 	"github.com/wasmkube/wasmkube/kubelet"
 	"github.com/wasmkube/wasmkube/kubelet/containerd"
@@ -203,10 +204,15 @@ func startControlPlane(ctx context.Context, srv *apiserver.Server, dataDir, conf
 	// The scheduler's metrics (attempts, plugin durations, config reloads) are served where
 	// a standalone `wasmkube scheduler` serves them; the API server's /metrics has the rest.
 	if metricsAddr != "" {
-		if err := serveMetrics(ctx, metricsAddr, gatherersHandler(sched.MetricsGatherer(), hostFailuresOnly(host)), log); err != nil {
+		if err := serveMetrics(ctx, metricsAddr, gatherersHandler(sched.MetricsGatherer(), hostFailuresOnly(host)), schedulerHealth(sched), log); err != nil {
 			log.Warn("scheduler metrics not served (choose another --metrics-addr)", "err", err)
 		}
 	}
+	// Each component campaigns again after losing its Lease (core/leaderelect); /readyz
+	// is not ok while one of them starts, stops a term or has stopped for good.
+	cmStatus := leaderelect.NewStatus()
+	srv.AddReadyzCheck("scheduler", sched.Check)
+	srv.AddReadyzCheck("controller-manager", cmStatus.Check)
 	go func() {
 		if err := sched.Run(ctx); err != nil && ctx.Err() == nil {
 			log.Error("scheduler stopped", "err", err)
@@ -216,7 +222,7 @@ func startControlPlane(ctx context.Context, srv *apiserver.Server, dataDir, conf
 	go func() {
 		err := controller.Run(ctx, controller.Options{
 			RESTConfig: srv.AdminRESTConfig(), NodeMonitorGracePeriod: cs.nodeMonitorGracePeriod,
-			DefaultTolerationSeconds: &tol, LeaderElect: leaderElect, Logger: log,
+			DefaultTolerationSeconds: &tol, LeaderElect: leaderElect, Logger: log, Status: cmStatus,
 		})
 		if err != nil && ctx.Err() == nil {
 			log.Error("controller manager stopped", "err", err)
