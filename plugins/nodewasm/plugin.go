@@ -1,0 +1,193 @@
+package nodewasm
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/wasmkube/wasmkube/kubelet/config"
+	"github.com/wasmkube/wasmkube/kubelet/probe"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost"
+)
+
+// DefaultLimit is the time limit of a call whose caller gives none (a preStop without a
+// grace deadline), and of the module's own start-up calls when the config sets no cap.
+const DefaultLimit = time.Second
+
+// Plugin is one loaded hook plugin: a module's pool with its args, its failure policy and
+// its time cap.
+type Plugin struct {
+	name, path string
+	policy     string
+	cap        time.Duration
+	pool       *wasmhost.Pool
+	key        string
+}
+
+// Name is the plugin's name.
+func (p *Plugin) Name() string { return p.name }
+
+// Path is the module file the plugin was loaded from.
+func (p *Plugin) Path() string { return p.path }
+
+// Pool is the plugin's instance pool.
+func (p *Plugin) Pool() *wasmhost.Pool { return p.pool }
+
+// Kinds are the kubelet kinds the module exports.
+func (p *Plugin) Kinds() wasmhost.Kinds { return p.pool.Module().Kinds().Intersect(Kinds) }
+
+// Close closes the plugin's instances and module; calls in flight finish first.
+func (p *Plugin) Close() {
+	p.pool.Close()
+	_ = p.pool.Module().Close(context.Background())
+}
+
+// Load reads, compiles and checks the module of spec (Path relative to baseDir), with the
+// network capability granted, builds its pool with the args (running wasmkube_init) and
+// smoke-calls it. Every error names the plugin and path.
+func Load(ctx context.Context, h *wasmhost.Host, spec config.HookPlugin, baseDir string) (*Plugin, error) {
+	lerr := func(err error) error { return &wasmhost.LoadError{Plugin: spec.Name, Path: spec.Path, Err: err} }
+	path := spec.Path
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(baseDir, path)
+	}
+	bin, err := os.ReadFile(path)
+	if err != nil {
+		return nil, lerr(err)
+	}
+	policy := spec.FailurePolicy
+	if policy == "" {
+		policy = config.Fail
+	}
+	if policy != config.Fail && policy != config.Ignore {
+		return nil, lerr(fmt.Errorf("failurePolicy %q: must be Fail or Ignore", policy))
+	}
+	limit := spec.Timeout.Duration
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	mod, err := h.Load(ctx, wasmhost.LoadOptions{
+		Name: spec.Name, Path: spec.Path, Wasm: bin, Timeout: limit,
+		MemoryLimit: uint64(max(spec.MemoryLimit.Value(), 0)), Capabilities: []string{NetworkCapability},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(mod.Kinds().Intersect(Kinds)) == 0 {
+		_ = mod.Close(ctx)
+		return nil, lerr(errors.New("exports neither wasmkube_probe nor wasmkube_prestop: not a kubelet hook plugin"))
+	}
+	size := spec.Pool
+	if size <= 0 {
+		size = config.DefaultPool
+	}
+	args := []byte(spec.Args)
+	if len(args) == 0 || string(args) == "null" {
+		args = nil
+	}
+	pool, err := mod.NewPool(ctx, args, size)
+	if err != nil {
+		_ = mod.Close(ctx)
+		return nil, err
+	}
+	if err := Smoke(ctx, pool); err != nil {
+		pool.Close()
+		_ = mod.Close(ctx)
+		return nil, lerr(err)
+	}
+	return &Plugin{name: spec.Name, path: spec.Path, policy: policy, cap: spec.Timeout.Duration, pool: pool, key: pluginKey(spec, bin)}, nil
+}
+
+// pluginKey identifies a declaration and module bytes: a reload that leaves both unchanged
+// keeps the loaded plugin.
+func pluginKey(spec config.HookPlugin, bin []byte) string {
+	h := sha256.New()
+	b, _ := json.Marshal(spec)
+	h.Write(b)
+	h.Write(bin)
+	return fmt.Sprintf("%x", h.Sum(nil))
+}
+
+// limit is a call's time limit: what the caller's deadline leaves (the probe's
+// timeoutSeconds, the rest of the grace period), capped by the plugin's timeout.
+func (p *Plugin) limit(ctx context.Context) time.Duration {
+	d := DefaultLimit
+	if dl, ok := ctx.Deadline(); ok {
+		d = time.Until(dl)
+	} else if p.cap > 0 {
+		d = p.cap
+	}
+	if p.cap > 0 && p.cap < d {
+		d = p.cap
+	}
+	return max(d, time.Millisecond)
+}
+
+// Probe runs the plugin's wasmkube_probe for container of pod. ctx's deadline is the
+// probe's timeoutSeconds. A plugin failure (trap, timeout, memory, garbage, Error) is a
+// probe failure with that reason, or a success under failurePolicy Ignore; the kubelet
+// giving up (ctx cancelled) is Unknown.
+func (p *Plugin) Probe(ctx context.Context, pod *v1.Pod, container, probeKind, podIP string) (probe.Result, string) {
+	if !p.pool.Module().Kinds().Has(Probe) {
+		return probe.Failure, fmt.Sprintf("wasm plugin %s does not export wasmkube_probe: it cannot serve a %s probe", p.name, probeKind)
+	}
+	c := &Call{Kind: Probe, Pod: pod, Container: container, ProbeKind: probeKind, PodIP: podIP, Timeout: p.limit(ctx)}
+	err := c.Do(ctx, p.pool)
+	switch {
+	case err == nil && c.Code == CodeFailure:
+		reason := c.Reason
+		if reason == "" {
+			reason = "probe failed (the plugin gave no reason)"
+		}
+		return probe.Failure, "wasm plugin " + p.name + ": " + reason
+	case err == nil:
+		return probe.Success, ""
+	}
+	var ce *wasmhost.CallError
+	if errors.As(err, &ce) && ce.Reason == wasmhost.ReasonCanceled {
+		return probe.Unknown, ""
+	}
+	if p.policy == config.Ignore {
+		return probe.Success, ""
+	}
+	return probe.Failure, failure(p.name, err)
+}
+
+// PreStop runs the plugin's wasmkube_prestop for container of pod. ctx's deadline is the
+// end of the grace period. A failure is an error (a FailedPreStopHook event) unless the
+// policy is Ignore; either way the caller goes on with SIGTERM.
+func (p *Plugin) PreStop(ctx context.Context, pod *v1.Pod, container, podIP string) error {
+	if !p.pool.Module().Kinds().Has(PreStop) {
+		return fmt.Errorf("wasm plugin %s does not export wasmkube_prestop: it cannot serve a preStop hook", p.name)
+	}
+	c := &Call{Kind: PreStop, Pod: pod, Container: container, PodIP: podIP, Timeout: p.limit(ctx)}
+	err := c.Do(ctx, p.pool)
+	if err == nil {
+		return nil
+	}
+	var ce *wasmhost.CallError
+	if errors.As(err, &ce) && ce.Reason == wasmhost.ReasonCanceled {
+		return fmt.Errorf("wasm plugin %s: canceled", p.name)
+	}
+	if p.policy == config.Ignore {
+		return nil
+	}
+	return errors.New(failure(p.name, err))
+}
+
+// failure is the message of a failed call: "wasm plugin drain failed (timeout): call
+// exceeded its time limit of 28.5s".
+func failure(name string, err error) string {
+	var ce *wasmhost.CallError
+	if errors.As(err, &ce) {
+		return fmt.Sprintf("wasm plugin %s failed (%s): %v", name, ce.Reason, ce.Err)
+	}
+	return fmt.Sprintf("wasm plugin %s failed: %v", name, err)
+}
