@@ -56,6 +56,37 @@ type Attributes struct {
 	OldObject runtime.Object
 	User      UserInfo
 	DryRun    bool
+
+	// Warnings are sent to the client as Warning headers (kubectl prints "Warning: ..."),
+	// whether or not the request is admitted.
+	Warnings []string
+	// AuditAnnotations are recorded with the request (keys are "<plugin>/<key>").
+	AuditAnnotations map[string]string
+
+	state map[any]any
+}
+
+// AddWarning adds a warning for the client.
+func (a *Attributes) AddWarning(w string) { a.Warnings = append(a.Warnings, w) }
+
+// AddAuditAnnotation records key=value with the request.
+func (a *Attributes) AddAuditAnnotation(key, value string) {
+	if a.AuditAnnotations == nil {
+		a.AuditAnnotations = map[string]string{}
+	}
+	a.AuditAnnotations[key] = value
+}
+
+// State returns what a plugin stored under key for this request (nil if nothing): the
+// way a plugin carries work from its Admit to its Validate, or between its policies.
+func (a *Attributes) State(key any) any { return a.state[key] }
+
+// SetState stores v under key for the rest of this request's admission.
+func (a *Attributes) SetState(key, v any) {
+	if a.state == nil {
+		a.state = map[any]any{}
+	}
+	a.state[key] = v
 }
 
 // MutationInterface is a plugin that may change the object.
@@ -68,45 +99,116 @@ type ValidationInterface interface {
 	Validate(ctx context.Context, a *Attributes) error
 }
 
-// Plugin is a MutationInterface, a ValidationInterface, or both.
+// Plugin is a MutationInterface, a ValidationInterface, both, or a Source.
 type Plugin = any
+
+// Source is a set of plugins that changes at run time (the wasm policies, swapped by an
+// edit of the config file). The chain asks it once per request, before the first
+// mutating plugin, and runs that one answer's mutators and validators in the source's
+// place in each phase: a request never sees half of an old set and half of a new one.
+type Source interface {
+	Plugins() (mutators []MutationInterface, validators []ValidationInterface)
+}
+
+// ObjectReader reads objects from the API server's watch cache (no etcd read), for
+// plugins that decide from other objects (a namespace's labels, the configmaps of the
+// request's namespace). Resources are named by their plural (namespaces, configmaps);
+// the namespace is ignored for cluster-scoped ones. Objects are shared: read-only.
+type ObjectReader interface {
+	// Resource tells the kind of a resource and whether it is namespaced; ok is false
+	// for a resource the server does not serve.
+	Resource(resource string) (gvk schema.GroupVersionKind, namespaced, ok bool)
+	// Get returns the object, or an error wrapping ErrNotFound.
+	Get(ctx context.Context, resource, namespace, name string) (runtime.Object, error)
+	// List returns the objects of the namespace (all of them for a cluster-scoped
+	// resource), sorted by name.
+	List(ctx context.Context, resource, namespace string) ([]runtime.Object, error)
+}
+
+// ErrNotFound is wrapped by ObjectReader.Get for an object that does not exist.
+var ErrNotFound = errors.New("object not found")
+
+// WantsObjectReader is a plugin that reads other objects; the API server hands it its
+// reader before serving (upstream's plugin initializers do the same with informers).
+type WantsObjectReader interface {
+	SetObjectReader(ObjectReader)
+}
 
 // Chain runs mutating plugins then validating plugins.
 type Chain struct {
-	mutators   []MutationInterface
-	validators []ValidationInterface
+	steps []step
+}
+
+// step is one plugin of the chain, or a Source.
+type step struct {
+	m   MutationInterface
+	v   ValidationInterface
+	src Source
 }
 
 // NewChain builds a chain from plugins in order; each must implement MutationInterface,
-// ValidationInterface or both.
+// ValidationInterface, both, or Source.
 func NewChain(plugins ...Plugin) (*Chain, error) {
 	c := &Chain{}
 	for i, p := range plugins {
+		if src, ok := p.(Source); ok {
+			c.steps = append(c.steps, step{src: src})
+			continue
+		}
 		m, isM := p.(MutationInterface)
 		v, isV := p.(ValidationInterface)
 		if !isM && !isV {
 			return nil, fmt.Errorf("admission plugin %d (%T) implements neither Admit nor Validate", i, p)
 		}
-		if isM {
-			c.mutators = append(c.mutators, m)
-		}
-		if isV {
-			c.validators = append(c.validators, v)
-		}
+		c.steps = append(c.steps, step{m: m, v: v})
 	}
 	return c, nil
 }
 
-// Admit runs every mutating plugin, then every validating plugin.
+// Admit runs every mutating plugin, then every validating plugin; the first refusal
+// stops the request.
 func (c *Chain) Admit(ctx context.Context, a *Attributes) error {
-	for _, m := range c.mutators {
-		if err := m.Admit(ctx, a); err != nil {
-			return asStatus(a, err)
+	type snapshot struct {
+		m []MutationInterface
+		v []ValidationInterface
+	}
+	var snaps []snapshot
+	for _, s := range c.steps {
+		if s.src != nil {
+			m, v := s.src.Plugins()
+			snaps = append(snaps, snapshot{m, v})
 		}
 	}
-	for _, v := range c.validators {
-		if err := v.Validate(ctx, a); err != nil {
-			return asStatus(a, err)
+	n := 0
+	for _, s := range c.steps {
+		switch {
+		case s.src != nil:
+			for _, m := range snaps[n].m {
+				if err := m.Admit(ctx, a); err != nil {
+					return asStatus(a, err)
+				}
+			}
+			n++
+		case s.m != nil:
+			if err := s.m.Admit(ctx, a); err != nil {
+				return asStatus(a, err)
+			}
+		}
+	}
+	n = 0
+	for _, s := range c.steps {
+		switch {
+		case s.src != nil:
+			for _, v := range snaps[n].v {
+				if err := v.Validate(ctx, a); err != nil {
+					return asStatus(a, err)
+				}
+			}
+			n++
+		case s.v != nil:
+			if err := s.v.Validate(ctx, a); err != nil {
+				return asStatus(a, err)
+			}
 		}
 	}
 	return nil
