@@ -93,6 +93,12 @@ func TestDenyHelpers(t *testing.T) {
 	if st := DenyField("spec.containers[0].image", "must carry a digest"); st.Reason != "spec.containers[0].image: must carry a digest" {
 		t.Errorf("DenyField: %q", st.Reason)
 	}
+	if st := DenyFields(FieldError{"spec.hostNetwork", "no"}, FieldError{"spec.volumes[0].hostPath", "no"}); st.Code != CodeDenied || st.Reason != "spec.hostNetwork: no\nspec.volumes[0].hostPath: no" {
+		t.Errorf("DenyFields: %+v", st)
+	}
+	if !DenyFields().IsSuccess() {
+		t.Error("DenyFields without errors denies")
+	}
 	if st := Denyf("pods %q must carry label %s", "web", "team"); st.Reason != `pods "web" must carry label team` {
 		t.Errorf("Denyf: %q", st.Reason)
 	}

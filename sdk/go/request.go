@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"unsafe"
 
 	"github.com/wasmkube/wasmkube/sdk/go/internal/abi"
@@ -35,6 +36,33 @@ func Denyf(format string, a ...any) Status { return Deny(fmt.Sprintf(format, a..
 // "<path>: <msg>", which the API server turns into 422 Invalid naming the field (docs/abi.md
 // section 4.6). path is a field path as kubectl prints it: spec.containers[0].image.
 func DenyField(path, msg string) Status { return Deny(path + ": " + msg) }
+
+// FieldError is one field of the object that a policy refuses, and why.
+type FieldError struct {
+	// Path is the field as kubectl prints it: spec.containers[0].image.
+	Path string
+	// Msg says what is wrong and what is allowed instead.
+	Msg string
+}
+
+// DenyFields refuses the request because of several fields: the reason holds one
+// "<path>: <msg>" line per field (lines are separate reasons, as in docs/abi.md section
+// 4.4), so the first names the field of the 422 Invalid. No errors allow the request.
+func DenyFields(errs ...FieldError) Status {
+	if len(errs) == 0 {
+		return OK()
+	}
+	var b strings.Builder
+	for i, e := range errs {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+		b.WriteString(e.Msg)
+	}
+	return Deny(b.String())
+}
 
 // ErrNoObject is returned by Request.Object and Request.OldObject when the request has no
 // such object: there is no new object on DELETE and CONNECT, no stored one on CREATE.

@@ -1,0 +1,191 @@
+// Command default-resources is a wasmkube mutating admission policy: a pod's containers
+// (init and app) that set no requests and no limits at all get default requests and
+// limits, from the args:
+//
+//	{"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}}
+//
+// (those values without args). A container with any request or limit is left alone: what
+// it set is its owner's choice, and the API server's defaulting already copies limits to
+// missing requests. Only pod CREATEs are changed; a pod's resources cannot change on UPDATE.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	sdk "github.com/wasmkube/wasmkube/sdk/go"
+	"github.com/wasmkube/wasmkube/sdk/go/mutate"
+)
+
+// Defaults are the policy's args: the requests and limits a container without any gets.
+type Defaults struct {
+	Requests map[string]string `json:"requests,omitempty"`
+	Limits   map[string]string `json:"limits,omitempty"`
+}
+
+// Builtin are the defaults without args.
+var Builtin = Defaults{
+	Requests: map[string]string{"cpu": "100m", "memory": "128Mi"},
+	Limits:   map[string]string{"cpu": "500m", "memory": "256Mi"},
+}
+
+var defaults = Builtin
+
+func init() {
+	sdk.OnInit(configure)
+	mutate.Register(Mutate)
+}
+
+// configure reads and checks the args once per instance, so that a bad quantity or a
+// request above its limit fails at load rather than on every pod.
+func configure() error {
+	if len(sdk.Args()) == 0 {
+		return nil
+	}
+	var d Defaults
+	if err := sdk.DecodeArgs(&d); err != nil {
+		return err
+	}
+	if err := d.Check(); err != nil {
+		return err
+	}
+	defaults = d
+	return nil
+}
+
+// Check reports the first problem of the defaults: none at all, a quantity that does not
+// parse, a request above its limit.
+func (d Defaults) Check() error {
+	if len(d.Requests) == 0 && len(d.Limits) == 0 {
+		return errors.New(`args: give requests, limits or both, e.g. {"requests": {"cpu": "100m"}, "limits": {"cpu": "500m"}}`)
+	}
+	for _, part := range []struct {
+		name string
+		m    map[string]string
+	}{{"requests", d.Requests}, {"limits", d.Limits}} {
+		for _, k := range slices.Sorted(maps.Keys(part.m)) {
+			if _, err := ParseQuantity(part.m[k]); err != nil {
+				return fmt.Errorf("args.%s.%s: %w", part.name, k, err)
+			}
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(d.Requests)) {
+		l, ok := d.Limits[k]
+		if !ok {
+			continue
+		}
+		rq, _ := ParseQuantity(d.Requests[k])
+		lq, _ := ParseQuantity(l)
+		if rq > lq {
+			return fmt.Errorf("args.requests.%s: %s is above the limit %s", k, d.Requests[k], l)
+		}
+	}
+	return nil
+}
+
+// Pod is the part of a pod the policy reads.
+type Pod struct {
+	Spec struct {
+		InitContainers []Container `json:"initContainers"`
+		Containers     []Container `json:"containers"`
+	} `json:"spec"`
+}
+
+// Container is the part of a container the policy reads.
+type Container struct {
+	Name      string     `json:"name"`
+	Resources *Resources `json:"resources"`
+}
+
+// Resources are a container's resources; values are kept as they are.
+type Resources struct {
+	Requests map[string]any `json:"requests"`
+	Limits   map[string]any `json:"limits"`
+}
+
+// Mutate adds the defaults to the containers of a new pod that have no resources.
+func Mutate(req sdk.Request, p *sdk.Patch) sdk.Status {
+	if req.Kind() != "Pod" || req.Operation() != sdk.Create || strings.Contains(req.Resource(), "/") {
+		return sdk.OK()
+	}
+	var pod Pod
+	if err := req.Object(&pod); err != nil {
+		return sdk.Errorf("default-resources: %v", err)
+	}
+	if names := Plan(&pod, defaults, p); len(names) > 0 {
+		req.AuditAnnotation("defaulted-containers", strings.Join(names, ","))
+	}
+	return sdk.OK()
+}
+
+// Plan adds to p the operations that give every container of pod without requests and
+// limits the defaults d, and returns the names of those containers.
+func Plan(pod *Pod, d Defaults, p *sdk.Patch) []string {
+	var names []string
+	for _, list := range []struct {
+		field      string
+		containers []Container
+	}{{"initContainers", pod.Spec.InitContainers}, {"containers", pod.Spec.Containers}} {
+		for i, c := range list.containers {
+			if c.Resources != nil && (len(c.Resources.Requests) > 0 || len(c.Resources.Limits) > 0) {
+				continue
+			}
+			base := sdk.Pointer("spec", list.field, strconv.Itoa(i), "resources")
+			if c.Resources == nil {
+				p.Add(base, d)
+			} else {
+				// Keep what else resources holds (claims); add replaces an empty map.
+				if len(d.Requests) > 0 {
+					p.Add(base+"/requests", d.Requests)
+				}
+				if len(d.Limits) > 0 {
+					p.Add(base+"/limits", d.Limits)
+				}
+			}
+			names = append(names, c.Name)
+		}
+	}
+	return names
+}
+
+// ParseQuantity parses a Kubernetes quantity (100m, 1.5, 128Mi, 1e3, 2G) into its value,
+// precisely enough to compare a request with a limit.
+func ParseQuantity(s string) (float64, error) {
+	num := strings.TrimPrefix(s, "+")
+	if strings.HasPrefix(num, "-") {
+		return 0, fmt.Errorf("quantity %q is negative", s)
+	}
+	end := 0
+	for end < len(num) && (num[end] >= '0' && num[end] <= '9' || num[end] == '.') {
+		end++
+	}
+	digits, suffix := num[:end], num[end:]
+	if digits == "" || digits == "." || strings.Count(digits, ".") > 1 {
+		return 0, fmt.Errorf("quantity %q: want a number with an optional suffix (100m, 128Mi, 2)", s)
+	}
+	v, err := strconv.ParseFloat(digits, 64)
+	if err != nil {
+		return 0, fmt.Errorf("quantity %q: %w", s, err)
+	}
+	if m, ok := suffixes[suffix]; ok {
+		return v * m, nil
+	}
+	if len(suffix) > 1 && (suffix[0] == 'e' || suffix[0] == 'E') {
+		if exp, err := strconv.Atoi(suffix[1:]); err == nil {
+			return v * math.Pow10(exp), nil
+		}
+	}
+	return 0, fmt.Errorf("quantity %q: unknown suffix %q (use m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei or an exponent)", s, suffix)
+}
+
+var suffixes = map[string]float64{
+	"": 1, "n": 1e-9, "u": 1e-6, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+	"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50, "Ei": 1 << 60,
+}
+
+func main() {}
