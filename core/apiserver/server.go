@@ -49,8 +49,11 @@ type Options struct {
 	// DefaultTolerationSeconds for the not-ready/unreachable tolerations added to pods;
 	// 300 when zero.
 	DefaultTolerationSeconds int64
-	// Admission plugins appended to the built-in chain (each a
-	// admission.MutationInterface, admission.ValidationInterface or both).
+	// Admission plugins added to the built-in chain (each an
+	// admission.MutationInterface, admission.ValidationInterface, both, or an
+	// admission.Source): their Admit runs after the built-in mutation, their Validate
+	// after the built-in validation. A plugin that is an admission.WantsObjectReader gets
+	// the server's watch-cache reader.
 	Admission []admission.Plugin
 	// ServiceCIDR is the IPv4 range of service cluster IPs; DefaultServiceCIDR when empty.
 	ServiceCIDR string
@@ -172,8 +175,11 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		admission.Defaulting{Default: defaults.Default},
 		admission.DefaultTolerationSeconds{Seconds: opts.DefaultTolerationSeconds},
 	}
-	plugins = append(plugins, opts.Admission...)
+	// As upstream: mutating plugins (the built-in ones, then the caller's: wasm mutating
+	// policies), then built-in validation of the mutated object, then the caller's
+	// validating plugins. The chain runs every Admit before any Validate.
 	plugins = append(plugins, admission.Validation{Create: validation.Validate, Update: validation.ValidateUpdate})
+	plugins = append(plugins, opts.Admission...)
 	if s.chain, err = admission.NewChain(plugins...); err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
@@ -205,6 +211,14 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	s.bgCancel = bgCancel
 	s.namespaces = &nsCache{st: s.stores[corev1.SchemeGroupVersion.WithResource("namespaces")]}
 	go s.namespaces.run(bg)
+	reader := newObjectReader(bg, s)
+	for _, p := range opts.Admission {
+		if w, ok := p.(admission.WantsObjectReader); ok {
+			if err := w.SetObjectReader(reader); err != nil {
+				return nil, fmt.Errorf("apiserver: %w", err)
+			}
+		}
+	}
 	if s.ln, err = net.Listen("tcp", opts.Listen); err != nil {
 		return nil, fmt.Errorf("apiserver: listen on %s: %w", opts.Listen, err)
 	}

@@ -185,7 +185,10 @@ func (st *store) create(ctx context.Context, rq *request, obj runtime.Object) (r
 		return nil, apierrors.NewInvalid(st.res.gvk().GroupKind(), "", field.ErrorList{
 			field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
 	}
-	if err := st.chain.Admit(ctx, st.attrs(rq, admission.Create, obj, nil, m.GetName())); err != nil {
+	attrs := st.attrs(rq, admission.Create, obj, nil, m.GetName())
+	err := st.chain.Admit(ctx, attrs)
+	rq.addWarnings(attrs.Warnings) // admitted or not: a policy's warnings reach the client
+	if err != nil {
 		return nil, err
 	}
 	if rq.dryRun {
@@ -335,6 +338,7 @@ func (st *store) update(ctx context.Context, rq *request, name string, pre *stor
 	change func(cur runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
 	mode := modeFor(rq.info.subresource)
 	key := st.key(rq.info.namespace, name)
+	var last *admission.Attributes
 	try := func(cur runtime.Object) (runtime.Object, error) {
 		in, err := change(cur)
 		if err != nil {
@@ -352,11 +356,18 @@ func (st *store) update(ctx context.Context, rq *request, name string, pre *stor
 		if err != nil {
 			return nil, err
 		}
-		if err := st.chain.Admit(ctx, st.attrs(rq, admission.Update, out, cur, name)); err != nil {
+		// A conflict runs the chain again: only the last run's warnings are sent.
+		last = st.attrs(rq, admission.Update, out, cur, name)
+		if err := st.chain.Admit(ctx, last); err != nil {
 			return nil, err
 		}
 		return out, nil
 	}
+	defer func() {
+		if last != nil {
+			rq.addWarnings(last.Warnings)
+		}
+	}()
 	if rq.dryRun {
 		cur, err := st.s.Get(ctx, key)
 		if err != nil {
@@ -524,6 +535,13 @@ func (st *store) delete(ctx context.Context, rq *request, name string, opts *met
 	if p := opts.Preconditions; p != nil {
 		pre = &storage.Preconditions{UID: p.UID, ResourceVersion: p.ResourceVersion}
 	}
+	// A conflict runs the chain again: only the last run's warnings are sent.
+	var last *admission.Attributes
+	defer func() {
+		if last != nil {
+			rq.addWarnings(last.Warnings)
+		}
+	}()
 	for attempt := 0; attempt < 16; attempt++ {
 		cur, err := st.s.Get(ctx, key)
 		if err != nil {
@@ -532,7 +550,8 @@ func (st *store) delete(ctx context.Context, rq *request, name string, opts *met
 		if err := checkPre(pre, cur, st, name); err != nil {
 			return nil, false, err
 		}
-		if err := st.chain.Admit(ctx, st.attrs(rq, admission.Delete, nil, cur, name)); err != nil {
+		last = st.attrs(rq, admission.Delete, nil, cur, name)
+		if err := st.chain.Admit(ctx, last); err != nil {
 			return nil, false, err
 		}
 		d, err := st.decideDeletion(cur, opts, time.Now())

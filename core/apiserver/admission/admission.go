@@ -129,9 +129,11 @@ type ObjectReader interface {
 var ErrNotFound = errors.New("object not found")
 
 // WantsObjectReader is a plugin that reads other objects; the API server hands it its
-// reader before serving (upstream's plugin initializers do the same with informers).
+// reader before serving (upstream's plugin initializers do the same with informers). An
+// error (the plugin's config names a resource the server does not serve) stops the
+// server from starting.
 type WantsObjectReader interface {
-	SetObjectReader(ObjectReader)
+	SetObjectReader(ObjectReader) error
 }
 
 // Chain runs mutating plugins then validating plugins.

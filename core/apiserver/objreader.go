@@ -1,0 +1,186 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/storage"
+)
+
+// objectReader is the admission.ObjectReader of the API server: an in-memory copy of
+// each resource a plugin reads, kept by a list and then a watch on the store (so through
+// storage's watch cache, which shares one etcd watch per resource), started on the
+// first read of the resource. Namespaces come from the namespace cache.
+type objectReader struct {
+	s      *Server
+	ctx    context.Context
+	byName map[string]*store
+	mu     sync.Mutex
+	caches map[string]*objectCache
+}
+
+func newObjectReader(ctx context.Context, s *Server) *objectReader {
+	r := &objectReader{s: s, ctx: ctx, byName: map[string]*store{}, caches: map[string]*objectCache{}}
+	for gvr, st := range s.stores {
+		r.byName[gvr.Resource] = st
+	}
+	return r
+}
+
+// Resource implements admission.ObjectReader.
+func (r *objectReader) Resource(res string) (schema.GroupVersionKind, bool, bool) {
+	st, ok := r.byName[res]
+	if !ok {
+		return schema.GroupVersionKind{}, false, false
+	}
+	return st.res.gvk(), st.res.namespaced, true
+}
+
+func (r *objectReader) cache(ctx context.Context, res string) (*objectCache, *store, error) {
+	st, ok := r.byName[res]
+	if !ok {
+		return nil, nil, fmt.Errorf("resource %q is not served", res)
+	}
+	r.mu.Lock()
+	c, ok := r.caches[res]
+	if !ok {
+		c = &objectCache{st: st, synced: make(chan struct{})}
+		r.caches[res] = c
+		go c.run(r.ctx)
+	}
+	r.mu.Unlock()
+	select {
+	case <-c.synced:
+		return c, st, nil
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+}
+
+// Get implements admission.ObjectReader.
+func (r *objectReader) Get(ctx context.Context, res, ns, name string) (runtime.Object, error) {
+	if res == "namespaces" {
+		obj, err := r.s.getNamespace(ctx, name)
+		if errors.Is(err, admission.ErrNamespaceNotFound) {
+			return nil, fmt.Errorf("%w: namespace %s", admission.ErrNotFound, name)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return obj, nil
+	}
+	c, st, err := r.cache(ctx, res)
+	if err != nil {
+		return nil, err
+	}
+	if !st.res.namespaced {
+		ns = ""
+	}
+	c.mu.RLock()
+	obj, ok := c.m[st.key(ns, name)]
+	c.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: %s %s/%s", admission.ErrNotFound, res, ns, name)
+	}
+	return obj, nil
+}
+
+// List implements admission.ObjectReader.
+func (r *objectReader) List(ctx context.Context, res, ns string) ([]runtime.Object, error) {
+	c, st, err := r.cache(ctx, res)
+	if err != nil {
+		return nil, err
+	}
+	prefix := st.prefix(ns)
+	c.mu.RLock()
+	var keys []string
+	for k := range c.m {
+		if len(k) >= len(prefix) && k[:len(prefix)] == prefix {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	out := make([]runtime.Object, len(keys))
+	for i, k := range keys {
+		out[i] = c.m[k]
+	}
+	c.mu.RUnlock()
+	return out, nil
+}
+
+// objectCache is every object of one resource, by key, from a list and a watch.
+type objectCache struct {
+	st       *store
+	mu       sync.RWMutex
+	m        map[string]runtime.Object
+	synced   chan struct{}
+	syncOnce sync.Once
+}
+
+func (c *objectCache) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		if err := c.listAndWatch(ctx); err != nil && ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+func (c *objectCache) listAndWatch(ctx context.Context) error {
+	list, err := c.st.s.List(ctx, c.st.prefix(""), storage.ListOptions{})
+	if err != nil {
+		return err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return err
+	}
+	lm, err := meta.ListAccessor(list)
+	if err != nil {
+		return err
+	}
+	m := make(map[string]runtime.Object, len(items))
+	for _, it := range items {
+		om := objMeta(it)
+		m[c.st.key(om.GetNamespace(), om.GetName())] = it
+	}
+	c.mu.Lock()
+	c.m = m
+	c.mu.Unlock()
+	c.syncOnce.Do(func() { close(c.synced) })
+	w, err := c.st.s.Watch(ctx, c.st.prefix(""), storage.WatchOptions{ResourceVersion: lm.GetResourceVersion()})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		if ev.Type != watch.Added && ev.Type != watch.Modified && ev.Type != watch.Deleted {
+			continue
+		}
+		om, err := meta.Accessor(ev.Object)
+		if err != nil {
+			continue
+		}
+		key := c.st.key(om.GetNamespace(), om.GetName())
+		c.mu.Lock()
+		if ev.Type == watch.Deleted {
+			delete(c.m, key)
+		} else {
+			c.m[key] = ev.Object
+		}
+		c.mu.Unlock()
+	}
+	return errors.New("watch ended")
+}

@@ -1,0 +1,356 @@
+package admitwasm
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost"
+)
+
+// Options configure Policies.
+type Options struct {
+	// Host runs the modules; it must have Extension.
+	Host *wasmhost.Host
+	// ConfigFile is the wasmkube config file whose `admission:` section declares the
+	// policies; Run watches it and swaps the policies when it changes. Empty: Config.
+	ConfigFile string
+	// Config is the config file's content when there is no file (in-process use, tests);
+	// module paths are then relative to the working directory.
+	Config []byte
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Registerer gets the admission metrics (nil: not registered).
+	Registerer prometheus.Registerer
+}
+
+// Policies is the API server's wasm admission policies: an admission.Source whose set of
+// policies is replaced as a whole, through one atomic pointer, when the config changes.
+// A request reads the pointer once (the chain asks once per request), so it runs every
+// policy of one set and never half of an old one and half of a new one.
+type Policies struct {
+	opts    Options
+	log     *slog.Logger
+	baseDir string
+	metrics *metrics
+	set     atomic.Pointer[policySet]
+	rd      atomic.Pointer[readerBox]
+	rec     atomic.Pointer[recorderBox]
+
+	reloadMu sync.Mutex
+	ctx      context.Context
+}
+
+type readerBox struct{ r admission.ObjectReader }
+
+type recorderBox struct{ r record.EventRecorder }
+
+// policySet is everything one version of the config produced.
+type policySet struct {
+	raw        []byte
+	cfg        *Config
+	policies   []*Policy
+	byName     map[string]*Policy
+	mutators   []admission.MutationInterface
+	validators []admission.ValidationInterface
+}
+
+// New reads the config and loads its policies: every module compiled, checked, given
+// its args and smoke-called. A bad config or a module that fails is an error here;
+// later reloads keep the last good set instead.
+func New(ctx context.Context, opts Options) (*Policies, error) {
+	if opts.Host == nil {
+		return nil, errors.New("admitwasm: Options.Host is required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	o := &Policies{opts: opts, log: opts.Logger.With("component", "admission"), metrics: newMetrics(opts.Registerer), ctx: ctx}
+	data := opts.Config
+	if opts.ConfigFile != "" {
+		abs, err := filepath.Abs(opts.ConfigFile)
+		if err != nil {
+			return nil, fmt.Errorf("admission: config file %s: %w", opts.ConfigFile, err)
+		}
+		o.opts.ConfigFile, o.baseDir = abs, filepath.Dir(abs)
+		if data, err = os.ReadFile(abs); err != nil {
+			return nil, fmt.Errorf("admission: read config file: %w", err)
+		}
+	} else if wd, err := os.Getwd(); err == nil {
+		o.baseDir = wd
+	}
+	ps, err := o.build(ctx, data, nil)
+	if err != nil {
+		return nil, err
+	}
+	o.set.Store(ps)
+	if len(ps.policies) > 0 {
+		o.log.Info("admission policies loaded", "policies", o.InForce())
+	}
+	return o, nil
+}
+
+// Plugins implements admission.Source: the mutating and validating policies in force.
+func (o *Policies) Plugins() ([]admission.MutationInterface, []admission.ValidationInterface) {
+	ps := o.set.Load()
+	return ps.mutators, ps.validators
+}
+
+// InForce names the policies in force, in config order.
+func (o *Policies) InForce() []string {
+	var out []string
+	for _, p := range o.set.Load().policies {
+		out = append(out, p.spec.Name)
+	}
+	return out
+}
+
+// SetObjectReader implements admission.WantsObjectReader: the API server's watch cache
+// serves namespace selectors and context-aware reads. It refuses a set in force that
+// grants a resource the server does not serve.
+func (o *Policies) SetObjectReader(r admission.ObjectReader) error {
+	o.rd.Store(&readerBox{r})
+	for i, p := range o.set.Load().cfg.Policies {
+		for k, res := range p.Capabilities {
+			if _, _, ok := r.Resource(res); !ok {
+				return &ConfigError{Field: fmt.Sprintf("admission.policies[%d].capabilities[%d]", i, k), Msg: fmt.Sprintf("%q is not a resource this API server serves", res)}
+			}
+		}
+	}
+	return nil
+}
+
+func (o *Policies) reader() admission.ObjectReader {
+	if b := o.rd.Load(); b != nil {
+		return b.r
+	}
+	return nil
+}
+
+// build turns config bytes into a policy set, reusing old's policies whose declaration
+// and module bytes did not change (their instances stay warm across a reload).
+func (o *Policies) build(ctx context.Context, data []byte, old *policySet) (_ *policySet, err error) {
+	cfg, err := ParseConfig(data)
+	if err != nil {
+		return nil, err
+	}
+	ps := &policySet{raw: data, cfg: cfg, byName: map[string]*Policy{}}
+	var fresh []*Policy
+	defer func() {
+		if err != nil {
+			for _, p := range fresh {
+				p.pool.Close()
+				_ = p.pool.Module().Close(ctx)
+			}
+		}
+	}()
+	for i, spec := range cfg.Policies {
+		field := fmt.Sprintf("admission.policies[%d]", i)
+		path := spec.Path
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(o.baseDir, path)
+		}
+		bin, err := os.ReadFile(path)
+		if err != nil {
+			return nil, &ConfigError{Field: field + ".path", Msg: fmt.Sprintf("policy %q: %v", spec.Name, err)}
+		}
+		key := policyKey(spec, bin)
+		p := (*Policy)(nil)
+		if old != nil {
+			if q, ok := old.byName[spec.Name]; ok && q.key == key {
+				p = q
+			}
+		}
+		if p == nil {
+			p, err = o.newPolicy(ctx, spec, path, bin, key)
+			if err != nil {
+				var ce *ConfigError
+				if errors.As(err, &ce) {
+					ce.Field = field + "." + ce.Field
+					return nil, ce
+				}
+				return nil, &ConfigError{Field: field, Msg: err.Error()}
+			}
+			fresh = append(fresh, p)
+		}
+		ps.policies = append(ps.policies, p)
+		ps.byName[spec.Name] = p
+		if p.pool.Module().Kinds().Has(Mutate) {
+			ps.mutators = append(ps.mutators, p)
+		}
+		if p.pool.Module().Kinds().Has(Validate) {
+			ps.validators = append(ps.validators, p)
+		}
+	}
+	return ps, nil
+}
+
+func policyKey(spec PolicySpec, file []byte) string {
+	h := sha256.New()
+	b, _ := json.Marshal(spec)
+	h.Write(b)
+	h.Write(file)
+	return fmt.Sprintf("%x", h.Sum(nil))
+}
+
+// Reload builds the policies of a whole config file's bytes and, if every one loads,
+// passes and smoke-calls, puts them in force for the requests that start from then on.
+// On failure the set in force stays, and the failure is logged, counted
+// (wasmkube_admission_config_reloads_total{result="failure"}) and reported as a Warning
+// event FailedAdmissionConfigReload in kube-system.
+func (o *Policies) Reload(data []byte) error {
+	o.reloadMu.Lock()
+	defer o.reloadMu.Unlock()
+	ps, err := o.build(o.ctx, data, o.set.Load())
+	if err != nil {
+		o.metrics.reloads.WithLabelValues("failure").Inc()
+		o.log.Error("admission config reload failed; the policies in force stay", "err", err, "policies", o.InForce())
+		o.event(configRef(), v1.EventTypeWarning, "FailedAdmissionConfigReload",
+			fmt.Sprintf("admission config not applied, the policies in force stay: %v", err))
+		return err
+	}
+	o.set.Store(ps)
+	o.metrics.reloads.WithLabelValues("success").Inc()
+	o.log.Info("admission config reloaded", "policies", o.InForce())
+	o.event(configRef(), v1.EventTypeNormal, "AdmissionConfigReloaded", fmt.Sprintf("admission policies in force: %v", o.InForce()))
+	return nil
+}
+
+// configRef is what reload Events are about: the API server has no object of its own,
+// so they are filed on the kube-system namespace, beside the scheduler's.
+func configRef() *v1.ObjectReference {
+	return &v1.ObjectReference{APIVersion: "v1", Kind: "Namespace", Name: "kube-system", Namespace: "kube-system"}
+}
+
+func (o *Policies) event(ref *v1.ObjectReference, typ, reason, msg string) {
+	if r := o.rec.Load(); r != nil {
+		r.r.Event(ref, typ, reason, msg)
+	}
+}
+
+// Run records Events through client (audit violations, reloads) and, with a config
+// file, watches it and reloads on change, until ctx ends. Start it once the API server
+// serves: Events are written through the API.
+func (o *Policies) Run(ctx context.Context, client kubernetes.Interface) {
+	if client != nil {
+		b := record.NewBroadcaster(record.WithContext(ctx))
+		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+		rec := b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "wasmkube-admission"})
+		o.rec.Store(&recorderBox{rec})
+		defer func() {
+			o.rec.Store(nil)
+			b.Shutdown()
+		}()
+	}
+	if o.opts.ConfigFile == "" {
+		<-ctx.Done()
+		return
+	}
+	o.watchConfig(ctx)
+}
+
+// Close closes the instances and modules of the set in force; call it once nothing
+// serves requests any more.
+func (o *Policies) Close(ctx context.Context) {
+	for _, p := range o.set.Load().policies {
+		p.pool.Close()
+		_ = p.pool.Module().Close(ctx)
+	}
+}
+
+// watchConfig watches the folders of the config file and of the modules it declares
+// (editors and ConfigMap mounts replace files by rename, which a watch on the file
+// itself would lose) and reloads, debounced, when the config's bytes changed or a
+// declared module was rewritten, as the scheduler does.
+func (o *Policies) watchConfig(ctx context.Context) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		o.log.Error("admission config watch", "err", err)
+		<-ctx.Done()
+		return
+	}
+	defer w.Close()
+	watched := map[string]bool{}
+	watch := func(dir string) {
+		if watched[dir] {
+			return
+		}
+		if err := w.Add(dir); err != nil {
+			o.log.Warn("admission config watch", "dir", dir, "err", err)
+			return
+		}
+		watched[dir] = true
+	}
+	watch(filepath.Dir(o.opts.ConfigFile))
+	modules := func() map[string]bool {
+		m := map[string]bool{}
+		for _, p := range o.set.Load().cfg.Policies {
+			path := p.Path
+			if !filepath.IsAbs(path) {
+				path = filepath.Join(o.baseDir, path)
+			}
+			m[filepath.Clean(path)] = true
+			watch(filepath.Dir(filepath.Clean(path)))
+		}
+		return m
+	}
+	mods := modules()
+	const debounce = 200 * time.Millisecond
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	moduleChanged := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.Events:
+			if !ok {
+				return
+			}
+			name := filepath.Clean(ev.Name)
+			switch {
+			case name == o.opts.ConfigFile || filepath.Base(name) == "..data":
+				timer.Reset(debounce)
+			case mods[name]:
+				moduleChanged = true
+				timer.Reset(debounce)
+			}
+		case err, ok := <-w.Errors:
+			if !ok {
+				return
+			}
+			o.log.Warn("admission config watch", "err", err)
+		case <-timer.C:
+			data, err := os.ReadFile(o.opts.ConfigFile)
+			if err != nil {
+				o.log.Warn("admission config file unreadable; the policies in force stay", "err", err)
+				continue
+			}
+			if !moduleChanged && bytes.Equal(data, o.set.Load().raw) {
+				continue
+			}
+			moduleChanged = false
+			if o.Reload(data) == nil {
+				mods = modules()
+			}
+		}
+	}
+}
