@@ -32,8 +32,11 @@ enum {
 	WASMKUBE_SKIP = 5,
 };
 
+/* Admission results (section 4.6): Validate and Mutate return SUCCESS, ERROR or DENIED. */
+enum { WASMKUBE_DENIED = 2 };
+
 /* Answers of the read functions besides a length (section 2). */
-enum { WASMKUBE_NOT_FOUND = -1, WASMKUBE_UNAVAILABLE = -2 };
+enum { WASMKUBE_NOT_FOUND = -1, WASMKUBE_UNAVAILABLE = -2, WASMKUBE_FORBIDDEN = -3 };
 
 /* Log levels (section 4.5). */
 enum { WASMKUBE_DEBUG = 0, WASMKUBE_INFO = 1, WASMKUBE_WARN = 2, WASMKUBE_LOG_ERROR = 3 };
@@ -82,6 +85,54 @@ WASMKUBE_IMPORT(nominate) void wasmkube_nominate(const char *p, int32_t l);
 
 /* 4.5 Logging. */
 WASMKUBE_IMPORT(log) void wasmkube_log(int32_t level, const char *p, int32_t l);
+
+/* 4.6 Admission (wasmkube_validate, wasmkube_mutate: () -> int32_t). The pod functions of 4.1
+ * answer when the object is a Pod; object functions answer WASMKUBE_UNAVAILABLE when the
+ * request has no such object (no new object on DELETE/CONNECT, no stored one on CREATE).
+ * Lists (request_groups, pod_images) hold one item per line, each followed by '\n'. */
+WASMKUBE_IMPORT(request_json) int32_t wasmkube_request_json(char *buf, int32_t cap);
+WASMKUBE_IMPORT(request_operation) int32_t wasmkube_request_operation(char *buf, int32_t cap);
+WASMKUBE_IMPORT(request_kind) int32_t wasmkube_request_kind(char *buf, int32_t cap);
+WASMKUBE_IMPORT(request_resource) int32_t wasmkube_request_resource(char *buf, int32_t cap);
+WASMKUBE_IMPORT(request_name) int32_t wasmkube_request_name(char *buf, int32_t cap);
+WASMKUBE_IMPORT(request_namespace) int32_t wasmkube_request_namespace(char *buf, int32_t cap);
+WASMKUBE_IMPORT(request_user) int32_t wasmkube_request_user(char *buf, int32_t cap);
+WASMKUBE_IMPORT(request_groups) int32_t wasmkube_request_groups(char *buf, int32_t cap);
+WASMKUBE_IMPORT(object_json) int32_t wasmkube_object_json(char *buf, int32_t cap);
+WASMKUBE_IMPORT(old_object_json) int32_t wasmkube_old_object_json(char *buf, int32_t cap);
+WASMKUBE_IMPORT(object_label) int32_t wasmkube_object_label(const char *key, int32_t key_len, char *buf, int32_t cap);
+WASMKUBE_IMPORT(object_annotation) int32_t wasmkube_object_annotation(const char *key, int32_t key_len, char *buf, int32_t cap);
+WASMKUBE_IMPORT(old_object_label) int32_t wasmkube_old_object_label(const char *key, int32_t key_len, char *buf, int32_t cap);
+WASMKUBE_IMPORT(old_object_annotation) int32_t wasmkube_old_object_annotation(const char *key, int32_t key_len, char *buf, int32_t cap);
+WASMKUBE_IMPORT(pod_images) int32_t wasmkube_pod_images(char *buf, int32_t cap);
+WASMKUBE_IMPORT(warning) void wasmkube_warning(const char *p, int32_t l);
+WASMKUBE_IMPORT(audit_annotation) void wasmkube_audit_annotation(const char *key, int32_t key_len, const char *val, int32_t val_len);
+WASMKUBE_IMPORT(set_patch) void wasmkube_set_patch(const char *p, int32_t l);
+/* Context-aware reads: a module importing these loads only with a `capabilities` grant;
+ * a resource the grant does not list answers WASMKUBE_FORBIDDEN. */
+WASMKUBE_IMPORT(get_object) int32_t wasmkube_get_object(const char *res, int32_t res_len, const char *name, int32_t name_len, char *buf, int32_t cap);
+WASMKUBE_IMPORT(list_objects) int32_t wasmkube_list_objects(const char *res, int32_t res_len, char *buf, int32_t cap);
+
+/* 4.7 Kubelet hooks (wasmkube_probe, wasmkube_prestop: () -> int32_t). A Probe returns
+ * WASMKUBE_SUCCESS, WASMKUBE_FAILURE (the reason is the Unhealthy event's message) or
+ * WASMKUBE_ERROR; a PreStop WASMKUBE_SUCCESS or WASMKUBE_ERROR. The network functions reach
+ * only the pod's IP, wait at most until the call's time limit, and return an HTTP status
+ * (http_*), 0 (tcp_connect, sleep_ms) or a negated errno below. */
+enum { WASMKUBE_FAILURE = 2 };
+enum { WASMKUBE_EIO = 5, WASMKUBE_EACCES = 13, WASMKUBE_EINVAL = 22, WASMKUBE_ECONNRESET = 104,
+	WASMKUBE_ETIMEDOUT = 110, WASMKUBE_ECONNREFUSED = 111, WASMKUBE_EHOSTUNREACH = 113 };
+WASMKUBE_IMPORT(container_name) int32_t wasmkube_container_name(char *buf, int32_t cap);
+WASMKUBE_IMPORT(probe_kind) int32_t wasmkube_probe_kind(char *buf, int32_t cap);
+WASMKUBE_IMPORT(pod_ip) int32_t wasmkube_pod_ip(char *buf, int32_t cap);
+WASMKUBE_IMPORT(tcp_connect) int32_t wasmkube_tcp_connect(int32_t port);
+WASMKUBE_IMPORT(http_get) int32_t wasmkube_http_get(int32_t port, const char *path, int32_t path_len);
+/* PreStop only (WASMKUBE_UNAVAILABLE in a Probe); the body is at most 64 KiB. */
+WASMKUBE_IMPORT(http_post) int32_t wasmkube_http_post(int32_t port, const char *path, int32_t path_len, const char *body, int32_t body_len);
+/* The call's last response: its body (cut to 64 KiB) and the first value of a header. */
+WASMKUBE_IMPORT(response_body) int32_t wasmkube_response_body(char *buf, int32_t cap);
+WASMKUBE_IMPORT(response_header) int32_t wasmkube_response_header(const char *name, int32_t name_len, char *buf, int32_t cap);
+/* PreStop only: returns 0, or -WASMKUBE_ETIMEDOUT when the call's time limit cut it short. */
+WASMKUBE_IMPORT(sleep_ms) int32_t wasmkube_sleep_ms(int32_t ms);
 
 /* WASMKUBE_STR expands a string literal to its (pointer, length) pair. */
 #define WASMKUBE_STR(s) (s), (int32_t)(sizeof(s) - 1)
