@@ -26,6 +26,7 @@ type Call struct {
 	Reason string
 
 	garbage  error
+	argsRead bool
 	inst     *instance
 	caller   context.Context
 	deadline time.Time

@@ -48,6 +48,7 @@ const (
 // coreFuncs are the host functions of every kind (docs/abi.md sections 4.2, 4.4, 4.5).
 var coreFuncs = []HostFunc{
 	{Name: "args", Params: []api.ValueType{i32, i32}, Results: []api.ValueType{i32}, Fn: func(c *Call, mod api.Module, s []uint64) {
+		c.argsRead = true
 		s[0] = WriteVar(mod, "args", s[0], s[1], c.inst.pool.args)
 	}},
 	{Name: "status_reason", Params: []api.ValueType{i32, i32}, Fn: func(c *Call, mod api.Module, s []uint64) {

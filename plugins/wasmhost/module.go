@@ -303,3 +303,6 @@ func (m *Module) Close(ctx context.Context) error {
 	m.close.Do(func() { err = m.rt.Close(ctx) })
 	return err
 }
+
+// HasInit reports whether the module exports wasmkube_init (its args are checked at load).
+func (m *Module) HasInit() bool { return m.hasInit }

@@ -29,6 +29,8 @@ type Pool struct {
 	closed atomic.Bool
 	// created and discarded count instances over the pool's life.
 	created, discarded atomic.Int64
+	// argsRead: a wasmkube_init of the pool read the args.
+	argsRead atomic.Bool
 }
 
 // Stats returns how many instances the pool has created and discarded (after a trap,
@@ -80,6 +82,10 @@ func (m *Module) NewPool(ctx context.Context, args []byte, size int) (*Pool, err
 // CountFailure counts a failure the adapter found in a call's results (a per-node error)
 // in wasmkube_plugin_failures_total.
 func (p *Pool) CountFailure(k *Kind) { p.m.host.CountFailure(p.m.name, k) }
+
+// InitReadArgs reports whether the module's wasmkube_init read the args (a plugin that
+// takes none need not check them).
+func (p *Pool) InitReadArgs() bool { return p.argsRead.Load() }
 
 // Module returns the module the pool runs.
 func (p *Pool) Module() *Module { return p.m }
@@ -161,6 +167,9 @@ func (p *Pool) newInstance(ctx context.Context) (*instance, error) {
 	if m.hasInit && p.slots != nil { // not for the probe instance of Load: args come with a pool
 		inst.call = &Call{inst: inst}
 		code, err := run(initExport, m.timeout)
+		if inst.call.argsRead {
+			p.argsRead.Store(true)
+		}
 		if err != nil {
 			return fail(err)
 		}
@@ -469,4 +478,27 @@ func reasonOf(_ error, ctx context.Context) FailureReason {
 		return ReasonCanceled
 	}
 	return ReasonTrap
+}
+
+// IdleMemory returns the linear memory sizes, in bytes, of the pool's idle instances (the
+// kit watches them for leaks across calls). Instances in a call are not counted.
+func (p *Pool) IdleMemory() []uint64 {
+	var taken []*instance
+	var sizes []uint64
+	for range cap(p.slots) {
+		select {
+		case inst := <-p.slots:
+			taken = append(taken, inst)
+			if inst != nil && inst.mod.Memory() != nil {
+				sizes = append(sizes, uint64(inst.mod.Memory().Size()))
+			}
+			continue
+		default:
+		}
+		break
+	}
+	for _, inst := range taken {
+		p.slots <- inst
+	}
+	return sizes
 }

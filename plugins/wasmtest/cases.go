@@ -1,0 +1,130 @@
+// Package wasmtest is the plugin author's kit as a library: case files that say what a
+// module must answer (Run), the ABI contract checks beyond a smoke call (Conformance),
+// and their reports as text, JSON and JUnit. `wasmkube plugin test` and `wasmkube plugin
+// conformance` are thin calls into it, and a Go test of a plugin calls it the same way
+// (RunFile in a test, with the module built by plugins/wasmbuild).
+//
+// The case file's schema is in docs/plugin-kit.md.
+package wasmtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// File is a case file: the plugin's args and its cases.
+type File struct {
+	// Args are the plugin's args for every case (pluginConfig[].args), unless a case
+	// gives its own.
+	Args  json.RawMessage `json:"args,omitempty"`
+	Cases []Case          `json:"cases"`
+}
+
+// Case is one scheduling cycle and what the plugin must answer in it.
+type Case struct {
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args,omitempty"`
+	// Pod is the pod being scheduled.
+	Pod *v1.Pod `json:"pod"`
+	// Nodes are the cluster's nodes, in the order the batch gets them.
+	Nodes []v1.Node `json:"nodes"`
+	// Pods are pods already on the nodes (spec.nodeName says which); they count in the
+	// nodes' requested resources.
+	Pods []v1.Pod `json:"pods,omitempty"`
+	// Expect is what the cycle must produce; fields left out are not checked.
+	Expect Expect `json:"expect"`
+}
+
+// Expect is the expected outcome of a scheduling cycle.
+type Expect struct {
+	// Feasible are the nodes that must pass PreFilter and Filter (exactly these).
+	Feasible []string `json:"feasible,omitempty"`
+	// Rejected maps each node that must be rejected to a substring of its reason ("" for
+	// any reason). Nodes in neither list are not checked unless Feasible is given.
+	Rejected map[string]string `json:"rejected,omitempty"`
+	// Scores are the final scores (after NormalizeScore, when the module has one).
+	Scores map[string]int64 `json:"scores,omitempty"`
+	// Ranking is the order of the feasible nodes by score, highest first (ties in name
+	// order); the listed nodes must come first, in this order.
+	Ranking []string `json:"ranking,omitempty"`
+	// Unschedulable is a substring of the reason PreFilter gives when it rejects the pod
+	// outright.
+	Unschedulable *string `json:"unschedulable,omitempty"`
+	// Nominated is the node PostFilter must nominate when no node is feasible.
+	Nominated string `json:"nominated,omitempty"`
+}
+
+// LoadFile reads a case file (YAML or JSON), refusing unknown fields with their path.
+func LoadFile(path string) (*File, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFile(filepath.Base(path), b)
+}
+
+// ParseFile decodes a case file's bytes; name is used in errors.
+func ParseFile(name string, b []byte) (*File, error) {
+	var f File
+	if err := yaml.UnmarshalStrict(b, &f); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(f.Cases) == 0 {
+		return nil, fmt.Errorf("%s: cases: at least one case is required", name)
+	}
+	seen := map[string]bool{}
+	for i := range f.Cases {
+		c := &f.Cases[i]
+		field := fmt.Sprintf("%s: cases[%d]", name, i)
+		switch {
+		case strings.TrimSpace(c.Name) == "":
+			return nil, fmt.Errorf("%s.name: required", field)
+		case seen[c.Name]:
+			return nil, fmt.Errorf("%s.name: %q is used by an earlier case", field, c.Name)
+		case c.Pod == nil:
+			return nil, fmt.Errorf("%s (%s).pod: required", field, c.Name)
+		case len(c.Nodes) == 0 && c.Expect.Unschedulable == nil:
+			return nil, fmt.Errorf("%s (%s).nodes: at least one node is required", field, c.Name)
+		}
+		seen[c.Name] = true
+		names := map[string]bool{}
+		for j, n := range c.Nodes {
+			if n.Name == "" {
+				return nil, fmt.Errorf("%s (%s).nodes[%d].metadata.name: required", field, c.Name, j)
+			}
+			if names[n.Name] {
+				return nil, fmt.Errorf("%s (%s).nodes[%d].metadata.name: %q is listed twice", field, c.Name, j, n.Name)
+			}
+			names[n.Name] = true
+		}
+		for j, p := range c.Pods {
+			if !names[p.Spec.NodeName] {
+				return nil, fmt.Errorf("%s (%s).pods[%d].spec.nodeName: %q is not one of the case's nodes", field, c.Name, j, p.Spec.NodeName)
+			}
+		}
+		for _, n := range append(append([]string(nil), c.Expect.Feasible...), c.Expect.Ranking...) {
+			if !names[n] {
+				return nil, fmt.Errorf("%s (%s).expect: node %q is not one of the case's nodes", field, c.Name, n)
+			}
+		}
+		for n := range c.Expect.Rejected {
+			if !names[n] {
+				return nil, fmt.Errorf("%s (%s).expect.rejected: node %q is not one of the case's nodes", field, c.Name, n)
+			}
+		}
+		if len(c.Args) == 0 {
+			c.Args = f.Args
+		}
+		if len(bytes.TrimSpace(c.Args)) == 0 || string(bytes.TrimSpace(c.Args)) == "null" {
+			c.Args = nil
+		}
+	}
+	return &f, nil
+}

@@ -1,0 +1,159 @@
+package wasmtest_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
+	"github.com/wasmkube/wasmkube/plugins/wasmtest"
+)
+
+func open(t *testing.T, path string) *wasmtest.Plugin {
+	t.Helper()
+	p, err := wasmtest.Open(context.Background(), path, wasmtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close(context.Background()) })
+	return p
+}
+
+// Correct plugins pass every check (a skip says why a check does not apply).
+func TestConformancePassesCorrectPlugins(t *testing.T) {
+	for _, tt := range []struct{ src, args string }{
+		{"go:wasm-examples/go/zone-filter", `{"zones": ["zone-a"]}`},
+		{"go:wasm-examples/go/pack-score", ""},
+		{"go:wasm-examples/go/spread-score", ""},
+		{"go:wasm-examples/go/node-resources-fit", ""},
+		{"wat:wasm-examples/wat/drain-filter/drain-filter.wat", ""},
+	} {
+		t.Run(tt.src, func(t *testing.T) {
+			rs := open(t, build(t, tt.src)).Conformance(context.Background(), wasmtest.ConformanceOptions{Args: []byte(tt.args)})
+			if wasmtest.Failed(rs) > 0 {
+				var out bytes.Buffer
+				wasmtest.WriteText(&out, rs)
+				t.Errorf("a correct plugin failed conformance:\n%s", out.String())
+			}
+		})
+	}
+}
+
+// Each subtly wrong plugin fails the one check that names its defect.
+func TestConformanceNamesTheDefect(t *testing.T) {
+	for _, tt := range []struct{ src, args, check, want string }{
+		{"go:plugins/wasmtest/testdata/globalstate", "", "same answers on every instance", "cycle state, not globals"},
+		{"go:plugins/wasmtest/testdata/batchorder", "", "answers do not depend on batch splits or node order", "changed the answer"},
+		{"go:plugins/wasmtest/testdata/outofrange", "", "answers every fixture pod without a failure", "score 150 for node"},
+		{"go:plugins/wasmtest/testdata/leak", "", "memory stays bounded", "grew in every quarter"},
+		{"go:plugins/wasmtest/testdata/lenientargs", `{"label": "disk"}`, "init refuses bad args with a reason", "wasmkube_init accepted them"},
+		{"go:plugins/wasmtest/testdata/rememberpod", "", "no state carried from one pod's cycle to the next", "answered differently after pod large"},
+		{"wat:plugins/wasmtest/testdata/ignorecap.wat", "", "long, unicode and unrelated data", "n > cap must be retried"},
+	} {
+		t.Run(tt.src, func(t *testing.T) {
+			rs := open(t, build(t, tt.src)).Conformance(context.Background(), wasmtest.ConformanceOptions{Args: []byte(tt.args)})
+			found := false
+			for _, r := range rs {
+				if !strings.HasPrefix(r.Name, tt.check) {
+					continue
+				}
+				found = true
+				if r.Passed || r.Skipped || !strings.Contains(strings.Join(r.Diff, "\n"), tt.want) {
+					t.Errorf("check %q: passed=%v skipped=%v diff %q, want a failure containing %q", r.Name, r.Passed, r.Skipped, r.Diff, tt.want)
+				}
+			}
+			if !found {
+				t.Fatalf("no check named %q", tt.check)
+			}
+		})
+	}
+}
+
+// Case files: the examples' own pass; a wrong expectation fails with a readable diff, in
+// text, JSON and JUnit.
+func TestRunCases(t *testing.T) {
+	zone := open(t, build(t, "go:wasm-examples/go/zone-filter"))
+	f, err := wasmtest.LoadFile(filepath.Join(wasmbuild.Root(), "wasm-examples/go/zone-filter/cases.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs := zone.Run(context.Background(), f); wasmtest.Failed(rs) != 0 || len(rs) != 3 {
+		t.Fatalf("zone-filter's cases: %+v", rs)
+	}
+	pack := open(t, build(t, "go:wasm-examples/go/pack-score"))
+	f, err = wasmtest.LoadFile(filepath.Join(wasmbuild.Root(), "wasm-examples/go/pack-score/cases.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs := pack.Run(context.Background(), f); wasmtest.Failed(rs) != 0 {
+		t.Fatalf("pack-score's cases: %+v", rs)
+	}
+
+	wrong, err := wasmtest.ParseFile("wrong.yaml", []byte(`
+args: {"zones": ["zone-1"]}
+cases:
+- name: expects the wrong node
+  pod: {metadata: {name: web}}
+  nodes:
+  - metadata: {name: a, labels: {topology.kubernetes.io/zone: zone-1}}
+  - metadata: {name: b, labels: {topology.kubernetes.io/zone: zone-2}}
+  expect:
+    feasible: [b]
+    rejected: {a: "whatever"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := zone.Run(context.Background(), wrong)
+	var text, js bytes.Buffer
+	wasmtest.WriteText(&text, rs)
+	for _, w := range []string{"FAIL  expects the wrong node", "feasible nodes: want [b], got [a]", "node b was rejected:", `node a: want rejected (reason containing "whatever"), got passed`, "0 passed, 1 failed"} {
+		if !strings.Contains(text.String(), w) {
+			t.Errorf("text report lacks %q:\n%s", w, text.String())
+		}
+	}
+	if err := wasmtest.WriteJSON(&js, rs); err != nil || !strings.Contains(js.String(), `"failed": 1`) {
+		t.Errorf("JSON report: %v\n%s", err, js.String())
+	}
+	junit := filepath.Join(t.TempDir(), "junit.xml")
+	if err := wasmtest.WriteJUnit(junit, "zone-filter", rs); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(junit)
+	var suite struct {
+		Failures int `xml:"failures,attr"`
+		Cases    []struct {
+			Failure *struct{ Message string `xml:"message,attr"` } `xml:"failure"`
+		} `xml:"testcase"`
+	}
+	if err := xml.Unmarshal(b, &suite); err != nil || suite.Failures != 1 || len(suite.Cases) != 1 || suite.Cases[0].Failure == nil {
+		t.Errorf("JUnit report: %v\n%s", err, b)
+	}
+}
+
+// Case files are bad input too: errors name the case and the field.
+func TestCaseFileErrors(t *testing.T) {
+	for _, tt := range []struct{ yaml, want string }{
+		{"cases: []", "cases: at least one case is required"},
+		{"cases: [{name: x, pod: {}, nodes: [{metadata: {name: a}}], expect: {feasble: [a]}}]", `unknown field "feasble"`},
+		{"cases: [{name: x, nodes: [{metadata: {name: a}}]}]", "cases[0] (x).pod: required"},
+		{"cases: [{name: x, pod: {}, nodes: [{metadata: {name: a}}], expect: {feasible: [z]}}]", `cases[0] (x).expect: node "z" is not one of the case's nodes`},
+		{"cases: [{name: x, pod: {}, nodes: [{metadata: {name: a}}], pods: [{spec: {nodeName: q}}]}]", `cases[0] (x).pods[0].spec.nodeName: "q"`},
+	} {
+		if _, err := wasmtest.ParseFile("c.yaml", []byte(tt.yaml)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: got %v, want %q", tt.yaml, err, tt.want)
+		}
+	}
+}
+
+func build(t testing.TB, src string) string {
+	kind, path, _ := strings.Cut(src, ":")
+	if kind == "go" {
+		return wasmbuild.Go(t, path)
+	}
+	return wasmbuild.WAT(t, path)
+}
