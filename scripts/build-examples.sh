@@ -3,7 +3,9 @@
 #   wasm-examples/go/<name>/    Go guests: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared
 #   wasm-examples/wat/<name>/   WebAssembly text: wat2wasm <name>.wat
 #   wasm-examples/<lang>/<name>/build.sh   any other language builds itself (run from its folder;
-#                                          C: clang + lld, Rust: Debian's /usr/bin/rustc)
+#                                          C: clang + lld, Rust: Debian's cargo and rustc, offline,
+#                                          on sdk/rust; AssemblyScript: the asc that deps.sh
+#                                          installs with npm ci, on sdk/assemblyscript)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin"

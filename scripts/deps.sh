@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# Installs what wasmkube's build and tests need, idempotently: Debian packages and Go modules.
+# Installs what wasmkube's build and tests need, idempotently: Debian packages, Go modules
+# and the AssemblyScript compiler (npm).
 # Used by `make run` and `make test`; safe to run many times. Needs root (or sudo) for apt-get.
 set -euo pipefail
 
 PKGS=(containerd runc containernetworking-plugins busybox-static iproute2 iptables
       clang lld wasi-libc libclang-rt-14-dev-wasm32 wabt etcd-server
-      rustc libstd-rust-dev-wasm32)
+      rustc libstd-rust-dev-wasm32 cargo)
 
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+
+# Node.js and npm for AssemblyScript: any node with npm will do (a nodesource nodejs bundles
+# npm, and Debian's npm package conflicts with it), so install Debian's only when missing.
+command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
 
 if ((${#missing[@]})); then
   echo "deps: installing Debian packages: ${missing[*]}"
@@ -27,3 +32,12 @@ fi
 command -v go >/dev/null || export PATH=$PATH:/usr/local/go/bin
 cd "$(dirname "$0")/.."
 go mod download
+
+# The AssemblyScript SDK and examples, from their lockfiles (assemblyscript is pinned in
+# package.json). npm ci only when node_modules is missing or older than the lockfile.
+for d in sdk/assemblyscript wasm-examples/assemblyscript; do
+  if [ ! -f "$d/node_modules/.package-lock.json" ] || [ "$d/package-lock.json" -nt "$d/node_modules/.package-lock.json" ]; then
+    echo "deps: npm ci in $d"
+    (cd "$d" && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+done
