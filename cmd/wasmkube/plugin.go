@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/wasmkube/wasmkube/core/scheduler/framework"
+	"github.com/wasmkube/wasmkube/plugins/admitwasm"
+	"github.com/wasmkube/wasmkube/plugins/nodewasm"
 	"github.com/wasmkube/wasmkube/plugins/schedwasm"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 )
@@ -84,7 +86,9 @@ func runPluginCheck(ctx context.Context, out io.Writer, file string, o *pluginCh
 	if o.verbose {
 		logOut = os.Stderr
 	}
-	host, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{schedwasm.Extension}, CacheDir: o.cacheDir, Logger: slog.New(slog.NewTextHandler(logOut, nil))})
+	// Every kind's host, as the scheduler, the API server and the kubelet build theirs.
+	host, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{schedwasm.Extension, admitwasm.Extension, nodewasm.Extension},
+		CacheDir: o.cacheDir, Logger: slog.New(slog.NewTextHandler(logOut, nil))})
 	if err != nil {
 		return err
 	}
@@ -96,7 +100,10 @@ func runPluginCheck(ctx context.Context, out io.Writer, file string, o *pluginCh
 	fmt.Fprintf(out, "module:       %s (%d bytes)\n", file, info.Size())
 	start := time.Now()
 	name := strings.TrimSuffix(filepath.Base(file), ".wasm")
-	mod, err := host.Load(ctx, wasmhost.LoadOptions{Name: name, Path: file, Timeout: o.timeout, MemoryLimit: uint64(mem.Value())})
+	// The check grants every capability (the kubelet grants its kinds the pod network; an
+	// admission policy gets object reads only when its config lists resources).
+	mod, err := host.Load(ctx, wasmhost.LoadOptions{Name: name, Path: file, Timeout: o.timeout, MemoryLimit: uint64(mem.Value()),
+		Capabilities: []string{admitwasm.CapabilityObjects, nodewasm.NetworkCapability}})
 	if err != nil {
 		fmt.Fprintf(out, "result:       REJECTED\n")
 		return err
@@ -118,11 +125,43 @@ func runPluginCheck(ctx context.Context, out io.Writer, file string, o *pluginCh
 		return err
 	}
 	fmt.Fprintf(out, "instance:     %s (instantiate, _initialize, wasmkube_init)\n", time.Since(start).Round(time.Microsecond))
+	failed := false
+	// Admission and kubelet kinds: one smoke call each, as the API server and the kubelet
+	// make before a module replaces another.
+	for _, part := range []struct {
+		kinds wasmhost.Kinds
+		what  string
+		smoke func(context.Context, *wasmhost.Pool) error
+	}{
+		{admitwasm.Kinds, "admission request: CREATE pod default/wasmkube-smoke", admitwasm.Smoke},
+		{nodewasm.Kinds, "kubelet hook: pod default/wasmkube-smoke, every port answered by a loopback endpoint", nodewasm.Smoke},
+	} {
+		ks := mod.Kinds().Intersect(part.kinds)
+		if len(ks) == 0 {
+			continue
+		}
+		var names []string
+		for _, k := range ks {
+			names = append(names, k.Export)
+		}
+		t := time.Now()
+		err := part.smoke(ctx, pool)
+		d := time.Since(t).Round(time.Microsecond)
+		if err != nil {
+			failed = true
+			fmt.Fprintf(out, "smoke calls:  %s\n  %-24s FAILED %-9s %v\n", part.what, strings.Join(names, ", "), d, err)
+			continue
+		}
+		fmt.Fprintf(out, "smoke calls:  %s\n  %-24s ok     %s\n", part.what, strings.Join(names, ", "), d)
+	}
 	if len(mod.Kinds().Intersect(schedwasm.Kinds)) == 0 {
-		fmt.Fprintf(out, "result:       OK (no scheduler entry point to smoke-call)\n")
+		if failed {
+			fmt.Fprintf(out, "result:       REJECTED (a module whose smoke call fails is refused)\n")
+			return errors.New("plugin check failed")
+		}
+		fmt.Fprintf(out, "result:       OK\n")
 		return nil
 	}
-	failed := false
 	pod, nodes, err := checkObjects(o)
 	if err != nil {
 		return err

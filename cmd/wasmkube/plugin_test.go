@@ -33,6 +33,10 @@ func TestPluginCheck(t *testing.T) {
 			[]string{"result:       REJECTED"}},
 		{"prescore skip leaves score out", wasmbuild.WAT(t, "plugins/testdata/skipscore.wat"), "", "",
 			[]string{"wasmkube_prescore        ok", "wasmkube_score           skip", "wasmkube_prescore returned Skip", "result:       OK"}},
+		{"admission policy", wasmbuild.Go(t, "wasm-examples/go/require-labels"), `{"labels":["team"]}`, "",
+			[]string{"entry points: wasmkube_validate", "admission request: CREATE pod default/wasmkube-smoke", "wasmkube_validate        ok", "result:       OK"}},
+		{"probe plugin", wasmbuild.Go(t, "wasm-examples/go/json-health-probe"), `{"port": 8080, "path": "/health", "field": "status", "value": "ok"}`, "",
+			[]string{"entry points: wasmkube_probe", "kubelet hook: pod default/wasmkube-smoke", "wasmkube_probe           ok", "result:       OK"}},
 		{"smoke trap", wasmbuild.WAT(t, "plugins/testdata/alwaystrap.wat"), "", "plugin check failed",
 			[]string{"wasmkube_score           FAILED", "trap: wasm error: unreachable", "result:       REJECTED"}},
 	}
