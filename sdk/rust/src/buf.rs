@@ -262,3 +262,44 @@ pub(crate) fn lookup<'b, B: Buffer + ?Sized>(buf: &'b mut B, fill: impl FnMut(*m
 pub(crate) fn arg(s: &[u8]) -> (*const u8, i32) {
     (s.as_ptr(), cap32(s.len()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // A fake host read: a value of len bytes of 'x', or a negative code.
+    fn host(value: i32) -> impl FnMut(*mut u8, i32) -> i32 {
+        move |p, c| {
+            if value >= 0 && value <= c {
+                unsafe { core::ptr::write_bytes(p, b'x', value as usize) };
+            }
+            value
+        }
+    }
+
+    #[test]
+    fn follows_the_buffer_rule() {
+        let mut small = [0u8; 4];
+        assert_eq!(read(&mut small, host(3)), Ok(&b"xxx"[..]));
+        assert_eq!(read(&mut small, host(5)), Err(Error::TooSmall(5)));
+        assert_eq!(read(&mut small[..0], host(5)), Err(Error::TooSmall(5)));
+        assert_eq!(read(&mut small, host(-1)), Err(Error::NotFound));
+        assert_eq!(lookup(&mut small, host(-1)), Ok(None));
+        assert_eq!(lookup(&mut small, host(-2)), Err(Error::Unavailable));
+        assert_eq!(read(&mut small, host(-3)), Err(Error::Forbidden));
+        let mut kept = FixedBuf::<8>::new();
+        assert_eq!(read(&mut kept, host(6)).map(|b| b.len()), Ok(6));
+        assert_eq!(kept.as_bytes(), b"xxxxxx");
+    }
+
+    #[test]
+    fn strbuf_cuts_at_a_char_boundary() {
+        let mut s = StrBuf::<4>::new();
+        assert!(!s.push_str("abcé!"));
+        assert_eq!(s.as_str(), "abc");
+        use core::fmt::Write;
+        let mut r = StrBuf::<8>::new();
+        let _ = write!(r, "{}-{}", 12, "three");
+        assert_eq!(r.as_str(), "12-three");
+    }
+}

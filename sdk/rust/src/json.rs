@@ -365,3 +365,44 @@ fn literal(b: &[u8], i: usize, lit: &[u8]) -> Option<usize> {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_values_by_path() {
+        let doc = br#" {"metadata": {"name": "web", "labels": {"app": "shop", "x": [1, {"y": "}"}]}},
+                      "n": -12, "f": 1.5e2, "t": true, "z": null, "s": "a\"b\\c\u00e9\ud83d\ude00"} "#;
+        let v = parse(doc).unwrap();
+        assert_eq!(v.kind(), Kind::Object);
+        assert!(v.path(&["metadata", "labels", "app"]).unwrap().as_str().unwrap() == "shop");
+        assert!(v.path(&["metadata", "labels", "nope"]).is_none());
+        assert_eq!(v.get("n").unwrap().as_i64(), Some(-12));
+        assert_eq!(v.get("f").unwrap().as_f64(), Some(150.0));
+        assert_eq!(v.get("f").unwrap().as_i64(), None);
+        assert_eq!(v.get("t").unwrap().as_bool(), Some(true));
+        assert!(v.get("z").unwrap().is_null());
+        let s = v.get("s").unwrap().as_str().unwrap();
+        assert!(s.as_plain().is_none());
+        assert!(s == "a\"b\\cé😀");
+        let mut buf = [0u8; 32];
+        assert_eq!(s.decode(&mut buf), Some("a\"b\\cé😀"));
+        assert_eq!(s.decode(&mut buf[..3]), None);
+        let x = v.path(&["metadata", "labels", "x"]).unwrap();
+        assert_eq!(x.items().count(), 2);
+        assert!(x.at(1).unwrap().get("y").unwrap().as_str().unwrap() == "}");
+        assert_eq!(v.members().count(), 6);
+    }
+
+    #[test]
+    fn rejects_what_is_not_one_value() {
+        for bad in [&b""[..], b"{", b"[1,", b"\"abc", b"{} {}", b"tru", b"x"] {
+            assert!(parse(bad).is_none(), "{:?}", core::str::from_utf8(bad));
+        }
+        assert_eq!(parse(b"[]").unwrap().items().count(), 0);
+        assert_eq!(parse(b"{}").unwrap().members().count(), 0);
+        // A malformed member ends the iteration instead of panicking.
+        assert_eq!(parse(b"[{\"a\" 1}]").unwrap().at(0).unwrap().members().count(), 0);
+    }
+}

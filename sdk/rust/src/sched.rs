@@ -347,3 +347,25 @@ pub fn run_score(count: i32, f: impl Fn(&Pod, &Node) -> Result<i64, Status>) -> 
 pub fn run_normalizescore(count: i32, f: impl FnOnce(&Pod, &Scores) -> Status) -> i32 {
     crate::__rt::finish(f(&Pod::new(), &Scores { count }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_taints() {
+        let t: [Taint; 2] = {
+            let mut it = Taints { lines: "a=b:NoSchedule\n\nk:NoExecute\n" };
+            [it.next().unwrap(), it.next().unwrap()]
+        };
+        assert_eq!(t[0], Taint { key: "a", value: "b", effect: "NoSchedule" });
+        assert_eq!(t[1], Taint { key: "k", value: "", effect: "NoExecute" });
+        assert_eq!(Taints { lines: "" }.count(), 0);
+    }
+
+    #[test]
+    fn records_have_the_abi_layout() {
+        assert_eq!(core::mem::size_of::<PodRequests>(), 40);
+        assert_eq!(core::mem::size_of::<NodeResources>(), 80);
+    }
+}
