@@ -3,6 +3,7 @@
 package sdk_test
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/wasmkube/wasmkube/plugins/nodewasm/nodewasmtest"
 	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 )
 
 // closedPort is a loopback port where nothing listens.
@@ -64,7 +66,11 @@ func TestHookSDKThroughTheHost(t *testing.T) {
 	got = p.PreStop(t, 300*time.Millisecond)
 	took := time.Since(start)
 	want = `container=app kind="" ip=127.0.0.1 post=201 body=POST application/octet-stream drain now short=true long=false`
-	if got.Code != 1 || got.Reason != want {
+	// The guest returns an Error with its report right after the cut sleep; on a loaded
+	// machine it may miss the moment sleep_ms leaves it, and the call is a time-limit
+	// failure that still carries the report.
+	var ce *wasmhost.CallError
+	if !errors.As(got.Err, &ce) || ce.Reason != wasmhost.ReasonError && ce.Reason != wasmhost.ReasonTimeout || got.Reason != want {
 		t.Errorf("prestop: code %d (err %v), the guest saw\n%s\nwant\n%s", got.Code, got.Err, got.Reason, want)
 	}
 	if took > time.Second {

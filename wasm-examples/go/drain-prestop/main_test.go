@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"github.com/wasmkube/wasmkube/kubelet/config"
 	"github.com/wasmkube/wasmkube/plugins/nodewasm/nodewasmtest"
 	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 	sdk "github.com/wasmkube/wasmkube/sdk/go"
 )
 
@@ -163,10 +165,13 @@ func TestModuleThroughTheHost(t *testing.T) {
 	start := time.Now()
 	got := p.PreStop(t, grace)
 	took := time.Since(start)
-	// sleep_ms returns a moment before the limit, so the plugin's own reason is reported,
-	// not a time-limit failure.
-	if got.Code != 1 || got.Err == nil || got.Reason != "drain: 2 request(s) still in flight when the grace period ran out" {
-		t.Errorf("stuck pod: code %d reason %q (err %v), want the plugin's error", got.Code, got.Reason, got.Err)
+	// sleep_ms returns a moment before the limit, so the plugin usually reports its own
+	// reason; on a loaded machine it may not return within that moment, and the call is a
+	// time-limit failure. Either way the hook ends on time, having said why.
+	var ce *wasmhost.CallError
+	if !errors.As(got.Err, &ce) || ce.Reason != wasmhost.ReasonError && ce.Reason != wasmhost.ReasonTimeout ||
+		got.Reason != "drain: 2 request(s) still in flight when the grace period ran out" {
+		t.Errorf("stuck pod: code %d reason %q (err %v), want the plugin's error or a time-limit failure, with its reason", got.Code, got.Reason, got.Err)
 	}
 	if took < grace-50*time.Millisecond || took > grace+500*time.Millisecond {
 		t.Errorf("stuck pod: the hook took %v, want about the grace period %v", took, grace)
