@@ -73,8 +73,10 @@ func (p *Policy) run(ctx context.Context, k *wasmhost.Kind, a *admission.Attribu
 	req := requestOf(a)
 	c := &Call{Kind: k, Attributes: a, Reader: o.reader(), Capabilities: p.spec.Capabilities}
 	// Waiting for a free instance counts against the request too: with every instance
-	// busy, a call gives up after twice its time limit instead of queueing without end.
-	cctx, cancel := context.WithTimeout(ctx, 2*p.timeout)
+	// busy, a call gives up after twice its time limit (and a margin for a call that
+	// cannot be interrupted, such as a large memory.grow) instead of queueing without end.
+	giveUp := 2*p.timeout + 500*time.Millisecond
+	cctx, cancel := context.WithTimeout(ctx, giveUp)
 	start := time.Now()
 	err := c.Do(cctx, p.pool, req)
 	cancel()
@@ -99,7 +101,7 @@ func (p *Policy) run(ctx context.Context, k *wasmhost.Kind, a *admission.Attribu
 		if errors.As(err, &ce) {
 			why = fmt.Sprintf("%s: %v", ce.Reason, ce.Err)
 			if ce.Reason == wasmhost.ReasonCanceled {
-				why = fmt.Sprintf("no instance was free within %s (pool of %d)", 2*p.timeout, p.pool.Size())
+				why = fmt.Sprintf("no result within %s: all %d instances were busy, or the call overran its limit of %s", giveUp, p.pool.Size(), p.timeout)
 				p.pool.CountFailure(k)
 			}
 		}
@@ -160,7 +162,9 @@ func denial(a *admission.Attributes, policy, reason string) error {
 	details := &metav1.StatusDetails{Name: a.Name, Group: a.Resource.Group, Kind: a.Resource.Resource}
 	if m := fieldReason.FindStringSubmatch(reason); m != nil {
 		details.Kind = a.Kind.Kind
-		details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Field: m[1], Message: m[2]}}
+		// kubectl prints an Invalid status from its causes, so the cause names the policy.
+		details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Field: m[1],
+			Message: fmt.Sprintf("admission policy %s denied the request: %s", policy, m[2])}}
 		return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusUnprocessableEntity,
 			Reason: metav1.StatusReasonInvalid, Message: msg, Details: details}}
 	}

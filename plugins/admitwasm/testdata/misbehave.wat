@@ -3,7 +3,8 @@
 ;; failure. Validate: loop (forever), trap, grow (memory bomb), badptr, warn10mb (a 10 MB
 ;; warning, then allowed), code (status 7), error (Error with a reason), deny with a field
 ;; path. Mutate: patch (renames the object), notpatch (a JSON object), apply (removes a
-;; path that does not exist).
+;; path that does not exist), invalid (empties the first image, which the API server's own
+;; validation, run after the mutation, refuses).
 (module
   (import "wasmkube" "object_label" (func $object_label (param i32 i32 i32 i32) (result i32)))
   (import "wasmkube" "warning" (func $warning (param i32 i32)))
@@ -16,6 +17,7 @@
   (data (i32.const 128) "[{\"op\":\"replace\",\"path\":\"/metadata/name\",\"value\":\"renamed\"}]")
   (data (i32.const 256) "{\"op\":\"add\"}")
   (data (i32.const 288) "[{\"op\":\"remove\",\"path\":\"/spec/nothing\"}]")
+  (data (i32.const 352) "[{\"op\":\"replace\",\"path\":\"/spec/containers/0/image\",\"value\":\"\"}]")
   (func (export "wasmkube_abi_version") (result i32) i32.const 1)
   ;; $how is the first letter of the label's value at 16, or 0 without the label.
   (func $how (result i32)
@@ -61,4 +63,6 @@
       (then (call $set_patch (i32.const 256) (i32.const 12))))
     (if (i32.eq (local.get $h) (i32.const 97)) ;; a
       (then (call $set_patch (i32.const 288) (i32.const 40))))
+    (if (i32.eq (local.get $h) (i32.const 105)) ;; i
+      (then (call $set_patch (i32.const 352) (i32.const 63))))
     (i32.const 0)))

@@ -1,0 +1,5 @@
+//go:build !race
+
+package admitwasm_test
+
+const raceEnabled = false
