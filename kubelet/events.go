@@ -142,3 +142,26 @@ func (r *recorder) event(pod *v1.Pod, typ, reason, container, format string, arg
 	default:
 	}
 }
+
+// nodeEvent records reason on the node, as upstream's kubelet does (the node's name as its
+// UID, which kubectl describe node also searches by).
+func (r *recorder) nodeEvent(typ, reason, format string, args ...any) {
+	now := metav1.NewTime(time.Now())
+	ev := &v1.Event{
+		ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", r.node, time.Now().UnixNano()), Namespace: metav1.NamespaceDefault},
+		InvolvedObject:      v1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: r.node, UID: types.UID(r.node)},
+		Reason:              reason,
+		Message:             fmt.Sprintf(format, args...),
+		Source:              v1.EventSource{Component: "kubelet", Host: r.node},
+		FirstTimestamp:      now,
+		LastTimestamp:       now,
+		Count:               1,
+		Type:                typ,
+		ReportingController: "kubelet",
+		ReportingInstance:   r.node,
+	}
+	select {
+	case r.ch <- ev:
+	default:
+	}
+}

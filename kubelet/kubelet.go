@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -77,6 +78,17 @@ type Options struct {
 	PreStop   hook.PreStopRunner
 	PostStart hook.PostStartRunner
 
+	// ConfigFile is the wasmkube config file whose kubelet: section declares the node's
+	// wasm hook plugins; it is applied at start and reloaded when it changes. Empty: none.
+	ConfigFile string
+	// Hooks runs the hook plugins (plugins/nodewasm.Hooks); nil: a config that declares
+	// any is refused.
+	Hooks HookPlugins
+	// Registerer gets the kubelet's metrics (prober_probe_total,
+	// wasmkube_kubelet_config_reloads_total); when it is also a prometheus.Gatherer, the
+	// kubelet's HTTPS server serves it at /metrics. Nil: the metrics are kept, not served.
+	Registerer prometheus.Registerer
+
 	Logger *slog.Logger
 }
 
@@ -95,6 +107,11 @@ type Kubelet struct {
 	objects   Objects
 	podStore  cache.Indexer
 	listener  net.Listener
+	metrics   *kubeletMetrics
+	hookCfg   hookConfig
+
+	nsMu    sync.Mutex
+	nsCache map[string]nsEntry
 
 	mu       sync.Mutex
 	workers  map[types.UID]*podWorker
@@ -161,7 +178,8 @@ func New(ctx context.Context, opts Options) (*Kubelet, error) {
 		return nil, fmt.Errorf("kubelet root dir: %w", err)
 	}
 	k := &Kubelet{opts: opts, log: opts.Logger.With("component", "kubelet", "node", opts.NodeName),
-		workers: map[types.UID]*podWorker{}, warned: map[string]bool{}, images: map[string]time.Time{}}
+		workers: map[types.UID]*podWorker{}, warned: map[string]bool{}, images: map[string]time.Time{},
+		metrics: newKubeletMetrics(opts.Registerer), nsCache: map[string]nsEntry{}}
 	n := opts.ParallelPodStarts
 	if n <= 0 {
 		n = 2 * goruntime.NumCPU()
@@ -211,6 +229,10 @@ func New(ctx context.Context, opts Options) (*Kubelet, error) {
 	}
 	k.rec = newRecorder(k.client, opts.NodeName, k.log)
 	k.rec.busy = func() bool { return len(k.startSlots) > 0 }
+	if err := k.setupHooks(ctx); err != nil {
+		k.Close()
+		return nil, err
+	}
 	k.objects = apiObjects{k.client}
 	if k.listener, err = k.listen(); err != nil {
 		k.Close()
@@ -326,6 +348,10 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	k.cleanupOrphans(ctx)
 	k.wg.Add(1)
 	go func() { defer k.wg.Done(); k.relist(ctx) }()
+	if k.opts.ConfigFile != "" {
+		k.wg.Add(1)
+		go func() { defer k.wg.Done(); k.watchConfig(ctx) }()
+	}
 	if k.ctrd != nil {
 		k.wg.Add(1)
 		go func() { defer k.wg.Done(); k.ctrd.RunWarmPool(ctx, k.opts.WarmSandboxes, k.opts.PauseImage) }()
@@ -359,6 +385,7 @@ func (k *Kubelet) dispatch(ctx context.Context, o any) {
 		go func() {
 			defer k.wg.Done()
 			w.run(ctx)
+			k.metrics.probes.DeletePartialMatch(map[string]string{"pod": p.Name, "namespace": p.Namespace})
 			k.mu.Lock()
 			if k.workers[p.UID] == w {
 				delete(k.workers, p.UID)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -813,8 +814,14 @@ func (w *podWorker) startProbes(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	if startedAt.IsZero() {
 		startedAt = time.Now()
 	}
+	w.k.describeHooks(ctx, pod, c)
+	target := func(kind probe.Kind) probe.Target { t := t; t.Kind = kind; return t }
 	unhealthy := func(kind probe.Kind) func(probe.Result, string) {
+		counter := func(r probe.Result) prometheus.Counter {
+			return w.k.metrics.probes.WithLabelValues(string(kind), probeResult(r), c.Name, pod.Name, pod.Namespace)
+		}
 		return func(r probe.Result, msg string) {
+			counter(r).Inc()
 			if r == probe.Failure {
 				w.k.rec.event(pod, v1.EventTypeWarning, "Unhealthy", c.Name, "%s probe failed: %s", kind, msg)
 			}
@@ -829,7 +836,7 @@ func (w *podWorker) startProbes(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	runMain := func() {
 		if c.LivenessProbe != nil {
 			tr := probe.NewTracker(c.LivenessProbe, probe.Success)
-			go probe.Loop(pctx, w.k.prober, t, c.LivenessProbe, startedAt, tr, unhealthy(probe.Liveness), func(r probe.Result) {
+			go probe.Loop(pctx, w.k.prober, target(probe.Liveness), c.LivenessProbe, startedAt, tr, unhealthy(probe.Liveness), func(r probe.Result) {
 				if r == probe.Failure {
 					set(func() { cp.livenessFailed = true })
 				}
@@ -837,7 +844,7 @@ func (w *podWorker) startProbes(ctx context.Context, pod *v1.Pod, c *v1.Containe
 		}
 		if c.ReadinessProbe != nil {
 			tr := probe.NewTracker(c.ReadinessProbe, probe.Failure)
-			go probe.Loop(pctx, w.k.prober, t, c.ReadinessProbe, startedAt, tr, unhealthy(probe.Readiness), func(r probe.Result) {
+			go probe.Loop(pctx, w.k.prober, target(probe.Readiness), c.ReadinessProbe, startedAt, tr, unhealthy(probe.Readiness), func(r probe.Result) {
 				set(func() { cp.ready = r == probe.Success })
 			})
 		}
@@ -848,7 +855,7 @@ func (w *podWorker) startProbes(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	}
 	sctx, scancel := context.WithCancel(pctx)
 	tr := probe.NewTracker(c.StartupProbe, probe.Failure)
-	go probe.Loop(sctx, w.k.prober, t, c.StartupProbe, startedAt, tr, unhealthy(probe.Startup), func(r probe.Result) {
+	go probe.Loop(sctx, w.k.prober, target(probe.Startup), c.StartupProbe, startedAt, tr, unhealthy(probe.Startup), func(r probe.Result) {
 		scancel()
 		if r == probe.Success {
 			set(func() { cp.started = true })

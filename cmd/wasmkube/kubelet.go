@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -24,6 +26,8 @@ import (
 	"github.com/wasmkube/wasmkube/kubelet"
 	"github.com/wasmkube/wasmkube/kubelet/cni"
 	kcontainerd "github.com/wasmkube/wasmkube/kubelet/containerd"
+	"github.com/wasmkube/wasmkube/plugins/nodewasm"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 )
 
 type kubeletFlags struct {
@@ -31,7 +35,7 @@ type kubeletFlags struct {
 	nodeName, nodeIP, rootDir          string
 	containerdAddr, containerdNS       string
 	podCIDR, bridge, cniBinDir, images string
-	listen, logLevel                   string
+	listen, logLevel, configFile       string
 	cleanupOnExit, ipMasq              bool
 	warmSandboxes                      int
 }
@@ -71,6 +75,7 @@ restarted kubelet adopts them) unless --cleanup-on-exit is set.`,
 	fl.IntVar(&f.warmSandboxes, "warm-sandboxes", kubelet.DefaultWarmSandboxes, "pod sandboxes (network wired, pause running) kept ready for the next pods; 0 turns the pool off")
 	fl.BoolVar(&f.ipMasq, "ip-masq", false, "masquerade pod traffic that leaves the node (off: pods reach only this machine)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fl.StringVar(&f.configFile, "config", "", "wasmkube YAML config file; its kubelet: section declares the wasm probe and preStop plugins (watched for changes)")
 	rootCmd.AddCommand(cmd)
 }
 
@@ -110,12 +115,21 @@ func runKubelet(f kubeletFlags) error {
 			f.images = filepath.Join(filepath.Dir(exe), "images")
 		}
 	}
+	// The kubelet's series (prober_probe_total, config reloads) and the wasm host's
+	// (wasmkube_plugin_failures_total) are served at the kubelet's /metrics.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	hooks, err := newHooks(filepath.Join(f.rootDir, "wasm-cache"), log, reg)
+	if err != nil {
+		return err
+	}
+	defer hooks.Close()
 	opts := kubelet.Options{
 		RESTConfig: cfg, NodeName: f.nodeName, NodeIP: f.nodeIP, RootDir: f.rootDir,
 		ContainerdAddress: f.containerdAddr, ContainerdNamespace: f.containerdNS,
 		PodCIDR: f.podCIDR, Bridge: f.bridge, CNIBinDir: f.cniBinDir, ImagesDir: f.images,
 		ServerAddr: f.listen, CleanupOnExit: f.cleanupOnExit, IPMasq: f.ipMasq, Logger: log,
-		WarmSandboxes: f.warmSandboxes,
+		WarmSandboxes: f.warmSandboxes, ConfigFile: f.configFile, Hooks: hooks, Registerer: reg,
 	}
 	if opts.ContainerdAddress == "" {
 		d, err := kcontainerd.Start(ctx, filepath.Join(f.rootDir, "containerd"))
@@ -132,6 +146,17 @@ func runKubelet(f kubeletFlags) error {
 		return err
 	}
 	return k.Run(ctx)
+}
+
+// newHooks is the kubelet's wasm host (probe and preStop kinds, compiled code cached in
+// cacheDir) and the hook plugins it runs.
+func newHooks(cacheDir string, log *slog.Logger, reg prometheus.Registerer) (*nodewasm.Hooks, error) {
+	host, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{nodewasm.Extension},
+		CacheDir: cacheDir, Logger: log, Registerer: reg})
+	if err != nil {
+		return nil, err
+	}
+	return nodewasm.New(host, log), nil
 }
 
 // joinCluster exchanges a join token for the node's credential, trusting the server only if

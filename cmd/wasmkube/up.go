@@ -273,11 +273,18 @@ func startKubelet(ctx context.Context, srv *apiserver.Server, dataDir string, o 
 		_ = daemon.Stop()
 		return nil, err
 	}
+	// The kubelet's wasm hook plugins (the config's kubelet: section); its series are on
+	// the default registry, which the API server's /metrics serves.
+	hooks, err := newHooks(filepath.Join(dataDir, "kubelet", "wasm-cache"), log, prometheus.DefaultRegisterer)
+	if err != nil {
+		_ = daemon.Stop()
+		return nil, err
+	}
 	k, err := kubelet.New(ctx, kubelet.Options{
 		RESTConfig: nodeCfg, NodeName: name, RootDir: filepath.Join(dataDir, "kubelet"),
 		ContainerdAddress: daemon.Address(), Snapshotter: daemon.Snapshotter(),
 		ImagesDir: images, ServerAddr: kubeletAddr(), CleanupOnExit: !o.keepPods, Logger: log,
-		WarmSandboxes: o.warm,
+		WarmSandboxes: o.warm, ConfigFile: o.configFile, Hooks: hooks, Registerer: prometheus.DefaultRegisterer,
 	})
 	if err != nil {
 		_ = daemon.Stop()

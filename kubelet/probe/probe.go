@@ -56,6 +56,9 @@ type Target struct {
 	Container   *v1.Container
 	ContainerID string // runtime id
 	PodIP       string
+	// Kind is which probe runs (empty for lifecycle hooks): a wasm Prober picks the
+	// pod's plugin for this kind.
+	Kind Kind
 }
 
 // Prober runs one probe once. It returns the result and a human message (used in the

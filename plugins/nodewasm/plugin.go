@@ -54,11 +54,7 @@ func (p *Plugin) Close() {
 // smoke-calls it. Every error names the plugin and path.
 func Load(ctx context.Context, h *wasmhost.Host, spec config.HookPlugin, baseDir string) (*Plugin, error) {
 	lerr := func(err error) error { return &wasmhost.LoadError{Plugin: spec.Name, Path: spec.Path, Err: err} }
-	path := spec.Path
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(baseDir, path)
-	}
-	bin, err := os.ReadFile(path)
+	bin, err := readModule(spec.Path, baseDir)
 	if err != nil {
 		return nil, lerr(err)
 	}
@@ -103,6 +99,14 @@ func Load(ctx context.Context, h *wasmhost.Host, spec config.HookPlugin, baseDir
 		return nil, lerr(err)
 	}
 	return &Plugin{name: spec.Name, path: spec.Path, policy: policy, cap: spec.Timeout.Duration, pool: pool, key: pluginKey(spec, bin)}, nil
+}
+
+// readModule reads the module file path, relative to baseDir.
+func readModule(path, baseDir string) ([]byte, error) {
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(baseDir, path)
+	}
+	return os.ReadFile(path)
 }
 
 // pluginKey identifies a declaration and module bytes: a reload that leaves both unchanged
