@@ -127,7 +127,9 @@ cases:
 	var suite struct {
 		Failures int `xml:"failures,attr"`
 		Cases    []struct {
-			Failure *struct{ Message string `xml:"message,attr"` } `xml:"failure"`
+			Failure *struct {
+				Message string `xml:"message,attr"`
+			} `xml:"failure"`
 		} `xml:"testcase"`
 	}
 	if err := xml.Unmarshal(b, &suite); err != nil || suite.Failures != 1 || len(suite.Cases) != 1 || suite.Cases[0].Failure == nil {

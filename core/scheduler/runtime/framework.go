@@ -52,6 +52,9 @@ type Options struct {
 	// InformerFactory is the scheduler's (optional): plugins may take listers from it
 	// in their factory; the scheduler starts the informers they asked for.
 	InformerFactory informers.SharedInformerFactory
+	// KeepTotals makes SchedulePod return every feasible node's total score, so that a
+	// caller comparing decisions can tell a tie from a different choice (plugin replay).
+	KeepTotals bool
 }
 
 type scorePlugin struct {
@@ -449,6 +452,8 @@ type ScheduleResult struct {
 	EvaluatedNodes int
 	FeasibleNodes  int
 	Explanation    *Explanation
+	// Totals are the feasible nodes' total scores (Options.KeepTotals only).
+	Totals map[string]int64
 }
 
 // SchedulePod runs PreFilter, Filter, PreScore and Score and picks a node. An
@@ -512,7 +517,7 @@ func (f *Framework) SchedulePod(ctx context.Context, state *framework.CycleState
 		return ScheduleResult{EvaluatedNodes: evaluated}, &FitError{Pod: pod, NumAllNodes: len(all), Diagnosis: diag}
 	}
 	res := ScheduleResult{EvaluatedNodes: evaluated, FeasibleNodes: len(feasible)}
-	if len(feasible) == 1 && f.opts.ExplainTopNodes == 0 {
+	if len(feasible) == 1 && f.opts.ExplainTopNodes == 0 && !f.opts.KeepTotals {
 		res.SuggestedHost = feasible[0].Node().Name
 		return res, nil
 	}
@@ -525,6 +530,12 @@ func (f *Framework) SchedulePod(ctx context.Context, state *framework.CycleState
 	}
 	best := selectHost(totals)
 	res.SuggestedHost = feasible[best].Node().Name
+	if f.opts.KeepTotals {
+		res.Totals = make(map[string]int64, len(feasible))
+		for i, n := range feasible {
+			res.Totals[n.Node().Name] = totals[i]
+		}
+	}
 	res.Explanation = f.explain(pod, len(all), evaluated, feasible, scores, totals, diag)
 	return res, nil
 }
