@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/wasmkube/wasmkube/core/leaderelect"
 	"github.com/wasmkube/wasmkube/core/scheduler"
 )
 
@@ -410,6 +411,62 @@ func TestLeaderElectionFailover(t *testing.T) {
 	c.createPod("after", requests("100m", "64Mi"))
 	c.waitPod("after", "bound by the new leader", bound)
 	_ = leader
+}
+
+// TestLeaderLostAndRegained: a scheduler whose Lease another holder took stops
+// scheduling and stands by (healthy), a pod created meanwhile waits in its queue, and
+// when the other holder goes away the scheduler leads again (a second term) and binds it.
+func TestLeaderLostAndRegained(t *testing.T) {
+	c := newCluster(t, 1)
+	s, _ := c.startScheduler(scheduler.Options{LeaderElect: true, Identity: "victim",
+		LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond})
+	err := wait.PollUntilContextTimeout(c.ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return s.IsLeader(), nil
+	})
+	if err != nil {
+		t.Fatalf("never led: %v", err)
+	}
+	c.createPod("first", requests("100m", "64Mi"))
+	c.waitPod("first", "bound in the first term", bound)
+	leases := c.client.CoordinationV1().Leases("kube-system")
+	intrude := func() {
+		l, err := leases.Get(c.ctx, "wasmkube-scheduler", metav1.GetOptions{})
+		if err == nil {
+			id, now := "intruder", metav1.NowMicro()
+			l.Spec.HolderIdentity, l.Spec.RenewTime, l.Spec.AcquireTime = &id, &now, &now
+			_, _ = leases.Update(c.ctx, l, metav1.UpdateOptions{})
+		}
+	}
+	err = wait.PollUntilContextTimeout(c.ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		intrude()
+		return !s.IsLeader() && s.Status().Phase() == leaderelect.Standby, nil
+	})
+	if err != nil {
+		t.Fatalf("still leading (phase %s) while another holder owns the Lease: %v", s.Status().Phase(), err)
+	}
+	if err := s.Check(); err != nil {
+		t.Fatalf("a standby scheduler must be healthy: %v", err)
+	}
+	c.createPod("during", requests("100m", "64Mi"))
+	for range 10 {
+		intrude()
+		time.Sleep(100 * time.Millisecond)
+	}
+	p, err := c.client.CoreV1().Pods("default").Get(c.ctx, "during", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Spec.NodeName != "" {
+		t.Fatal("a standby scheduler bound a pod")
+	}
+	// The intruder stops renewing: the scheduler takes the Lease back and binds the pod.
+	c.waitPod("during", "bound in the second term", bound)
+	if terms, _ := s.Status().Terms(); terms != 2 {
+		t.Fatalf("%d terms, want 2", terms)
+	}
+	if !s.IsLeader() {
+		t.Fatal("bound, but IsLeader is false")
+	}
 }
 
 func scrape(t *testing.T, s *scheduler.Scheduler) string {
