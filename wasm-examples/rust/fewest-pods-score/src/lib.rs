@@ -21,9 +21,12 @@ fn init() -> Status {
     if args.is_empty() {
         return Status::OK;
     }
-    let prefix = match json::parse(args).and_then(|v| v.get("avoidPrefix")) {
-        Some(p) => p,
-        None => return Status::OK,
+    let prefix = match json::parse(args) {
+        Some(v) if v.kind() == json::Kind::Object => match v.get("avoidPrefix") {
+            Some(p) => p,
+            None => return Status::OK,
+        },
+        _ => return Status::error(r#"args: must be a JSON object, e.g. {"avoidPrefix": "spot-"}"#),
     };
     let mut tmp = [0u8; 64];
     match prefix.as_str().map(|s| s.decode(&mut tmp)) {
