@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -148,4 +149,70 @@ func runPluginConformance(ctx context.Context, out io.Writer, module string, o *
 	}
 	defer p.Close(ctx)
 	return o.report(out, strings.TrimSuffix(filepath.Base(module), ".wasm")+" conformance", p.Conformance(ctx, wasmtest.ConformanceOptions{Args: args}))
+}
+
+func init() {
+	var args, memoryLimit, output string
+	var compare []string
+	var timeout, per time.Duration
+	var sizes []int
+	bench := &cobra.Command{
+		Use:   "bench FILE.wasm [--compare OTHER.wasm|native:NAME]...",
+		Short: "Time a plugin's Filter and Score per call and per node at 100, 1000 and 5000 nodes",
+		Long: `bench calls the module's Filter and Score (after its PreFilter and PreScore, as a cycle
+does) with batches of fixture nodes, for --time per batch size, and prints the median and
+99th percentile per call, the cost per node, and the pool's instances and memory.
+--compare adds other modules, or in-tree plugins as native:NodeResourcesFit, timed the same
+way in the same run.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			ctx, cancel := signalContext()
+			defer cancel()
+			if output != "text" && output != "json" {
+				return fmt.Errorf("--output %q: must be text or json", output)
+			}
+			mem, err := resource.ParseQuantity(memoryLimit)
+			if err != nil {
+				return fmt.Errorf("--memory-limit %q: %w", memoryLimit, err)
+			}
+			bo := wasmtest.BenchOptions{Sizes: sizes, Time: per}
+			if args != "" {
+				bo.Args = []byte(args)
+			}
+			var rows []wasmtest.BenchRow
+			for _, target := range append([]string{argv[0]}, compare...) {
+				var rs []wasmtest.BenchRow
+				if name, ok := strings.CutPrefix(target, "native:"); ok {
+					rs, err = wasmtest.BenchNative(ctx, name, bo.Args, bo)
+				} else {
+					var p *wasmtest.Plugin
+					p, err = wasmtest.Open(ctx, target, wasmtest.Options{Timeout: timeout, MemoryLimit: uint64(mem.Value())})
+					if err == nil {
+						rs, err = p.Bench(ctx, bo)
+						p.Close(ctx)
+					}
+				}
+				if err != nil {
+					return err
+				}
+				rows = append(rows, rs...)
+			}
+			if output == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(rows)
+			}
+			wasmtest.WriteBench(cmd.OutOrStdout(), rows)
+			return nil
+		},
+	}
+	f := bench.Flags()
+	f.StringVar(&args, "args", "", "the plugins' args as JSON")
+	f.StringSliceVar(&compare, "compare", nil, "other modules or native:NAME in-tree plugins to time in the same run (repeatable)")
+	f.IntSliceVar(&sizes, "nodes", []int{100, 1000, 5000}, "batch sizes")
+	f.DurationVar(&per, "time", time.Second, "how long each batch size is timed")
+	f.DurationVar(&timeout, "timeout", 10*time.Second, "time limit per call (high: a bench measures, it does not enforce)")
+	f.StringVar(&memoryLimit, "memory-limit", "64Mi", "memory limit per instance")
+	f.StringVarP(&output, "output", "o", "text", "text or json")
+	pluginCmd.AddCommand(bench)
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
 	"github.com/wasmkube/wasmkube/plugins/wasmtest"
@@ -158,4 +159,35 @@ func build(t testing.TB, src string) string {
 		return wasmbuild.Go(t, path)
 	}
 	return wasmbuild.WAT(t, path)
+}
+
+// bench times a module and a native plugin through the same interfaces, one row per point
+// and batch size.
+func TestBench(t *testing.T) {
+	ctx := context.Background()
+	p := open(t, build(t, "go:wasm-examples/go/node-resources-fit"))
+	o := wasmtest.BenchOptions{Sizes: []int{10, 50}, Time: 20 * time.Millisecond}
+	rows, err := p.Bench(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	native, err := wasmtest.BenchNative(ctx, "NodeResourcesFit", nil, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The example is a Filter; the in-tree NodeResourcesFit filters and scores.
+	if len(rows) != 2 || len(native) != 4 {
+		t.Fatalf("rows %+v / %+v, want Filter at two sizes, and Filter and Score", rows, native)
+	}
+	for _, r := range append(rows, native...) {
+		if r.Calls < 3 || r.P50 <= 0 || r.P99 < r.P50 || r.PerNode != r.P50/time.Duration(r.Nodes) {
+			t.Errorf("row %+v", r)
+		}
+	}
+	if rows[0].Instances != 1 || rows[0].MemoryKiB == 0 {
+		t.Errorf("wasm row without pool figures: %+v", rows[0])
+	}
+	if _, err := wasmtest.BenchNative(ctx, "NoSuchPlugin", nil, o); err == nil || !strings.Contains(err.Error(), "no in-tree plugin") {
+		t.Errorf("unknown native plugin: %v", err)
+	}
 }
