@@ -44,6 +44,8 @@ type node struct {
 	stop    func()
 	warm    int    // warm sandboxes
 	pause   string // pause image; empty: the default
+	// options, when set, adds to the kubelet's options (wasm hooks, config file).
+	options func(*kubelet.Options)
 }
 
 func imagesDir(t testing.TB) string {
@@ -62,14 +64,18 @@ func startKubeletB(b *testing.B, srv *apiservertest.Server, n *node) { startKube
 func startKubelet(t testing.TB, srv *apiservertest.Server, n *node, cleanupOnExit bool) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	k, err := kubelet.New(ctx, kubelet.Options{
+	opts := kubelet.Options{
 		RESTConfig: srv.NodeConfig(t, n.name), NodeName: n.name, RootDir: n.root,
 		ContainerdAddress: n.daemon.Address(), Snapshotter: n.daemon.Snapshotter(),
 		PodCIDR: n.net.PodCIDR, Bridge: n.net.Bridge, ImagesDir: imagesDir(t),
 		ServerAddr: "127.0.0.1:0", CleanupOnExit: cleanupOnExit, ParallelPodStarts: envInt("WASMKUBE_BENCH_PARALLEL"),
 		WarmSandboxes: n.warm, PauseImage: n.pause,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()})),
-	})
+	}
+	if n.options != nil {
+		n.options(&opts)
+	}
+	k, err := kubelet.New(ctx, opts)
 	if err != nil {
 		cancel()
 		t.Fatal(err)

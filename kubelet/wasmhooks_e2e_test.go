@@ -1,0 +1,314 @@
+package kubelet_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/apiservertest"
+	"github.com/wasmkube/wasmkube/kubelet"
+	"github.com/wasmkube/wasmkube/kubelet/internal/nodetest"
+	"github.com/wasmkube/wasmkube/plugins/nodewasm"
+	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost"
+)
+
+// hooksNode is a real kubelet whose config file declares wasm hook plugins; the modules
+// are copied beside the config, as an operator would keep them.
+type hooksNode struct {
+	*node
+	dir, config string
+	reg         *prometheus.Registry
+}
+
+func newHooksNode(t *testing.T, srv *apiservertest.Server, name, configYAML string, modules map[string]string) *hooksNode {
+	t.Helper()
+	hn := &hooksNode{dir: t.TempDir(), reg: prometheus.NewRegistry()}
+	for dst, src := range modules {
+		copyModule(t, src, filepath.Join(hn.dir, dst))
+	}
+	hn.config = filepath.Join(hn.dir, "wasmkube.yaml")
+	if err := os.WriteFile(hn.config, []byte(configYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	host, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{nodewasm.Extension}, CacheDir: t.TempDir(), Registerer: hn.reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks := nodewasm.New(host, nil)
+	t.Cleanup(hooks.Close)
+	n := &node{name: name, root: t.TempDir(), daemon: nodetest.Containerd(t)}
+	n.net = nodetest.Network(t, filepath.Join(n.root, "cni"))
+	n.options = func(o *kubelet.Options) { o.ConfigFile, o.Hooks, o.Registerer = hn.config, hooks, hn.reg }
+	startKubelet(t, srv, n, true)
+	hn.node = n
+	return hn
+}
+
+func copyModule(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Written aside and renamed, as an editor or a ConfigMap update replaces a file.
+	if err := os.WriteFile(to+".tmp", b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(to+".tmp", to); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// shPod is a pod of one busybox container running script under sh, which exits on
+// SIGTERM (a shell as PID 1 would ignore it and wait for SIGKILL).
+func shPod(name, node, container, script string) *v1.Pod {
+	c := busybox(container, "trap 'exit 0' TERM; "+script+"; sleep 100000 & wait")
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: map[string]string{}},
+		Spec: v1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: int64p(1), Containers: []v1.Container{c}}}
+}
+
+// httpGetHandler is the ordinary probe the manifest keeps (the plugin replaces it here).
+func httpGetHandler(port int32) v1.ProbeHandler {
+	return v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(port)}}
+}
+
+// eventsOf returns the events recorded on the object named name.
+func eventsOf(t *testing.T, c kubernetes.Interface, ns, name string) []v1.Event {
+	t.Helper()
+	evs, err := c.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", name).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs.Items
+}
+
+// waitEvent waits for an event on name with reason whose message contains text.
+func waitEvent(t *testing.T, c kubernetes.Interface, ns, name, reason, text string) v1.Event {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, e := range eventsOf(t, c, ns, name) {
+			if e.Reason == reason && strings.Contains(e.Message, text) {
+				return e
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	var seen []string
+	for _, e := range eventsOf(t, c, ns, name) {
+		seen = append(seen, e.Reason+": "+e.Message)
+	}
+	t.Fatalf("no %s event containing %q on %s; events:\n%s", reason, text, name, strings.Join(seen, "\n"))
+	return v1.Event{}
+}
+
+// deleteAndWait deletes a pod and returns how long it took to be gone from the API.
+func deleteAndWait(t *testing.T, c kubernetes.Interface, name string, grace int64) time.Duration {
+	t.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	if err := c.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := c.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return time.Since(start)
+		}
+		if time.Since(start) > time.Duration(grace)*time.Second+30*time.Second {
+			t.Fatalf("pod %s not gone %s after its deletion", name, time.Since(start))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+const hooksConfig = `
+scheduler: {}
+kubelet:
+  hookPlugins:
+  - name: health
+    path: health.wasm
+    args: 8080
+  - name: live
+    path: health.wasm
+    args: 8081
+    timeout: 1s
+  - name: drain
+    path: health.wasm
+    args: 8080
+`
+
+// TestWasmHooksOnARealKubelet: a readiness plugin follows a file that busybox httpd
+// serves in the pod; a liveness plugin restarts a container; a drain preStop waits for
+// the pod's in-flight count to reach 0, and when it never does, termination still ends at
+// the grace period. Editing the config swaps the readiness logic of the running pod, and a
+// broken module keeps the last good one.
+func TestWasmHooksOnARealKubelet(t *testing.T) {
+	srv := apiservertest.Start(t)
+	health := wasmbuild.WAT(t, "plugins/nodewasm/testdata/get.wat")
+	hn := newHooksNode(t, srv, "node-hooks", hooksConfig, map[string]string{"health.wasm": health})
+	ctx := context.Background()
+	pods := srv.Client.CoreV1().Pods("default")
+
+	ready := shPod("ready", hn.name, "web", "mkdir -p /www; echo warming > /www/health; httpd -p 8080 -h /www; sleep 4; echo ok > /www/health")
+	ready.Spec.Containers[0].ReadinessProbe = &v1.Probe{ProbeHandler: httpGetHandler(8080), PeriodSeconds: 1}
+	ready.Annotations[nodewasm.Annotation("readiness", "web")] = "health"
+
+	live := shPod("live", hn.name, "c", "mkdir -p /l; echo ok > /l/health; httpd -p 8081 -h /l; sleep 3; echo dead > /l/health")
+	live.Spec.Containers[0].LivenessProbe = &v1.Probe{ProbeHandler: httpGetHandler(8081), PeriodSeconds: 1, FailureThreshold: 1}
+	live.Annotations[nodewasm.Annotation("liveness", "c")] = "live"
+
+	// The drain endpoint is a CGI script that sets the in-flight count to 0 two seconds
+	// after it was called; the stuck pod's never does.
+	drainScript := func(flip bool) string {
+		after := ""
+		if flip {
+			after = `(sleep 2; printf 0 > /www/inflight) >/dev/null 2>&1 &`
+		}
+		return `mkdir -p /www/cgi-bin; printf 1 > /www/inflight; ` +
+			`printf '#!/bin/sh\necho Content-Type: text/plain\necho\necho draining\n` + after + `\n' > /www/cgi-bin/drain; ` +
+			`chmod +x /www/cgi-bin/drain; httpd -p 8080 -h /www`
+	}
+	drain := shPod("drain", hn.name, "c", drainScript(true))
+	stuck := shPod("stuck", hn.name, "c", drainScript(false))
+	for _, p := range []*v1.Pod{drain, stuck} {
+		p.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"sleep", "1"}}}}
+		p.Annotations[nodewasm.Annotation("prestop", "c")] = "drain"
+	}
+	drain.Spec.TerminationGracePeriodSeconds = int64p(20)
+	stuck.Spec.TerminationGracePeriodSeconds = int64p(3)
+
+	for _, p := range []*v1.Pod{ready, live, drain, stuck} {
+		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Readiness follows the file: not ready while it says "warming" (with the plugin's
+	// reason in the Unhealthy event), ready once it says "ok".
+	waitEvent(t, srv.Client, "default", "ready", "WasmHook", "Readiness probe of container web is served by wasm plugin health")
+	waitEvent(t, srv.Client, "default", "ready", "Unhealthy", "Readiness probe failed: wasm plugin health: body not ok")
+	rp := waitPod(t, srv.Client, "default", "ready", "Ready", podReady)
+	firstID := containerStatus(rp, "web").ContainerID
+
+	// Liveness: the file turns "dead" after 3 s and the plugin's failure restarts it.
+	waitPod(t, srv.Client, "default", "live", "restarted by its wasm liveness probe", func(p *v1.Pod) bool {
+		cs := containerStatus(p, "c")
+		return cs != nil && cs.RestartCount >= 1
+	})
+	waitEvent(t, srv.Client, "default", "live", "Unhealthy", "Liveness probe failed: wasm plugin live: body not ok")
+	waitEvent(t, srv.Client, "default", "live", "Killing", "failed liveness probe")
+
+	// The drain preStop waits for in-flight work (2 s) and no longer.
+	waitPod(t, srv.Client, "default", "drain", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	waitPod(t, srv.Client, "default", "stuck", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	waitEvent(t, srv.Client, "default", "drain", "WasmHook", "PreStop hook of container c is served by wasm plugin drain")
+	took := deleteAndWait(t, srv.Client, "drain", 20)
+	t.Logf("drain pod (2 s drain, 20 s grace) terminated in %s", took)
+	if took < 2*time.Second || took > 15*time.Second {
+		t.Errorf("drain pod terminated in %s: want the 2 s drain, far from the 20 s grace period", took)
+	}
+	for _, e := range eventsOf(t, srv.Client, "default", "drain") {
+		if e.Reason == "FailedPreStopHook" {
+			t.Errorf("drain: %s", e.Message)
+		}
+	}
+	// The stuck drain is cut at the grace period (3 s), with the plugin's failure.
+	took = deleteAndWait(t, srv.Client, "stuck", 3)
+	t.Logf("stuck pod (drain never done, 3 s grace) terminated in %s", took)
+	if took > 3*time.Second+5*time.Second {
+		t.Errorf("stuck pod terminated in %s with a grace period of 3 s", took)
+	}
+	waitEvent(t, srv.Client, "default", "stuck", "FailedPreStopHook", "wasm plugin drain failed (timeout)")
+
+	// prober_probe_total counts the wasm probes.
+	if n := (probeCounter(t, hn.reg, "Readiness", "successful", "web", "ready")); n < 1 {
+		t.Errorf("prober_probe_total{probe_type=Readiness,result=successful,pod=ready} = %v", n)
+	}
+
+	// Live swap: the health plugin becomes req.wat, which fails every probe with the HTTP
+	// status as its reason. The running pod turns NotReady without a restart.
+	copyModule(t, wasmbuild.WAT(t, "plugins/nodewasm/testdata/req.wat"), filepath.Join(hn.dir, "req.wasm"))
+	swapped := strings.Replace(hooksConfig, "  - name: health\n    path: health.wasm\n    args: 8080\n",
+		"  - name: health\n    path: req.wasm\n    args: \"8080 /health\"\n", 1)
+	if err := os.WriteFile(hn.config, []byte(swapped), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, srv.Client, "default", "ready", "Unhealthy", "Readiness probe failed: wasm plugin health: 200")
+	rp = waitPod(t, srv.Client, "default", "ready", "NotReady after the swap", func(p *v1.Pod) bool { return !podReady(p) })
+	if cs := containerStatus(rp, "web"); cs.ContainerID != firstID || cs.RestartCount != 0 {
+		t.Errorf("the swap restarted the container: %+v", cs)
+	}
+	// A broken module: the last good one stays, with an event on the Node and a metric.
+	if err := os.WriteFile(filepath.Join(hn.dir, "broken.wasm"), []byte("not wasm"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.Replace(swapped, "path: req.wasm", "path: broken.wasm", 1)
+	if err := os.WriteFile(hn.config, []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, srv.Client, "", hn.name, "FailedConfigReload", "kubelet.hookPlugins[0]")
+	if n := (reloadCounter(t, hn.reg, "failure")); n < 1 {
+		t.Errorf("wasmkube_kubelet_config_reloads_total{result=failure} = %v", n)
+	}
+	before := (probeCounter(t, hn.reg, "Readiness", "failed", "web", "ready"))
+	time.Sleep(2 * time.Second)
+	if after := (probeCounter(t, hn.reg, "Readiness", "failed", "web", "ready")); after <= before {
+		t.Errorf("readiness probes stopped after a broken reload (%v then %v failures)", before, after)
+	}
+	for _, name := range []string{"ready", "live"} {
+		deleteAndWait(t, srv.Client, name, 1)
+	}
+	assertNoTrace(t, hn.node)
+}
+
+func probeCounter(t *testing.T, reg *prometheus.Registry, kind, result, container, pod string) float64 {
+	t.Helper()
+	return seriesOf(t, reg, "prober_probe_total", map[string]string{"probe_type": kind, "result": result, "container": container, "pod": pod, "namespace": "default"})
+}
+
+func reloadCounter(t *testing.T, reg *prometheus.Registry, result string) float64 {
+	t.Helper()
+	return seriesOf(t, reg, "wasmkube_kubelet_config_reloads_total", map[string]string{"result": result})
+}
+
+// seriesOf sums the counter series of reg named name with labels (0 if absent).
+func seriesOf(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if got[k] != v {
+					continue series
+				}
+			}
+			sum += m.GetCounter().GetValue()
+		}
+	}
+	return sum
+}
+
