@@ -311,4 +311,3 @@ func seriesOf(t *testing.T, reg *prometheus.Registry, name string, labels map[st
 	}
 	return sum
 }
-
