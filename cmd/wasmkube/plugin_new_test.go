@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost"
+)
+
+// TestPluginNew scaffolds plugins with `plugin new`, builds each with its own build.sh,
+// and runs `plugin check` on it and, for scheduler kinds, `plugin test` with its
+// cases.yaml: a generated plugin works as generated. C and WAT are tried for every kind;
+// Go (about 10 s a build on a loaded machine) and Rust for two kinds each.
+func TestPluginNew(t *testing.T) {
+	root := wasmbuild.Root()
+	tmp := t.TempDir()
+	combos := map[string][]string{
+		"wat":  newKinds,
+		"c":    newKinds,
+		"go":   {"filter", "validate"},
+		"rust": {"score", "probe"},
+	}
+	tools := map[string]string{"wat": "wat2wasm", "c": "clang", "go": "", "rust": "/usr/bin/cargo"}
+	// The Rust plugins share a target folder, so the SDK is compiled once.
+	cargoTarget := filepath.Join(tmp, "cargo-target")
+	for _, lang := range []string{"wat", "c", "go", "rust"} {
+		for _, kind := range combos[lang] {
+			t.Run(lang+"/"+kind, func(t *testing.T) {
+				if tool := tools[lang]; tool != "" {
+					if _, err := exec.LookPath(tool); err != nil {
+						t.Skipf("%s is missing (scripts/deps.sh installs it)", tool)
+					}
+				}
+				dir := filepath.Join(tmp, lang+"-"+kind)
+				var out bytes.Buffer
+				if err := runPluginNew(&out, dir, &pluginNewOptions{lang: lang, kind: kind, sdk: root}); err != nil {
+					t.Fatal(err)
+				}
+				want := []string{"README.md", "build.sh"}
+				if slices.Contains(schedulerKinds, kind) {
+					want = append(want, "cases.yaml")
+				}
+				for _, f := range want {
+					if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+						t.Errorf("plugin new wrote no %s: %v\n%s", f, err, out.String())
+					}
+				}
+				readme, _ := os.ReadFile(filepath.Join(dir, "README.md"))
+				if !strings.Contains(string(readme), "wasmkube plugin check "+filepath.Base(dir)+".wasm") {
+					t.Errorf("README.md names no check command:\n%s", readme)
+				}
+				module := filepath.Join(dir, filepath.Base(dir)+".wasm")
+				cmd := exec.Command("bash", "build.sh")
+				cmd.Dir = dir
+				cmd.Env = append(os.Environ(), "PATH="+filepath.Join(runtime.GOROOT(), "bin")+string(os.PathListSeparator)+os.Getenv("PATH"),
+					"CARGO_TARGET_DIR="+cargoTarget)
+				if b, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("build.sh: %v\n%s", err, b)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				var check bytes.Buffer
+				err := runPluginCheck(ctx, &check, module, &pluginCheckOptions{timeout: wasmhost.DefaultTimeout, memoryLimit: "64Mi"})
+				if err != nil || !strings.Contains(check.String(), "wasmkube_"+kind) || !strings.Contains(check.String(), "interrupt:    deadline-flag") {
+					t.Fatalf("plugin check: %v\n%s", err, check.String())
+				}
+				if !slices.Contains(schedulerKinds, kind) {
+					return
+				}
+				var test bytes.Buffer
+				o := &kitOptions{timeout: wasmhost.DefaultTimeout, memoryLimit: "64Mi", output: "text"}
+				if err := runPluginTest(ctx, &test, module, []string{filepath.Join(dir, "cases.yaml")}, o); err != nil {
+					t.Fatalf("plugin test: %v\n%s", err, test.String())
+				}
+				if !strings.Contains(test.String(), "2 passed, 0 failed") {
+					t.Errorf("plugin test ran other cases than the two generated:\n%s", test.String())
+				}
+			})
+		}
+	}
+}
+
+// TestPluginNewRefuses checks the errors of plugin new: unknown or missing language or
+// kind, a bad name, an existing folder, and a language without a source tree.
+func TestPluginNewRefuses(t *testing.T) {
+	tmp := t.TempDir()
+	existing := filepath.Join(tmp, "taken")
+	if err := os.Mkdir(existing, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, dir string
+		o         pluginNewOptions
+		want      string
+	}{
+		{"no lang", "a", pluginNewOptions{kind: "filter"}, "--lang is required"},
+		{"unknown lang", "a", pluginNewOptions{lang: "cobol", kind: "filter"}, `--lang "cobol": unknown language; one of c, go, rust, wat`},
+		{"no kind", "a", pluginNewOptions{lang: "wat"}, "--kind is required"},
+		{"unknown kind", "a", pluginNewOptions{lang: "wat", kind: "bind"}, `--kind "bind": unknown kind; one of filter, score, validate, mutate, probe, prestop`},
+		{"not yet", "a", pluginNewOptions{lang: "assemblyscript", kind: "filter"}, "--lang assemblyscript: plugin new cannot write it yet"},
+		{"upper case", "My_Plugin", pluginNewOptions{lang: "wat", kind: "filter"}, `plugin name "My_Plugin": must be 1 to 63 lowercase letters`},
+		{"trailing dash", "plugin-", pluginNewOptions{lang: "wat", kind: "filter"}, `plugin name "plugin-"`},
+		{"existing", "taken", pluginNewOptions{lang: "wat", kind: "filter"}, "taken already exists"},
+		{"bad sdk", "a", pluginNewOptions{lang: "go", kind: "filter", sdk: tmp}, "not a wasmkube source tree"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := runPluginNew(&bytes.Buffer{}, filepath.Join(tmp, tc.dir), &tc.o)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+			if tc.dir != "taken" {
+				if _, err := os.Stat(filepath.Join(tmp, tc.dir)); err == nil {
+					t.Errorf("a refused plugin new left %s behind", tc.dir)
+				}
+			}
+		})
+	}
+	entries, _ := os.ReadDir(tmp)
+	if len(entries) != 1 {
+		t.Errorf("temporary folders left behind: %v", entries)
+	}
+}
