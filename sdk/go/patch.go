@@ -13,6 +13,8 @@ import (
 //
 // Paths are RFC 6901 JSON Pointers ("/spec/containers/0/resources"); build them with
 // Pointer when a token may contain "/" or "~" (label keys such as app.kubernetes.io/name).
+// Values are marshalled with encoding/json; a json.RawMessage that is valid JSON is copied
+// as it is, so a policy can marshal a constant value once (in OnInit) instead of per call.
 // A value that cannot be marshalled or a malformed path is remembered in Err, and the
 // mutate package then reports the call as an Error instead of sending a partial patch.
 type Patch struct {
@@ -52,14 +54,19 @@ func (p *Patch) op(op, path string, value any, hasValue bool) {
 	p.buf = append(p.buf, `","path":`...)
 	p.buf = append(p.buf, pathJSON...)
 	if hasValue {
-		v, err := json.Marshal(value)
-		if err != nil {
-			p.buf = p.buf[:start]
-			p.err = fmt.Errorf("patch %s %s: %w", op, path, err)
-			return
-		}
 		p.buf = append(p.buf, `,"value":`...)
-		p.buf = append(p.buf, v...)
+		if raw, ok := value.(json.RawMessage); ok && json.Valid(raw) {
+			// Already JSON (a value marshalled once in OnInit): copied, not re-encoded.
+			p.buf = append(p.buf, raw...)
+		} else {
+			v, err := json.Marshal(value)
+			if err != nil {
+				p.buf = p.buf[:start]
+				p.err = fmt.Errorf("patch %s %s: %w", op, path, err)
+				return
+			}
+			p.buf = append(p.buf, v...)
+		}
 	}
 	p.buf = append(p.buf, '}')
 	p.n++

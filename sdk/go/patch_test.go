@@ -41,8 +41,10 @@ func TestPatch(t *testing.T) {
 	p.Remove("/spec/nodeName")
 	p.Add("/spec/containers/0/resources", json.RawMessage(`{"requests": {"cpu": "100m"}}`))
 	p.Add("", map[string]any{"whole": nil})
-	if err := p.Err(); err != nil {
-		t.Fatal(err)
+	p.Add("/raw", json.RawMessage(` {"kept": [1, 2]} `))
+	p.Add("/badraw", json.RawMessage(`{nope`)) // not JSON: marshalled, which fails
+	if err := p.Err(); err == nil || !strings.Contains(err.Error(), "patch add /badraw") {
+		t.Fatalf("a RawMessage that is not JSON: err %v", err)
 	}
 	var got []map[string]any
 	if err := json.Unmarshal(p.Bytes(), &got); err != nil {
@@ -55,6 +57,7 @@ func TestPatch(t *testing.T) {
 		{"op": "remove", "path": "/spec/nodeName"},
 		{"op": "add", "path": "/spec/containers/0/resources", "value": map[string]any{"requests": map[string]any{"cpu": "100m"}}},
 		{"op": "add", "path": "", "value": map[string]any{"whole": nil}},
+		{"op": "add", "path": "/raw", "value": map[string]any{"kept": []any{1.0, 2.0}}},
 	}
 	if !reflect.DeepEqual(got, want) || p.Len() != len(want) {
 		t.Errorf("patch %s\ndecodes to %v\nwant %v", p.Bytes(), got, want)

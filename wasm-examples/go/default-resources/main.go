@@ -10,6 +10,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -34,7 +35,26 @@ var Builtin = Defaults{
 	Limits:   map[string]string{"cpu": "500m", "memory": "256Mi"},
 }
 
-var defaults = Builtin
+// defaults are the configured defaults, marshalled once per instance: Plan copies their
+// JSON into the patch instead of marshalling maps for each container of each pod.
+var defaults = Builtin.marshal()
+
+// marshaled holds the JSON of a Defaults' parts (nil for an empty part).
+type marshaled struct {
+	requests, limits, both json.RawMessage
+}
+
+func (d Defaults) marshal() marshaled {
+	var m marshaled
+	if len(d.Requests) > 0 {
+		m.requests, _ = json.Marshal(d.Requests)
+	}
+	if len(d.Limits) > 0 {
+		m.limits, _ = json.Marshal(d.Limits)
+	}
+	m.both, _ = json.Marshal(d)
+	return m
+}
 
 func init() {
 	sdk.OnInit(configure)
@@ -54,7 +74,7 @@ func configure() error {
 	if err := d.Check(); err != nil {
 		return err
 	}
-	defaults = d
+	defaults = d.marshal()
 	return nil
 }
 
@@ -125,7 +145,7 @@ func Mutate(req sdk.Request, p *sdk.Patch) sdk.Status {
 
 // Plan adds to p the operations that give every container of pod without requests and
 // limits the defaults d, and returns the names of those containers.
-func Plan(pod *Pod, d Defaults, p *sdk.Patch) []string {
+func Plan(pod *Pod, d marshaled, p *sdk.Patch) []string {
 	var names []string
 	for _, list := range []struct {
 		field      string
@@ -135,16 +155,16 @@ func Plan(pod *Pod, d Defaults, p *sdk.Patch) []string {
 			if c.Resources != nil && (len(c.Resources.Requests) > 0 || len(c.Resources.Limits) > 0) {
 				continue
 			}
-			base := sdk.Pointer("spec", list.field, strconv.Itoa(i), "resources")
+			base := "/spec/" + list.field + "/" + strconv.Itoa(i) + "/resources"
 			if c.Resources == nil {
-				p.Add(base, d)
+				p.Add(base, d.both)
 			} else {
 				// Keep what else resources holds (claims); add replaces an empty map.
-				if len(d.Requests) > 0 {
-					p.Add(base+"/requests", d.Requests)
+				if d.requests != nil {
+					p.Add(base+"/requests", d.requests)
 				}
-				if len(d.Limits) > 0 {
-					p.Add(base+"/limits", d.Limits)
+				if d.limits != nil {
+					p.Add(base+"/limits", d.limits)
 				}
 			}
 			names = append(names, c.Name)

@@ -65,7 +65,7 @@ func TestPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	var p sdk.Patch
-	names := Plan(&pod, Defaults{Requests: map[string]string{"cpu": "100m"}, Limits: map[string]string{"cpu": "200m"}}, &p)
+	names := Plan(&pod, Defaults{Requests: map[string]string{"cpu": "100m"}, Limits: map[string]string{"cpu": "200m"}}.marshal(), &p)
 	if strings.Join(names, ",") != "setup,bare,claims" {
 		t.Errorf("defaulted %v, want setup, bare and claims", names)
 	}
@@ -76,6 +76,12 @@ func TestPlan(t *testing.T) {
 		`{"op":"add","path":"/spec/containers/2/resources/limits","value":{"cpu":"200m"}}]`
 	if got := string(p.Bytes()); got != want {
 		t.Errorf("patch\n%s\nwant\n%s", got, want)
+	}
+	p.Reset()
+	Plan(&pod, Defaults{Limits: map[string]string{"cpu": "200m"}}.marshal(), &p)
+	if got := string(p.Bytes()); !strings.HasPrefix(got, `[{"op":"add","path":"/spec/initContainers/0/resources","value":{"limits":{"cpu":"200m"}}},`+
+		`{"op":"add","path":"/spec/containers/0/resources/limits"`) {
+		t.Errorf("limits only: patch %s", got)
 	}
 }
 
