@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds disallow-latest-tag.wasm (or the path given as $1) with the AssemblyScript
-# compiler that scripts/deps.sh installs (npm ci in wasm-examples/assemblyscript, which also links the
-# SDK from sdk/assemblyscript), with the SDK's build settings (asconfig.json extends them).
+# compiler that scripts/deps.sh installs (npm ci in wasm-examples/assemblyscript, which also
+# links the SDK from sdk/assemblyscript), with the SDK's build settings (asconfig.json
+# extends them).
 set -euo pipefail
 name=disallow-latest-tag
 out="${1:-$name.wasm}"
