@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	"github.com/wasmkube/wasmkube/core/scheduler/framework"
@@ -303,7 +304,12 @@ func describeResult(c *schedwasm.Call) string {
 func benchPlugin(ctx context.Context, out io.Writer, pool *wasmhost.Pool, n int, state *framework.CycleState, skipped map[*wasmhost.Kind]string) error {
 	nodes := make([]*framework.NodeInfo, n)
 	for i := range nodes {
+		// Each node its own UID and a resourceVersion, as in a cluster: the host serializes
+		// a node's JSON once per version, so node_json costs a copy, not a marshal, per call.
 		nodes[i] = schedwasm.SmokeNode()
+		node := nodes[i].Node().DeepCopy()
+		node.Name, node.UID, node.ResourceVersion = fmt.Sprintf("wasmkube-bench-node-%d", i), types.UID(fmt.Sprintf("wasmkube-bench-node-%d", i)), "1"
+		nodes[i].SetNode(node)
 	}
 	pod := schedwasm.SmokePod()
 	for _, k := range []*wasmhost.Kind{schedwasm.Filter, schedwasm.Score} {
