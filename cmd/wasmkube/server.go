@@ -45,6 +45,9 @@ the config file keys:
   server.defaultTolerationSeconds   not-ready/unreachable toleration of pods (default 300)
   server.logLevel                   debug|info|warn|error (default info)
 
+The config file's admission: section declares wasm admission policies (docs/config.md); they
+are swapped live when the file changes.
+
 Unless --apiserver-only, the scheduler (profiles and wasm plugins from the config file's
 scheduler: section, reloaded when the file changes) and the controller manager run in the
 same process, each leader-elected through a Lease in kube-system. A component that loses
@@ -68,10 +71,17 @@ quorum) stops its work and campaigns again; the process does not exit. /readyz l
 			defer stopAPI()
 			stopAPIOnSignal := context.AfterFunc(ctx, stopAPI)
 			apiOnly, _ := cmd.Flags().GetBool("apiserver-only")
+			configFile, _ := cmd.Flags().GetString("config")
+			adm, admPlugins, err := newAdmission(apiCtx, opts.DataDir, configFile, opts.Logger)
+			if err != nil {
+				return err
+			}
+			opts.Admission = admPlugins
 			srv, err := startAPIServer(apiCtx, opts)
 			if err != nil {
 				return err
 			}
+			runAdmission(apiCtx, adm, srv, opts.Logger)
 			if !apiOnly {
 				stopAPIOnSignal()
 				go func() {
@@ -79,7 +89,6 @@ quorum) stops its work and campaigns again; the process does not exit. /readyz l
 					awaitLeasesReleased(apiCtx, srv.AdminRESTConfig(), leaseReleaseGrace)
 					stopAPI()
 				}()
-				configFile, _ := cmd.Flags().GetString("config")
 				cs, err := readControllerSettings(configFile)
 				if err != nil {
 					stop()
@@ -106,7 +115,7 @@ quorum) stops its work and campaigns again; the process does not exit. /readyz l
 	f.StringSlice("etcd-endpoints", nil, "external etcd cluster URLs (comma separated); default is an embedded etcd in the data dir")
 	f.Int64("default-toleration-seconds", 300, "tolerationSeconds of the not-ready/unreachable tolerations added to pods")
 	f.String("log-level", "info", "log level: debug, info, warn, error")
-	f.String("config", "", "YAML config file (keys under server., scheduler., controller.; the scheduler section is reloaded on change)")
+	f.String("config", "", "YAML config file (keys under server., scheduler., admission., controller.; the scheduler and admission sections are reloaded on change)")
 	f.Bool("apiserver-only", false, "run only the API server, without the in-process scheduler and controller manager")
 	f.String("metrics-addr", defaultSchedulerMetricsAddr, "where the in-process scheduler serves /metrics (empty: off); the API server's /metrics has the rest")
 	return cmd

@@ -48,7 +48,8 @@ func init() {
 		Long: `Run a local cluster in the foreground until Ctrl-C:
 
   embedded etcd and the API server (data under --data-dir),
-  the scheduler with the profiles and wasm policies of --config (edit the file to swap them live),
+  the scheduler with the profiles and wasm plugins of --config, and the API server with its wasm
+  admission policies (edit the file to swap either live),
   the controller manager,
   one real kubelet on a containerd that up starts and supervises under the data dir, with CNI
   bridge networking (needs root, containerd, runc and the CNI plugins: scripts/deps.sh installs them),
@@ -62,7 +63,7 @@ shims outlive containerd), and the next up on the same data dir adopts them with
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.dataDir, "data-dir", "_data", "data directory (etcd, certificates, kubeconfig, kubelet and containerd state)")
-	f.StringVar(&o.configFile, "config", "", "wasmkube YAML config file (scheduler profiles, wasm plugins, controller settings)")
+	f.StringVar(&o.configFile, "config", "", "wasmkube YAML config file (scheduler profiles, wasm plugins, admission policies, controller settings)")
 	f.StringVar(&o.listen, "listen", apiserver.DefaultListen, "API server HTTPS listen address")
 	f.StringVar(&o.nodeName, "node-name", "", "name of the real node (default: the host name)")
 	f.StringVar(&o.imagesDir, "images-dir", "", "OCI archives the kubelet imports at start (default: images/ beside the binary)")
@@ -96,13 +97,19 @@ func runUp(o upOptions) error {
 	// deleting its pods through it after Ctrl-C.
 	apiCtx, stopAPI := context.WithCancel(context.Background())
 	defer stopAPI()
+	adm, admPlugins, err := newAdmission(apiCtx, dataDir, o.configFile, log)
+	if err != nil {
+		return err
+	}
 	srv, err := startAPIServer(apiCtx, apiserver.Options{
 		DataDir: dataDir, Listen: o.listen, DefaultTolerationSeconds: cs.tolerationSeconds, Logger: log,
+		Admission: admPlugins,
 	})
 	if err != nil {
 		return err
 	}
 	defer func() { stopAPI(); _ = srv.Wait() }()
+	runAdmission(apiCtx, adm, srv, log)
 
 	if err := startControlPlane(ctx, srv, dataDir, o.configFile, o.metricsAddr, cs, false, log); err != nil {
 		return err

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/wasmkube/wasmkube/core/apiserver"
+	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/plugins/admitwasm"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost"
+)
+
+// newAdmission loads the wasm admission policies of the config file's admission:
+// section for the API server, on a host of its own (the scheduler's host has the
+// scheduler's kinds; the compilation cache on disk is shared). No config file: none.
+func newAdmission(ctx context.Context, dataDir, configFile string, log *slog.Logger) (*admitwasm.Policies, []admission.Plugin, error) {
+	if configFile == "" {
+		return nil, nil, nil
+	}
+	host, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{admitwasm.Extension},
+		CacheDir: filepath.Join(dataDir, "wasm-cache"), Logger: log, Registerer: prometheus.DefaultRegisterer})
+	if err != nil {
+		return nil, nil, err
+	}
+	// The API server's /metrics serves the default registry.
+	pol, err := admitwasm.New(ctx, admitwasm.Options{Host: host, ConfigFile: configFile, Logger: log, Registerer: prometheus.DefaultRegisterer})
+	if err != nil {
+		return nil, nil, err
+	}
+	return pol, []admission.Plugin{pol}, nil
+}
+
+// runAdmission records the policies' Events through srv and swaps them when the config
+// file changes, until ctx ends.
+func runAdmission(ctx context.Context, pol *admitwasm.Policies, srv *apiserver.Server, log *slog.Logger) {
+	if pol == nil {
+		return
+	}
+	client, err := kubernetes.NewForConfig(srv.AdminRESTConfig())
+	if err != nil {
+		log.Error("admission policies: no client for events", "err", err)
+		client = nil
+	}
+	go pol.Run(ctx, client)
+}
