@@ -19,7 +19,7 @@ import (
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 )
 
-// exampleConfig is examples/wasmkube.yaml with each example module's path replaced by
+// exampleConfig is examples/wasmkube.yaml with each admission policy's path replaced by
 // the module built for this test.
 func exampleConfig(t *testing.T) string {
 	t.Helper()
@@ -27,7 +27,12 @@ func exampleConfig(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return regexp.MustCompile(`\.\./wasm-examples/go/[a-z-]+/[a-z-]+\.wasm`).ReplaceAllStringFunc(string(b), func(p string) string {
+	// Only the admission section's modules: the scheduler's are not loaded here.
+	head, section, ok := strings.Cut(string(b), "\nadmission:")
+	if !ok {
+		t.Fatal("examples/wasmkube.yaml has no admission: section")
+	}
+	return head + "\nadmission:" + regexp.MustCompile(`\.\./wasm-examples/go/[a-z-]+/[a-z-]+\.wasm`).ReplaceAllStringFunc(section, func(p string) string {
 		return wasmbuild.Go(t, strings.TrimPrefix(filepath.Dir(p), "../"))
 	})
 }
