@@ -134,8 +134,25 @@ func (o *Policies) SetObjectReader(r admission.ObjectReader) error {
 				return &ConfigError{Field: fmt.Sprintf("admission.policies[%d].capabilities[%d]", i, k), Msg: fmt.Sprintf("%q is not a resource this API server serves", res)}
 			}
 		}
+		o.warm(p.Capabilities)
 	}
 	return nil
+}
+
+// warm fills the reader's cache of the granted resources now, so that a policy's first
+// read does not wait for a list inside its time limit.
+func (o *Policies) warm(resources []string) {
+	r := o.reader()
+	if r == nil {
+		return
+	}
+	for _, res := range resources {
+		ctx, cancel := context.WithTimeout(o.ctx, 5*time.Second)
+		if _, err := r.List(ctx, res, ""); err != nil {
+			o.log.Warn("admission: could not read a granted resource yet", "resource", res, "err", err)
+		}
+		cancel()
+	}
 }
 
 func (o *Policies) reader() admission.ObjectReader {
@@ -190,6 +207,7 @@ func (o *Policies) build(ctx context.Context, data []byte, old *policySet) (_ *p
 				return nil, &ConfigError{Field: field, Msg: err.Error()}
 			}
 			fresh = append(fresh, p)
+			o.warm(spec.Capabilities)
 		}
 		ps.policies = append(ps.policies, p)
 		ps.byName[spec.Name] = p
