@@ -42,21 +42,34 @@ func newHooksNode(t *testing.T, srv *apiservertest.Server, name, configYAML stri
 	if err := os.WriteFile(hn.config, []byte(configYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	host, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{nodewasm.Extension}, CacheDir: t.TempDir(), Registerer: hn.reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hooks := nodewasm.New(host, nil)
-	t.Cleanup(hooks.Close)
-	n := &node{name: name, root: t.TempDir(), daemon: nodetest.Containerd(t)}
-	n.net = nodetest.Network(t, filepath.Join(n.root, "cni"))
-	n.options = func(o *kubelet.Options) { o.ConfigFile, o.Hooks, o.Registerer = hn.config, hooks, hn.reg }
+	hooks := newTestHooks(t, hn.reg)
+	n := newUnstartedNode(t, name, func(o *kubelet.Options) { o.ConfigFile, o.Hooks, o.Registerer = hn.config, hooks, hn.reg })
 	startKubelet(t, srv, n, true)
 	hn.node = n
 	return hn
 }
 
-func copyModule(t *testing.T, from, to string) {
+// newTestHooks is the kubelet's wasm host and hook plugins, as cmd/wasmkube builds them.
+func newTestHooks(t testing.TB, reg prometheus.Registerer) *nodewasm.Hooks {
+	t.Helper()
+	host, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{nodewasm.Extension}, CacheDir: t.TempDir(), Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks := nodewasm.New(host, nil)
+	t.Cleanup(hooks.Close)
+	return hooks
+}
+
+// newUnstartedNode is a node on a containerd of its own whose kubelet gets options.
+func newUnstartedNode(t testing.TB, name string, options func(*kubelet.Options)) *node {
+	t.Helper()
+	n := &node{name: name, root: t.TempDir(), daemon: nodetest.Containerd(t), options: options}
+	n.net = nodetest.Network(t, filepath.Join(n.root, "cni"))
+	return n
+}
+
+func copyModule(t testing.TB, from, to string) {
 	t.Helper()
 	b, err := os.ReadFile(from)
 	if err != nil {
@@ -115,7 +128,7 @@ func waitEvent(t *testing.T, c kubernetes.Interface, ns, name, reason, text stri
 }
 
 // deleteAndWait deletes a pod and returns how long it took to be gone from the API.
-func deleteAndWait(t *testing.T, c kubernetes.Interface, name string, grace int64) time.Duration {
+func deleteAndWait(t testing.TB, c kubernetes.Interface, name string, grace int64) time.Duration {
 	t.Helper()
 	ctx := context.Background()
 	start := time.Now()
@@ -174,7 +187,7 @@ func TestWasmHooksOnARealKubelet(t *testing.T) {
 	drainScript := func(flip bool) string {
 		after := ""
 		if flip {
-			after = `(sleep 2; printf 0 > /www/inflight) >/dev/null 2>&1 &`
+			after = `(sleep 2; printf 0 > /www/inflight.new; mv /www/inflight.new /www/inflight) >/dev/null 2>&1 &`
 		}
 		return `mkdir -p /www/cgi-bin; printf 1 > /www/inflight; ` +
 			`printf '#!/bin/sh\necho Content-Type: text/plain\necho\necho draining\n` + after + `\n' > /www/cgi-bin/drain; ` +

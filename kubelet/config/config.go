@@ -44,7 +44,8 @@ type HookPlugin struct {
 	FailurePolicy string `json:"failurePolicy,omitempty"`
 	// Args is the JSON the guest reads with the args host function.
 	Args json.RawMessage `json:"args,omitempty"`
-	// Pool is the most instances (parallel calls) of the plugin; 0: DefaultPool.
+	// Pool is the most instances (parallel calls) of each kind of the plugin; 0:
+	// DefaultProbePool for probes, DefaultPreStopPool for preStop hooks.
 	Pool int `json:"pool,omitempty"`
 }
 
@@ -78,10 +79,14 @@ const (
 	Ignore = "Ignore"
 )
 
-// DefaultPool is the most instances of a plugin when its config says nothing: calls that
-// wait on the network hold an instance, and a preStop drain may hold one for the whole
-// grace period. Instances are created on demand, so an idle plugin costs one.
-const DefaultPool = 32
+// Default instance counts of a plugin, per kind, when its config sets no pool. Probe calls
+// are short (one HTTP round trip) and a few instances serve a node's probes; a preStop
+// drain holds its instance for up to the grace period, so pods stopped together each need
+// one. Instances are created on demand, so an idle kind costs one.
+const (
+	DefaultProbePool   = 4
+	DefaultPreStopPool = 32
+)
 
 // Error is a configuration error; Field is the path of the offending key.
 type Error struct {

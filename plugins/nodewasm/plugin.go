@@ -21,13 +21,14 @@ import (
 // grace deadline), and of the module's own start-up calls when the config sets no cap.
 const DefaultLimit = time.Second
 
-// Plugin is one loaded hook plugin: a module's pool with its args, its failure policy and
-// its time cap.
+// Plugin is one loaded hook plugin: a module's instance pools with its args (one per kind,
+// so that drains holding instances for a grace period never delay probes), its failure
+// policy and its time cap.
 type Plugin struct {
 	name, path string
 	policy     string
 	cap        time.Duration
-	pool       *wasmhost.Pool
+	pools      map[*wasmhost.Kind]*wasmhost.Pool
 	key        string
 }
 
@@ -37,16 +38,31 @@ func (p *Plugin) Name() string { return p.name }
 // Path is the module file the plugin was loaded from.
 func (p *Plugin) Path() string { return p.path }
 
-// Pool is the plugin's instance pool.
-func (p *Plugin) Pool() *wasmhost.Pool { return p.pool }
+// Pool is the instance pool of kind k (Probe or PreStop), nil if the module does not
+// export it.
+func (p *Plugin) Pool(k *wasmhost.Kind) *wasmhost.Pool { return p.pools[k] }
 
 // Kinds are the kubelet kinds the module exports.
-func (p *Plugin) Kinds() wasmhost.Kinds { return p.pool.Module().Kinds().Intersect(Kinds) }
+func (p *Plugin) Kinds() wasmhost.Kinds {
+	var out wasmhost.Kinds
+	for _, k := range Kinds {
+		if p.pools[k] != nil {
+			out = append(out, k)
+		}
+	}
+	return out
+}
 
 // Close closes the plugin's instances and module; calls in flight finish first.
 func (p *Plugin) Close() {
-	p.pool.Close()
-	_ = p.pool.Module().Close(context.Background())
+	var mod *wasmhost.Module
+	for _, pool := range p.pools {
+		pool.Close()
+		mod = pool.Module()
+	}
+	if mod != nil {
+		_ = mod.Close(context.Background())
+	}
 }
 
 // Load reads, compiles and checks the module of spec (Path relative to baseDir), with the
@@ -80,25 +96,40 @@ func Load(ctx context.Context, h *wasmhost.Host, spec config.HookPlugin, baseDir
 		_ = mod.Close(ctx)
 		return nil, lerr(errors.New("exports neither wasmkube_probe nor wasmkube_prestop: not a kubelet hook plugin"))
 	}
-	size := spec.Pool
-	if size <= 0 {
-		size = config.DefaultPool
-	}
 	args := []byte(spec.Args)
 	if len(args) == 0 || string(args) == "null" {
 		args = nil
 	}
-	pool, err := mod.NewPool(ctx, args, size)
-	if err != nil {
+	p := &Plugin{name: spec.Name, path: spec.Path, policy: policy, cap: spec.Timeout.Duration, pools: map[*wasmhost.Kind]*wasmhost.Pool{}, key: pluginKey(spec, bin)}
+	fail := func(err error) (*Plugin, error) {
+		for _, pool := range p.pools {
+			pool.Close()
+		}
 		_ = mod.Close(ctx)
 		return nil, err
 	}
-	if err := Smoke(ctx, pool); err != nil {
-		pool.Close()
-		_ = mod.Close(ctx)
-		return nil, lerr(err)
+	for _, k := range mod.Kinds().Intersect(Kinds) {
+		size := spec.Pool
+		if size <= 0 {
+			size = config.DefaultProbePool
+			if k == PreStop {
+				size = config.DefaultPreStopPool
+			}
+		}
+		pool, err := mod.NewPool(ctx, args, size)
+		if err != nil {
+			return fail(err)
+		}
+		p.pools[k] = pool
 	}
-	return &Plugin{name: spec.Name, path: spec.Path, policy: policy, cap: spec.Timeout.Duration, pool: pool, key: pluginKey(spec, bin)}, nil
+	// One smoke call of each kind: the pools run the same module with the same args.
+	for _, pool := range p.pools {
+		if err := Smoke(ctx, pool); err != nil {
+			return fail(lerr(err))
+		}
+		break
+	}
+	return p, nil
 }
 
 // readModule reads the module file path, relative to baseDir.
@@ -139,11 +170,12 @@ func (p *Plugin) limit(ctx context.Context) time.Duration {
 // probe failure with that reason, or a success under failurePolicy Ignore; the kubelet
 // giving up (ctx cancelled) is Unknown.
 func (p *Plugin) Probe(ctx context.Context, pod *v1.Pod, container, probeKind, podIP string) (probe.Result, string) {
-	if !p.pool.Module().Kinds().Has(Probe) {
+	pool := p.pools[Probe]
+	if pool == nil {
 		return probe.Failure, fmt.Sprintf("wasm plugin %s does not export wasmkube_probe: it cannot serve a %s probe", p.name, probeKind)
 	}
 	c := &Call{Kind: Probe, Pod: pod, Container: container, ProbeKind: probeKind, PodIP: podIP, Timeout: p.limit(ctx)}
-	err := c.Do(ctx, p.pool)
+	err := c.Do(ctx, pool)
 	switch {
 	case err == nil && c.Code == CodeFailure:
 		reason := c.Reason
@@ -168,11 +200,12 @@ func (p *Plugin) Probe(ctx context.Context, pod *v1.Pod, container, probeKind, p
 // end of the grace period. A failure is an error (a FailedPreStopHook event) unless the
 // policy is Ignore; either way the caller goes on with SIGTERM.
 func (p *Plugin) PreStop(ctx context.Context, pod *v1.Pod, container, podIP string) error {
-	if !p.pool.Module().Kinds().Has(PreStop) {
+	pool := p.pools[PreStop]
+	if pool == nil {
 		return fmt.Errorf("wasm plugin %s does not export wasmkube_prestop: it cannot serve a preStop hook", p.name)
 	}
 	c := &Call{Kind: PreStop, Pod: pod, Container: container, PodIP: podIP, Timeout: p.limit(ctx)}
-	err := c.Do(ctx, p.pool)
+	err := c.Do(ctx, pool)
 	if err == nil {
 		return nil
 	}

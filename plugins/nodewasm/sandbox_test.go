@@ -75,7 +75,7 @@ func TestPluginReachesOnlyItsPodIP(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := nodewasmtest.Load(t, wat(t, "req.wat"), fmt.Sprintf("%q", tt.args))
 			c := &nodewasm.Call{Kind: nodewasm.Probe, Pod: p.Pod, Container: "app", ProbeKind: nodewasm.ProbeReadiness, PodIP: "127.0.0.2", Timeout: 2 * time.Second}
-			if err := c.Do(context.Background(), p.Plugin.Pool()); err != nil {
+			if err := c.Do(context.Background(), p.Plugin.Pool(nodewasm.Probe)); err != nil {
 				t.Fatal(err)
 			}
 			if c.Reason != tt.want {
@@ -102,7 +102,7 @@ func TestNetworkWithoutPodIPAndPostOutsidePreStop(t *testing.T) {
 	}))
 	p := nodewasmtest.Load(t, wat(t, "req.wat"), fmt.Sprintf(`"%d /drain"`, port))
 	c := &nodewasm.Call{Kind: nodewasm.Probe, Pod: p.Pod, Container: "app", ProbeKind: nodewasm.ProbeLiveness, Timeout: time.Second}
-	if err := c.Do(context.Background(), p.Plugin.Pool()); err != nil || c.Reason != "-13" {
+	if err := c.Do(context.Background(), p.Plugin.Pool(nodewasm.Probe)); err != nil || c.Reason != "-13" {
 		t.Fatalf("no pod IP: %q %v, want -13 (EACCES)", c.Reason, err)
 	}
 	if r := p.PreStop(t, time.Second); r.Err != nil || r.Reason != "200" {

@@ -80,7 +80,7 @@ func LoadSpec(t testing.TB, spec config.HookPlugin) (*Plugin, error) {
 func (p *Plugin) Probe(t testing.TB, kind string, timeout time.Duration) Result {
 	t.Helper()
 	c := &nodewasm.Call{Kind: nodewasm.Probe, Pod: p.Pod, Container: p.Container, ProbeKind: kind, PodIP: PodIP, Timeout: timeout}
-	err := c.Do(context.Background(), p.Plugin.Pool())
+	err := c.Do(context.Background(), p.Plugin.Pool(nodewasm.Probe))
 	return Result{Code: c.Code, Reason: c.Reason, Err: err}
 }
 
@@ -89,7 +89,7 @@ func (p *Plugin) Probe(t testing.TB, kind string, timeout time.Duration) Result 
 func (p *Plugin) PreStop(t testing.TB, grace time.Duration) Result {
 	t.Helper()
 	c := &nodewasm.Call{Kind: nodewasm.PreStop, Pod: p.Pod, Container: p.Container, PodIP: PodIP, Timeout: grace}
-	err := c.Do(context.Background(), p.Plugin.Pool())
+	err := c.Do(context.Background(), p.Plugin.Pool(nodewasm.PreStop))
 	return Result{Code: c.Code, Reason: c.Reason, Err: err}
 }
 
