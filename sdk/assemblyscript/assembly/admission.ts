@@ -1,6 +1,6 @@
 // Admission kinds (Validate, Mutate; docs/abi.md 4.6): the request under admission.
 import * as sys from "./sys";
-import { again, bytes, kp, keyA, keyB, sbuf, scap, text, vp } from "./buf";
+import { again, beginCall, bytes, kp, keyA, keyB, sbuf, scap, text, vp } from "./buf";
 import { lines, Pod, Status, finish } from "./core";
 
 /** The API request under admission: attributes, the new object and the stored one. */
@@ -147,10 +147,12 @@ const theRequest = new Request();
 
 /** wasmkube_validate: f once per request (Status.OK allows, Status.deny denies). */
 export function runValidate(f: (req: Request) => Status): i32 {
+  beginCall();
   return finish(f(theRequest));
 }
 
 /** wasmkube_mutate: f once per request; set the patch with req.setPatch and return OK. */
 export function runMutate(f: (req: Request) => Status): i32 {
+  beginCall();
   return finish(f(theRequest));
 }

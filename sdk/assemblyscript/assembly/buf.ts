@@ -11,6 +11,60 @@ export function lastResult(): i32 {
   return last;
 }
 
+/** @internal Sets lastResult (a read answered from the per-call cache). */
+export function setLast(n: i32): void {
+  last = n;
+}
+
+// The pod is the same for every node of a call, but not from one call to the next (any
+// instance serves any pod): the runners start a new epoch, and the pod's cached reads
+// are dropped.
+let epoch: i32 = 0;
+
+/** @internal Starts a new entry-point call. */
+export function beginCall(): void {
+  epoch++;
+}
+
+/** @internal Reads of one call keyed by string (a pod's labels, annotations): a handful of
+ * keys, so a linear search that allocates nothing beats a Map. */
+export class CallCache {
+  epoch: i32 = -1;
+  keys: string[] = [];
+  vals: Array<string | null> = [];
+  codes: i32[] = [];
+  hit: i32 = -1;
+
+  /** Whether key was read in this call; its value is then value(). */
+  has(key: string): bool {
+    if (this.epoch != epoch) {
+      this.keys.length = 0;
+      this.vals.length = 0;
+      this.codes.length = 0;
+      this.epoch = epoch;
+      return false;
+    }
+    for (let i = 0; i < this.keys.length; i++) {
+      if (this.keys[i] == key) {
+        this.hit = i;
+        last = this.codes[i];
+        return true;
+      }
+    }
+    return false;
+  }
+  value(): string | null {
+    return this.vals[this.hit];
+  }
+  /** Remembers what the read of key (just done) returned. */
+  put(key: string, v: string | null): string | null {
+    this.keys.push(key);
+    this.vals.push(v);
+    this.codes.push(last);
+    return v;
+  }
+}
+
 let scratch = new ArrayBuffer(4096);
 /** @internal The scratch buffer's address and capacity, read by every host call. */
 export let sbuf: usize = changetype<usize>(scratch);

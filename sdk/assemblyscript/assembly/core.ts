@@ -1,7 +1,7 @@
 // The SDK's core: status, args, state, logging, the pod, the nodes and the scheduler
 // runners. index.ts re-exports it with the admission and kubelet parts.
 import * as sys from "./sys";
-import { again, bytes, kp, keyA, keyB, sbuf, scap, text, vp } from "./buf";
+import { again, beginCall, bytes, CallCache, kp, keyA, keyB, sbuf, scap, text, vp } from "./buf";
 
 /** The version of docs/abi.md this SDK implements. */
 export const ABI_VERSION: i32 = 1;
@@ -138,7 +138,12 @@ export class NodeResources {
 // Records are read into this static area, then copied into the classes above.
 const record = memory.data(80, 8);
 
-/** The pod being scheduled, admitted or probed. Accessors call the host on every use. */
+const podLabels = new CallCache();
+const podAnnotations = new CallCache();
+
+/** The pod being scheduled, admitted or probed. Labels and annotations are read from the
+ * host once per call (a Filter asks for the same pod at every node); the other accessors
+ * call the host on every use. */
 export class Pod {
   /** metadata.name. */
   name(): string {
@@ -156,17 +161,19 @@ export class Pod {
   }
   /** The value of label key, or null when the pod has no such label. */
   label(key: string): string | null {
+    if (podLabels.has(key)) return podLabels.value();
     let k = keyA(key);
     let n = sys.pod_label(kp, k, sbuf, scap);
     if (again(n)) n = sys.pod_label(kp, k, sbuf, scap);
-    return text(n);
+    return podLabels.put(key, text(n));
   }
   /** The value of annotation key, or null. */
   annotation(key: string): string | null {
+    if (podAnnotations.has(key)) return podAnnotations.value();
     let k = keyA(key);
     let n = sys.pod_annotation(kp, k, sbuf, scap);
     if (again(n)) n = sys.pod_annotation(kp, k, sbuf, scap);
-    return text(n);
+    return podAnnotations.put(key, text(n));
   }
   /** The whole pod as Kubernetes JSON text (parse it with parseJSON), or null. */
   json(): string | null {
@@ -343,6 +350,7 @@ export function finish(st: Status): i32 {
 
 /** wasmkube_init: run once per instance; a non-success status rejects the plugin's args. */
 export function runInit(f: () => Status): i32 {
+  beginCall();
   let st = f();
   if (st.code == SUCCESS) return 0;
   setReason(st.reason);
@@ -351,11 +359,13 @@ export function runInit(f: () => Status): i32 {
 
 /** wasmkube_prefilter: f once per scheduling cycle. */
 export function runPrefilter(f: (pod: Pod) => Status): i32 {
+  beginCall();
   return finish(f(thePod));
 }
 
 /** wasmkube_filter: f for each node of the batch; a non-success status rejects the node. */
 export function runFilter(count: i32, f: (pod: Pod, node: Node) => Status): i32 {
+  beginCall();
   for (let i = 0; i < count; i++) {
     cursor.index = i;
     let st = f(thePod, cursor);
@@ -369,11 +379,13 @@ export function runFilter(count: i32, f: (pod: Pod, node: Node) => Status): i32 
 
 /** wasmkube_postfilter: f when no node passed Filter; nominate() and return OK, or reject. */
 export function runPostfilter(count: i32, f: (pod: Pod, nodes: Nodes) => Status): i32 {
+  beginCall();
   return finish(f(thePod, new Nodes(count)));
 }
 
 /** wasmkube_prescore: f once per cycle with every feasible node. */
 export function runPrescore(count: i32, f: (pod: Pod, nodes: Nodes) => Status): i32 {
+  beginCall();
   return finish(f(thePod, new Nodes(count)));
 }
 
@@ -388,6 +400,7 @@ export function scoreError(reason: string): i64 {
 
 /** wasmkube_score: f for each node of the batch (scores in [0, 100] without NormalizeScore). */
 export function runScore(count: i32, f: (pod: Pod, node: Node) => i64): i32 {
+  beginCall();
   scoreFailure = null;
   for (let i = 0; i < count; i++) {
     cursor.index = i;
@@ -401,5 +414,6 @@ export function runScore(count: i32, f: (pod: Pod, node: Node) => i64): i32 {
 
 /** wasmkube_normalizescore: f once with every raw score (or pass normalizeMinMax). */
 export function runNormalizeScore(count: i32, f: (pod: Pod, scores: Scores) => Status): i32 {
+  beginCall();
   return finish(f(thePod, new Scores(count)));
 }

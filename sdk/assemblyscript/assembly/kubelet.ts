@@ -1,7 +1,7 @@
 // Kubelet kinds (Probe, PreStop; docs/abi.md 4.7): one container of a running pod, and
 // HTTP/TCP towards the pod's own IP.
 import * as sys from "./sys";
-import { again, bytes, kp, keyA, keyB, sbuf, scap, text, vp } from "./buf";
+import { again, beginCall, bytes, kp, keyA, keyB, sbuf, scap, text, vp } from "./buf";
 import { Pod, Status, finish } from "./core";
 
 // Negative results of the network functions (Linux errno, negated).
@@ -99,10 +99,12 @@ const theContainer = new Container();
 
 /** wasmkube_probe: f once per probe period (OK passes, Status.failure fails). */
 export function runProbe(f: (c: Container) => Status): i32 {
+  beginCall();
   return finish(f(theContainer));
 }
 
 /** wasmkube_prestop: f once when the container is stopped (OK, or an error). */
 export function runPreStop(f: (c: Container) => Status): i32 {
+  beginCall();
   return finish(f(theContainer));
 }

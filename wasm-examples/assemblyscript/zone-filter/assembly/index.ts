@@ -39,10 +39,22 @@ function init(): Status {
   return Status.OK;
 }
 
+// The zone set of the last annotation seen. Filter runs once per node with the same pod,
+// and the set depends on nothing but the annotation's text, so it is built once per pod,
+// not once per node (a value cache, not per-pod state: any pod with that text gets it).
+let lastAnnotation: string | null = null;
+let lastSet = new Set<string>();
+
 function filter(pod: Pod, node: Node): Status {
   let zones = allowed;
   let perPod = pod.annotation(zoneAnnotation);
-  if (perPod != null) zones = zoneSet(perPod.split(","));
+  if (perPod != null) {
+    if (perPod != lastAnnotation) {
+      lastSet = zoneSet(perPod.split(","));
+      lastAnnotation = perPod;
+    }
+    zones = lastSet;
+  }
   let zone = node.label(zoneLabel);
   if (zone == null) return new Status(UNRESOLVABLE, "node has no " + zoneLabel + " label");
   if (!zones.has(zone)) return new Status(UNRESOLVABLE, "node's zone " + zone + " is not allowed");
