@@ -257,7 +257,7 @@ pub struct Once<T> {
 
 // SAFETY: a wasm32 module without the atomics feature has exactly one thread, and set never
 // replaces a value that get may have lent out.
-#[cfg(not(target_feature = "atomics"))]
+#[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
 unsafe impl<T> Sync for Once<T> {}
 
 impl<T> Once<T> {

@@ -277,8 +277,10 @@ pub fn normalize_min_max(scores: &Scores) -> Status {
         lo = lo.min(s);
         hi = hi.max(s);
     }
+    // i128: raw scores may be any i64, and (s - lo) * 100 must not overflow.
+    let span = hi as i128 - lo as i128;
     for i in 0..n {
-        let s = if hi == lo { 100 } else { (scores.get(i) - lo) * 100 / (hi - lo) };
+        let s = if span == 0 { 100 } else { ((scores.get(i) as i128 - lo as i128) * 100 / span) as i64 };
         scores.set(i, s);
     }
     Status::OK
