@@ -9,20 +9,10 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 )
-
-// identity is what a patch may not change: which object it is.
-type identity struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name      string `json:"name"`
-		Namespace string `json:"namespace"`
-		UID       string `json:"uid"`
-	} `json:"metadata"`
-}
 
 // checkPatch is the result check of Mutate: the patch set with set_patch must be a JSON
 // array of RFC 6902 operations that applies to the object and leaves apiVersion, kind,
@@ -34,7 +24,7 @@ func checkPatch(hc *wasmhost.Call) error {
 	if c == nil || c.Patch == nil {
 		return nil
 	}
-	out, err := ApplyPatch(c.req.object(), c.Attributes.Object, c.Patch)
+	out, err := ApplyPatch(c.req.object(), c.Attributes.Object, c.Attributes.Kind, c.Patch)
 	if err != nil {
 		return err
 	}
@@ -42,9 +32,9 @@ func checkPatch(hc *wasmhost.Call) error {
 	return nil
 }
 
-// ApplyPatch applies a Mutate's JSON Patch to the JSON doc of obj and returns the new
-// object, of obj's type, or the reason the patch is garbage.
-func ApplyPatch(doc []byte, obj runtime.Object, patch []byte) (runtime.Object, error) {
+// ApplyPatch applies a Mutate's JSON Patch to doc, the JSON of obj (an object of kind
+// gvk), and returns the new object, of obj's type, or the reason the patch is garbage.
+func ApplyPatch(doc []byte, obj runtime.Object, gvk schema.GroupVersionKind, patch []byte) (runtime.Object, error) {
 	if obj == nil || doc == nil {
 		return nil, errors.New("set_patch: the request has no object to patch")
 	}
@@ -62,29 +52,25 @@ func ApplyPatch(doc []byte, obj runtime.Object, patch []byte) (runtime.Object, e
 	if err != nil {
 		return nil, fmt.Errorf("set_patch: the patch does not apply: %v", err)
 	}
-	var before, after identity
-	if err := json.Unmarshal(doc, &before); err != nil {
-		return nil, fmt.Errorf("set_patch: %v", err)
-	}
-	if err := json.Unmarshal(patched, &after); err != nil {
-		return nil, fmt.Errorf("set_patch: the patched object is not a JSON object: %v", err)
-	}
-	for _, f := range []struct{ name, was, is string }{
-		{"apiVersion", before.APIVersion, after.APIVersion},
-		{"kind", before.Kind, after.Kind},
-		{"metadata.name", before.Metadata.Name, after.Metadata.Name},
-		{"metadata.namespace", before.Metadata.Namespace, after.Metadata.Namespace},
-		{"metadata.uid", before.Metadata.UID, after.Metadata.UID},
-	} {
-		if f.was != f.is {
-			return nil, fmt.Errorf("set_patch: the patch changes %s from %q to %q, which a mutation may not change", f.name, f.was, f.is)
-		}
-	}
 	out := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(runtime.Object)
 	dec := json.NewDecoder(bytes.NewReader(patched))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(out); err != nil {
 		return nil, fmt.Errorf("set_patch: the patched object is not a valid %T: %v", obj, err)
+	}
+	// Which object it is may not change. The decoded type information is the patched
+	// document's apiVersion and kind.
+	was, is := metaOf(obj), metaOf(out)
+	for _, f := range []struct{ name, was, is string }{
+		{"apiVersion", gvk.GroupVersion().String(), out.GetObjectKind().GroupVersionKind().GroupVersion().String()},
+		{"kind", gvk.Kind, out.GetObjectKind().GroupVersionKind().Kind},
+		{"metadata.name", was.GetName(), is.GetName()},
+		{"metadata.namespace", was.GetNamespace(), is.GetNamespace()},
+		{"metadata.uid", string(was.GetUID()), string(is.GetUID())},
+	} {
+		if f.was != f.is {
+			return nil, fmt.Errorf("set_patch: the patch changes %s from %q to %q, which a mutation may not change", f.name, f.was, f.is)
+		}
 	}
 	// Keep the type information as the API server had it (typed objects carry none).
 	out.GetObjectKind().SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())

@@ -12,6 +12,8 @@ import (
 	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
 )
 
+var podGVK = v1.SchemeGroupVersion.WithKind("Pod")
+
 func TestApplyPatch(t *testing.T) {
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u1", Labels: map[string]string{"a": "1"}},
 		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "busybox"}}}}
@@ -19,7 +21,7 @@ func TestApplyPatch(t *testing.T) {
 	if !strings.HasPrefix(string(doc), `{"kind":"Pod","apiVersion":"v1","metadata":`) {
 		t.Fatalf("object JSON %s", doc)
 	}
-	out, err := ApplyPatch(doc, pod, []byte(`[{"op":"add","path":"/metadata/labels/b","value":"2"},{"op":"replace","path":"/spec/containers/0/image","value":"busybox:1.36"}]`))
+	out, err := ApplyPatch(doc, pod, podGVK, []byte(`[{"op":"add","path":"/metadata/labels/b","value":"2"},{"op":"replace","path":"/spec/containers/0/image","value":"busybox:1.36"}]`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +32,7 @@ func TestApplyPatch(t *testing.T) {
 	if pod.Labels["b"] != "" {
 		t.Fatal("the input object changed")
 	}
-	if out, err := ApplyPatch(doc, pod, []byte(`[]`)); err != nil || out.(*v1.Pod).Name != "web" {
+	if out, err := ApplyPatch(doc, pod, podGVK, []byte(`[]`)); err != nil || out.(*v1.Pod).Name != "web" {
 		t.Fatalf("empty patch: %v", err)
 	}
 	for _, tc := range []struct{ patch, want string }{
@@ -46,11 +48,11 @@ func TestApplyPatch(t *testing.T) {
 		{`[{"op":"add","path":"/spec/bogus","value":1}]`, "not a valid *v1.Pod"},
 		{`[{"op":"replace","path":"/spec/containers","value":"x"}]`, "not a valid *v1.Pod"},
 	} {
-		if _, err := ApplyPatch(doc, pod, []byte(tc.patch)); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := ApplyPatch(doc, pod, podGVK, []byte(tc.patch)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want %q", tc.patch, err, tc.want)
 		}
 	}
-	if _, err := ApplyPatch(nil, nil, []byte(`[]`)); err == nil || !strings.Contains(err.Error(), "no object") {
+	if _, err := ApplyPatch(nil, nil, podGVK, []byte(`[]`)); err == nil || !strings.Contains(err.Error(), "no object") {
 		t.Errorf("delete: %v", err)
 	}
 }
