@@ -71,6 +71,7 @@ func TestAdmissionSDKThroughTheHost(t *testing.T) {
 	r := p.Run(t, admitwasmtest.CreatePod(guestPod(map[string]string{"report": "", "app": "store"})))
 	want := "op=CREATE kind=Pod res=pods obj=shop/web user=alice groups=[system:authenticated] app=store big=5000 missing=false" +
 		" old=/false oldnote= images=[init:1 app:2 side:3] request=true object=true oldobject=0 decoded=web/<nil> oldobject=true" +
+		" field=2/<nil> oldfield=/true absent=unchanged/<nil>" +
 		" | ns=map[tier:gold]/<nil> gone=true forbidden=true list=2/<nil>"
 	if r.Err != nil || r.Allowed || r.Message != want {
 		t.Errorf("the guest saw (err %v)\n%s\nwant\n%s", r.Err, r.Message, want)
@@ -85,7 +86,8 @@ func TestAdmissionSDKThroughTheHost(t *testing.T) {
 	old := guestPod(map[string]string{"app": "before"})
 	old.Annotations["note"] = "stored"
 	r = p.Run(t, admitwasmtest.UpdatePod(guestPod(map[string]string{"report": ""}), old))
-	if !strings.Contains(r.Message, "op=UPDATE") || !strings.Contains(r.Message, "old=before/true oldnote=stored") || !strings.Contains(r.Message, "oldobject=false") {
+	if !strings.Contains(r.Message, "op=UPDATE") || !strings.Contains(r.Message, "old=before/true oldnote=stored") || !strings.Contains(r.Message, "oldobject=false") ||
+		!strings.Contains(r.Message, "oldfield=web/false") {
 		t.Errorf("update: the guest saw %s", r.Message)
 	}
 }

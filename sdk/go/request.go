@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/wasmkube/wasmkube/sdk/go/internal/abi"
+	"github.com/wasmkube/wasmkube/sdk/go/internal/jsonscan"
 )
 
 // Operation is the operation of the API request under admission.
@@ -183,10 +184,31 @@ func (Request) OldObject(v any) error {
 	return decodeVar("old object", v, func(b unsafe.Pointer, c int32) int32 { return abi.OldObjectJSON(b, c) })
 }
 
-func decodeVar(what string, v any, fill fillFunc) error {
+// ObjectField decodes one member of the new object into v, found by its path of keys
+// ("spec"; "metadata", "generateName"), without decoding the rest: Go's encoding/json costs
+// about 0.2 ms per KiB in a guest, and most of a pod's JSON is metadata (managedFields,
+// annotations) that a policy about its spec does not need. A path that is absent leaves v
+// unchanged, as a missing field does in Object. It returns ErrNoObject on DELETE and CONNECT.
+func (Request) ObjectField(v any, path ...string) error {
+	return decodeVar("object", v, func(b unsafe.Pointer, c int32) int32 { return abi.ObjectJSON(b, c) }, path...)
+}
+
+// OldObjectField is ObjectField for the stored object; ErrNoObject on CREATE.
+func (Request) OldObjectField(v any, path ...string) error {
+	return decodeVar("old object", v, func(b unsafe.Pointer, c int32) int32 { return abi.OldObjectJSON(b, c) }, path...)
+}
+
+func decodeVar(what string, v any, fill fillFunc, path ...string) error {
 	b, code := readVar(fill)
 	if code < 0 {
 		return fmt.Errorf("%s: %w", what, ErrNoObject)
+	}
+	if len(path) > 0 {
+		var ok bool
+		if b, ok = jsonscan.Find(b, path...); !ok {
+			return nil
+		}
+		what += " " + strings.Join(path, ".")
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("decode the %s: %w", what, err)

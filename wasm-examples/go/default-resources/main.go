@@ -108,12 +108,10 @@ func (d Defaults) Check() error {
 	return nil
 }
 
-// Pod is the part of a pod the policy reads.
-type Pod struct {
-	Spec struct {
-		InitContainers []Container `json:"initContainers"`
-		Containers     []Container `json:"containers"`
-	} `json:"spec"`
+// Spec is the part of a pod's spec the policy reads.
+type Spec struct {
+	InitContainers []Container `json:"initContainers"`
+	Containers     []Container `json:"containers"`
 }
 
 // Container is the part of a container the policy reads.
@@ -133,24 +131,24 @@ func Mutate(req sdk.Request, p *sdk.Patch) sdk.Status {
 	if req.Kind() != "Pod" || req.Operation() != sdk.Create || strings.Contains(req.Resource(), "/") {
 		return sdk.OK()
 	}
-	var pod Pod
-	if err := req.Object(&pod); err != nil {
+	var spec Spec // only the spec is decoded: metadata is most of a pod's JSON
+	if err := req.ObjectField(&spec, "spec"); err != nil {
 		return sdk.Errorf("default-resources: %v", err)
 	}
-	if names := Plan(&pod, defaults, p); len(names) > 0 {
+	if names := Plan(&spec, defaults, p); len(names) > 0 {
 		req.AuditAnnotation("defaulted-containers", strings.Join(names, ","))
 	}
 	return sdk.OK()
 }
 
-// Plan adds to p the operations that give every container of pod without requests and
-// limits the defaults d, and returns the names of those containers.
-func Plan(pod *Pod, d marshaled, p *sdk.Patch) []string {
+// Plan adds to p the operations that give every container of the pod spec without
+// requests and limits the defaults d, and returns the names of those containers.
+func Plan(spec *Spec, d marshaled, p *sdk.Patch) []string {
 	var names []string
 	for _, list := range []struct {
 		field      string
 		containers []Container
-	}{{"initContainers", pod.Spec.InitContainers}, {"containers", pod.Spec.Containers}} {
+	}{{"initContainers", spec.InitContainers}, {"containers", spec.Containers}} {
 		for i, c := range list.containers {
 			if c.Resources != nil && (len(c.Resources.Requests) > 0 || len(c.Resources.Limits) > 0) {
 				continue

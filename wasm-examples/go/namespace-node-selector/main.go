@@ -59,13 +59,6 @@ func configure() error {
 	return nil
 }
 
-// Pod is the part of a pod the policy reads.
-type Pod struct {
-	Spec struct {
-		NodeSelector map[string]string `json:"nodeSelector"`
-	} `json:"spec"`
-}
-
 // Namespace is the part of a namespace the policy reads.
 type Namespace struct {
 	Metadata struct {
@@ -81,11 +74,11 @@ func Validate(req sdk.Request) sdk.Status {
 	if op := req.Operation(); op != sdk.Create && op != sdk.Update {
 		return sdk.OK()
 	}
-	var pod Pod
-	if err := req.Object(&pod); err != nil {
+	var nodeSelector map[string]string
+	if err := req.ObjectField(&nodeSelector, "spec", "nodeSelector"); err != nil {
 		return sdk.Errorf("namespace-node-selector: %v", err)
 	}
-	if !selects(pod.Spec.NodeSelector, selectors) {
+	if !selects(nodeSelector, selectors) {
 		return sdk.OK() // nothing to check: the namespace is not read at all
 	}
 	nsName := req.Namespace()
@@ -93,7 +86,7 @@ func Validate(req sdk.Request) sdk.Status {
 	if err := objects.GetInto("namespaces", nsName, &ns); err != nil {
 		return sdk.Errorf("namespace-node-selector: read the pod's namespace: %v", err)
 	}
-	return sdk.DenyFields(Check(pod.Spec.NodeSelector, nsName, ns.Metadata.Labels, selectors)...)
+	return sdk.DenyFields(Check(nodeSelector, nsName, ns.Metadata.Labels, selectors)...)
 }
 
 func selects(nodeSelector, selectors map[string]string) bool {

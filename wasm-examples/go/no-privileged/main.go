@@ -16,18 +16,16 @@ import (
 
 func init() { validate.Register(Validate) }
 
-// Pod is the part of a pod the policy reads.
-type Pod struct {
-	Spec struct {
-		HostNetwork         bool        `json:"hostNetwork"`
-		InitContainers      []Container `json:"initContainers"`
-		Containers          []Container `json:"containers"`
-		EphemeralContainers []Container `json:"ephemeralContainers"`
-		Volumes             []struct {
-			Name     string    `json:"name"`
-			HostPath *struct{} `json:"hostPath"`
-		} `json:"volumes"`
-	} `json:"spec"`
+// Spec is the part of a pod's spec the policy reads.
+type Spec struct {
+	HostNetwork         bool        `json:"hostNetwork"`
+	InitContainers      []Container `json:"initContainers"`
+	Containers          []Container `json:"containers"`
+	EphemeralContainers []Container `json:"ephemeralContainers"`
+	Volumes             []struct {
+		Name     string    `json:"name"`
+		HostPath *struct{} `json:"hostPath"`
+	} `json:"volumes"`
 }
 
 // Container is the part of a container the policy reads.
@@ -47,31 +45,31 @@ func Validate(req sdk.Request) sdk.Status {
 	if op := req.Operation(); op != sdk.Create && op != sdk.Update {
 		return sdk.OK()
 	}
-	var pod Pod
-	if err := req.Object(&pod); err != nil {
+	var spec Spec // only the spec is decoded: metadata is most of a pod's JSON
+	if err := req.ObjectField(&spec, "spec"); err != nil {
 		return sdk.Errorf("no-privileged: %v", err)
 	}
-	return sdk.DenyFields(Violations(&pod)...)
+	return sdk.DenyFields(Violations(&spec)...)
 }
 
 // Violations lists what pod may not do: hostNetwork, then privileged containers, then
 // hostPath volumes.
-func Violations(pod *Pod) []sdk.FieldError {
+func Violations(spec *Spec) []sdk.FieldError {
 	var out []sdk.FieldError
-	if pod.Spec.HostNetwork {
+	if spec.HostNetwork {
 		out = append(out, sdk.FieldError{Path: "spec.hostNetwork", Msg: "the node's network is not allowed"})
 	}
 	for _, list := range []struct {
 		field      string
 		containers []Container
-	}{{"initContainers", pod.Spec.InitContainers}, {"containers", pod.Spec.Containers}, {"ephemeralContainers", pod.Spec.EphemeralContainers}} {
+	}{{"initContainers", spec.InitContainers}, {"containers", spec.Containers}, {"ephemeralContainers", spec.EphemeralContainers}} {
 		for i, c := range list.containers {
 			if sc := c.SecurityContext; sc != nil && sc.Privileged != nil && *sc.Privileged {
 				out = append(out, sdk.FieldError{Path: fmt.Sprintf("spec.%s[%d].securityContext.privileged", list.field, i), Msg: "container " + c.Name + " may not be privileged"})
 			}
 		}
 	}
-	for i, vol := range pod.Spec.Volumes {
+	for i, vol := range spec.Volumes {
 		if vol.HostPath != nil {
 			out = append(out, sdk.FieldError{Path: fmt.Sprintf("spec.volumes[%d].hostPath", i), Msg: "volume " + vol.Name + " may not mount a host path"})
 		}

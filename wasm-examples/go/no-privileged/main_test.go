@@ -15,15 +15,15 @@ import (
 )
 
 func TestViolations(t *testing.T) {
-	var pod Pod
-	if err := json.Unmarshal([]byte(`{"spec": {"hostNetwork": true,
+	var spec Spec
+	if err := json.Unmarshal([]byte(`{"hostNetwork": true,
 		"initContainers": [{"name": "setup", "securityContext": {"privileged": false}}],
 		"containers": [{"name": "app"}, {"name": "root", "securityContext": {"privileged": true}}],
 		"ephemeralContainers": [{"name": "debug", "securityContext": {"privileged": true}}],
-		"volumes": [{"name": "data", "emptyDir": {}}, {"name": "host", "hostPath": {"path": "/"}}]}}`), &pod); err != nil {
+		"volumes": [{"name": "data", "emptyDir": {}}, {"name": "host", "hostPath": {"path": "/"}}]}`), &spec); err != nil {
 		t.Fatal(err)
 	}
-	got := Violations(&pod)
+	got := Violations(&spec)
 	want := []sdk.FieldError{
 		{Path: "spec.hostNetwork", Msg: "the node's network is not allowed"},
 		{Path: "spec.containers[1].securityContext.privileged", Msg: "container root may not be privileged"},

@@ -91,13 +91,9 @@ func objectName(req sdk.Request) string {
 	if n := req.Name(); n != "" {
 		return fmt.Sprintf("%q", n)
 	}
-	var obj struct {
-		Metadata struct {
-			GenerateName string `json:"generateName"`
-		} `json:"metadata"`
-	}
-	if req.Object(&obj) == nil && obj.Metadata.GenerateName != "" {
-		return fmt.Sprintf("%q", obj.Metadata.GenerateName+"*")
+	var gen string
+	if req.ObjectField(&gen, "metadata", "generateName") == nil && gen != "" {
+		return fmt.Sprintf("%q", gen+"*")
 	}
 	return `""`
 }

@@ -56,6 +56,15 @@ func report(req sdk.Request) string {
 	err := req.Object(&pod)
 	oldErr := req.OldObject(&pod)
 	fmt.Fprintf(&b, " decoded=%s/%v oldobject=%v", pod.Metadata.Name, err, errors.Is(oldErr, sdk.ErrNoObject))
+	var images []struct {
+		Image string `json:"image"`
+	}
+	err = req.ObjectField(&images, "spec", "containers")
+	var oldName string
+	oldErr = req.OldObjectField(&oldName, "metadata", "name")
+	absent := "unchanged"
+	absentErr := req.ObjectField(&absent, "metadata", "generateName")
+	fmt.Fprintf(&b, " field=%d/%v oldfield=%s/%v absent=%s/%v", len(images), err, oldName, errors.Is(oldErr, sdk.ErrNoObject), absent, absentErr)
 
 	var ns struct {
 		Metadata struct {
