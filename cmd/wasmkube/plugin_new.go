@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -33,16 +34,11 @@ var newLangs = map[string]struct {
 	kinds   []string
 	needSDK bool
 }{
-	"go":   {kinds: newKinds, needSDK: true},
-	"c":    {kinds: newKinds},
-	"wat":  {kinds: newKinds},
-	"rust": {kinds: newKinds, needSDK: true},
-}
-
-// notYet are languages with an SDK that `plugin new` does not write yet, and where to
-// start instead.
-var notYet = map[string]string{
-	"assemblyscript": "wasm-examples/assemblyscript/zone-filter (a Filter on sdk/assemblyscript, with its asconfig.json and build.sh)",
+	"go":             {kinds: newKinds, needSDK: true},
+	"c":              {kinds: newKinds},
+	"wat":            {kinds: newKinds},
+	"rust":           {kinds: newKinds, needSDK: true},
+	"assemblyscript": {kinds: newKinds, needSDK: true},
 }
 
 // newKinds are the kinds `plugin new` writes; schedulerKinds of them get a cases.yaml.
@@ -67,6 +63,7 @@ type newData struct {
 	Scheduler        bool   // the kind is a scheduler kind (the folder has cases.yaml)
 	SDK              string // the wasmkube source tree, relative to the plugin's folder when inside it
 	GoVersion        string // the go line of the source tree's go.mod
+	ASVersion        string // the AssemblyScript version sdk/assemblyscript pins
 	Build            string // how the README says to build
 }
 
@@ -79,10 +76,10 @@ func init() {
 of one kind in one language that builds as generated, passes 'wasmkube plugin check' and,
 for scheduler kinds, the 'wasmkube plugin test' cases of its cases.yaml:
 
-  --lang go|rust|c|wat   (assemblyscript: not yet; start from wasm-examples/assemblyscript)
+  --lang go|rust|assemblyscript|c|wat
   --kind filter|score|validate|mutate|probe|prestop
 
-Go and Rust plugins build against the SDKs of a wasmkube source tree
+Go, Rust and AssemblyScript plugins build against the SDKs of a wasmkube source tree
 (--sdk; by default the tree holding the current directory, else the one this binary was
 built from). C (clang, no libc) and WAT (wat2wasm) plugins need nothing but their
 compiler. See docs/plugin-kit.md.`,
@@ -97,9 +94,9 @@ compiler. See docs/plugin-kit.md.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&o.lang, "lang", "", "go, rust, c or wat")
+	f.StringVar(&o.lang, "lang", "", "go, rust, assemblyscript, c or wat")
 	f.StringVar(&o.kind, "kind", "", "filter, score, validate, mutate, probe or prestop")
-	f.StringVar(&o.sdk, "sdk", "", "the wasmkube source tree whose sdk/ a Go or Rust plugin builds against")
+	f.StringVar(&o.sdk, "sdk", "", "the wasmkube source tree whose sdk/ a Go, Rust or AssemblyScript plugin builds against")
 	pluginCmd.AddCommand(c)
 }
 
@@ -118,8 +115,6 @@ func runPluginNew(out io.Writer, dir string, o *pluginNewOptions) error {
 	switch {
 	case o.lang == "":
 		return fmt.Errorf("--lang is required: one of %s", strings.Join(sortedLangs(), ", "))
-	case notYet[o.lang] != "":
-		return fmt.Errorf("--lang %s: plugin new cannot write it yet; start from %s", o.lang, notYet[o.lang])
 	case !ok:
 		return fmt.Errorf("--lang %q: unknown language; one of %s", o.lang, strings.Join(sortedLangs(), ", "))
 	case o.kind == "":
@@ -159,6 +154,11 @@ func runPluginNew(out io.Writer, dir string, o *pluginNewOptions) error {
 		}
 		if d.GoVersion, err = goVersionOf(root); err != nil {
 			return err
+		}
+		if o.lang == "assemblyscript" {
+			if d.ASVersion, err = ascVersionOf(root); err != nil {
+				return err
+			}
 		}
 	}
 	files, err := renderPlugin(d)
@@ -228,6 +228,10 @@ func renderPlugin(d newData) ([]newFile, error) {
 	case "rust":
 		ts = []tmpl{{"rust/" + d.Kind + ".rs", "src/lib.rs"}, {"rust/Cargo.toml", "Cargo.toml"}, {"rust/build.sh", "build.sh"}}
 		d.Build = "./build.sh    # cargo build --offline --release --target wasm32-unknown-unknown"
+	case "assemblyscript":
+		ts = []tmpl{{"assemblyscript/" + d.Kind + ".ts", "assembly/index.ts"}, {"assemblyscript/package.json", "package.json"},
+			{"assemblyscript/asconfig.json", "asconfig.json"}, {"assemblyscript/build.sh", "build.sh"}}
+		d.Build = "./build.sh    # npm install (the first time), then asc with the SDK's asconfig.json"
 	}
 	ts = append(ts, tmpl{"README.md", "README.md"})
 	if d.Scheduler {
@@ -323,4 +327,25 @@ func goVersionOf(dir string) (string, error) {
 		return "", fmt.Errorf("%s: not the wasmkube module", filepath.Join(dir, "go.mod"))
 	}
 	return version, nil
+}
+
+// ascVersionOf reads the AssemblyScript version sdk/assemblyscript pins (its
+// peerDependencies), which a generated plugin installs.
+func ascVersionOf(root string) (string, error) {
+	f := filepath.Join(root, "sdk", "assemblyscript", "package.json")
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return "", fmt.Errorf("the AssemblyScript SDK: %w", err)
+	}
+	var pkg struct {
+		PeerDependencies map[string]string `json:"peerDependencies"`
+	}
+	if err := json.Unmarshal(b, &pkg); err != nil {
+		return "", fmt.Errorf("%s: %w", f, err)
+	}
+	v := pkg.PeerDependencies["assemblyscript"]
+	if v == "" {
+		return "", fmt.Errorf("%s: no assemblyscript version in peerDependencies", f)
+	}
+	return v, nil
 }
