@@ -6,8 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -27,6 +29,59 @@ type profileSet struct {
 	cfg        *config.Config
 	frameworks map[string]*runtime.Framework
 	wasm       map[string]wasmEntry
+
+	// Cycles in flight hold a reference; a retired set closes its plugins when the last
+	// one lets go (a swap never closes a plugin under a running cycle).
+	mu      sync.Mutex
+	refs    int
+	retired bool
+	log     *slog.Logger
+}
+
+// acquire takes a reference for one scheduling cycle (and its binding cycle); false when
+// the set is retired, and the caller loads the one that replaced it.
+func (ps *profileSet) acquire() bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.retired {
+		return false
+	}
+	ps.refs++
+	return true
+}
+
+// release returns a reference taken by acquire.
+func (ps *profileSet) release() {
+	ps.mu.Lock()
+	ps.refs--
+	last := ps.retired && ps.refs == 0
+	ps.mu.Unlock()
+	if last {
+		ps.close()
+	}
+}
+
+// retire marks a set replaced; its plugins are closed now or when its last cycle ends.
+func (ps *profileSet) retire() {
+	ps.mu.Lock()
+	if ps.retired {
+		ps.mu.Unlock()
+		return
+	}
+	ps.retired = true
+	idle := ps.refs == 0
+	ps.mu.Unlock()
+	if idle {
+		ps.close()
+	}
+}
+
+func (ps *profileSet) close() {
+	for name, f := range ps.frameworks {
+		if err := f.Close(); err != nil && ps.log != nil {
+			ps.log.Warn("closing a retired profile's plugins", "profile", name, "err", err)
+		}
+	}
 }
 
 // wasmEntry remembers a loaded module so that a reload that leaves it unchanged (same
@@ -51,7 +106,7 @@ func (s *Scheduler) build(ctx context.Context, data []byte, old *profileSet) (*p
 		return nil, err
 	}
 	registry := plugins.NewInTreeRegistry()
-	ps := &profileSet{raw: data, cfg: cfg, frameworks: map[string]*runtime.Framework{}, wasm: map[string]wasmEntry{}}
+	ps := &profileSet{raw: data, cfg: cfg, frameworks: map[string]*runtime.Framework{}, wasm: map[string]wasmEntry{}, log: s.log}
 	for i, w := range cfg.WasmPlugins {
 		field := fmt.Sprintf("scheduler.wasmPlugins[%d]", i)
 		if _, builtin := registry[w.Name]; builtin {
@@ -107,6 +162,7 @@ func (s *Scheduler) build(ctx context.Context, data []byte, old *profileSet) (*p
 			InformerFactory:          s.factory,
 		})
 		if err != nil {
+			ps.close() // the profiles built so far
 			return nil, err
 		}
 		ps.frameworks[p.SchedulerName] = fwk
@@ -134,7 +190,7 @@ func (s *Scheduler) Reload(data []byte) error {
 			"scheduler config not applied, previous profiles stay in force: %v", err)
 		return err
 	}
-	s.profiles.Store(ps)
+	s.profiles.Swap(ps).retire()
 	if s.ctx != nil {
 		// Informers that new plugins asked for (no-op for running ones).
 		s.factory.Start(s.ctx.Done())

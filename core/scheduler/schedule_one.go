@@ -29,7 +29,13 @@ const (
 // reload takes effect between cycles, never inside one.
 func (s *Scheduler) scheduleOne(ctx context.Context, qp *queue.QueuedPodInfo) {
 	pod := qp.Pod
-	ps := s.profiles.Load()
+	ps := s.acquireProfiles()
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			ps.release()
+		}
+	}()
 	name := pod.Spec.SchedulerName
 	if name == "" {
 		name = "default-scheduler"
@@ -76,10 +82,22 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp *queue.QueuedPodInfo) {
 		}
 	}
 	s.bindWG.Add(1)
+	handedOff = true // the binding cycle uses fwk's plugins: it releases the set
 	go func() {
 		defer s.bindWG.Done()
+		defer ps.release()
 		s.bind(ctx, fwk, state, qp, assumed, host, start)
 	}()
+}
+
+// acquireProfiles returns the profile set in force with a reference for one cycle.
+func (s *Scheduler) acquireProfiles() *profileSet {
+	for {
+		if ps := s.profiles.Load(); ps.acquire() {
+			return ps
+		}
+		// Retired between the load and the acquire: its replacement is already stored.
+	}
 }
 
 // statusError keeps a rejection's reasons readable as an error.

@@ -258,6 +258,8 @@ func (s *Scheduler) Run(ctx context.Context) (err error) {
 	if s.opts.ConfigFile != "" {
 		go s.watchConfig(ctx)
 	}
+	// Last: the plugins of the profiles in force, once the binding cycles are done.
+	defer func() { s.profiles.Load().retire() }()
 	defer s.bindWG.Wait()
 	defer s.queue.Close()
 	if !s.opts.LeaderElect {

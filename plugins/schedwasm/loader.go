@@ -111,10 +111,10 @@ func New(ctx context.Context, mod *wasmhost.Module, args json.RawMessage, size i
 		pool.Close()
 		return nil, &wasmhost.LoadError{Plugin: mod.Name(), Path: mod.Path(), Err: err}
 	}
-	// A config reload builds new plugins and drops the old ones without telling them; the
-	// instances of a dropped plugin are closed when it becomes unreachable.
+	// The scheduler closes a retired plugin; this is the safety net for a caller that
+	// drops one without closing it (a test, plugin check).
 	goruntime.AddCleanup(c, func(p *wasmhost.Pool) { p.Close() }, pool)
-	return compose(c, mod.Kinds()).(framework.Plugin), nil
+	return compose(c), nil
 }
 
 // SmokePod and SmokeNode are the synthetic objects of smoke calls.

@@ -39,8 +39,8 @@ func (c *core) Name() string { return c.name }
 func (c *core) Kinds() wasmhost.Kinds { return c.pool.Module().Kinds() }
 
 // Close frees the plugin's idle instances; calls in flight finish first. The scheduler
-// calls it when a config swap retires the plugin (when nobody does, the instances are
-// freed with the last reference to the plugin).
+// calls it (runtime.Framework.Close) when a config swap retires the plugin's profile and
+// the cycles that used it have finished.
 func (c *core) Close() error {
 	c.pool.Close()
 	return nil

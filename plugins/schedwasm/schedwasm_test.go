@@ -41,7 +41,7 @@ func build(t testing.TB, src string) string {
 	return wasmbuild.WAT(t, path)
 }
 
-func plugin(t *testing.T, l *Loader, spec config.WasmPlugin, src, args string) (framework.Plugin, error) {
+func loadPlugin(t *testing.T, l *Loader, spec config.WasmPlugin, src, args string) (framework.Plugin, error) {
 	t.Helper()
 	spec.Path = build(t, src)
 	f, err := l.Load(context.Background(), spec, "")
@@ -57,7 +57,7 @@ func plugin(t *testing.T, l *Loader, spec config.WasmPlugin, src, args string) (
 
 func mustPlugin(t *testing.T, l *Loader, spec config.WasmPlugin, src, args string) framework.Plugin {
 	t.Helper()
-	p, err := plugin(t, l, spec, src, args)
+	p, err := loadPlugin(t, l, spec, src, args)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestLoaderErrorsNameThePluginAndCause(t *testing.T) {
 			if tt.src == "" {
 				_, err = l.Load(context.Background(), tt.spec, "base")
 			} else {
-				_, err = plugin(t, l, tt.spec, tt.src, tt.args)
+				_, err = loadPlugin(t, l, tt.spec, tt.src, tt.args)
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("got %v, want an error containing %q", err, tt.want)
@@ -130,6 +130,7 @@ func TestPluginImplementsExactlyItsExports(t *testing.T) {
 		{"wat:wasm-examples/wat/drain-filter/drain-filter.wat", "", []string{config.Filter}, true, false},
 		{"go:wasm-examples/go/pack-score", "", []string{config.Score}, true, false},
 		{"wat:plugins/testdata/stateful.wat", "", []string{config.PreFilter, config.Filter}, true, false},
+		{"wat:plugins/testdata/skipscore.wat", "", []string{config.PreScore, config.Score}, true, false},
 		{"go:sdk/go/internal/testguest", "", []string{config.PreFilter, config.Filter, config.PostFilter, config.PreScore, config.Score}, true, true},
 	}
 	for _, tt := range tests {

@@ -27,6 +27,21 @@ type Plugin interface {
 	Name() string
 }
 
+// PointSelector is implemented by a plugin whose Go type has the methods of more extension
+// points than it serves: a wasm plugin is one type whatever entry points its module
+// exports. The runtime uses such a plugin only at the points (config.PreFilter, ...) for
+// which ServesPoint is true.
+type PointSelector interface {
+	ServesPoint(point string) bool
+}
+
+// Closer is implemented by plugins that hold resources (a wasm plugin's instances). The
+// runtime closes them when the profile that built them is retired by a config swap, once
+// its cycles in flight have finished.
+type Closer interface {
+	Close() error
+}
+
 // PreFilterResult narrows the set of nodes to evaluate; nil means all nodes.
 type PreFilterResult struct {
 	NodeNames map[string]struct{}

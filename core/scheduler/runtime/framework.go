@@ -165,61 +165,79 @@ func New(ctx context.Context, registry framework.Registry, profile *config.Profi
 	return f, nil
 }
 
-// Implements reports whether p implements the extension point.
-func Implements(p framework.Plugin, point string) bool {
-	var ok bool
-	switch point {
-	case config.PreFilter:
-		_, ok = p.(framework.PreFilterPlugin)
-	case config.Filter:
-		_, ok = p.(framework.FilterPlugin)
-	case config.PostFilter:
-		_, ok = p.(framework.PostFilterPlugin)
-	case config.PreScore:
-		_, ok = p.(framework.PreScorePlugin)
-	case config.Score:
-		_, ok = p.(framework.ScorePlugin)
-	case config.Reserve:
-		_, ok = p.(framework.ReservePlugin)
-	case config.Permit:
-		_, ok = p.(framework.PermitPlugin)
-	case config.PreBind:
-		_, ok = p.(framework.PreBindPlugin)
-	case config.Bind:
-		_, ok = p.(framework.BindPlugin)
-	case config.PostBind:
-		_, ok = p.(framework.PostBindPlugin)
-	}
-	return ok
-}
-
-func (f *Framework) add(point string, p framework.Plugin, weight int64) {
-	switch point {
-	case config.PreFilter:
+// extensionPoints is the one table of the extension points: how the runtime tells that a
+// plugin implements one, and where it keeps the plugins of each.
+var extensionPoints = map[string]struct {
+	is  func(framework.Plugin) bool
+	add func(f *Framework, p framework.Plugin, weight int64)
+}{
+	config.PreFilter: {is[framework.PreFilterPlugin], func(f *Framework, p framework.Plugin, _ int64) {
 		f.preFilter = append(f.preFilter, p.(framework.PreFilterPlugin))
-	case config.Filter:
+	}},
+	config.Filter: {is[framework.FilterPlugin], func(f *Framework, p framework.Plugin, _ int64) {
 		fp := filterPlugin{p: p.(framework.FilterPlugin)}
 		fp.batch, _ = p.(framework.BatchFilterPlugin)
 		f.filter = append(f.filter, fp)
-	case config.PostFilter:
+	}},
+	config.PostFilter: {is[framework.PostFilterPlugin], func(f *Framework, p framework.Plugin, _ int64) {
 		f.postFilter = append(f.postFilter, p.(framework.PostFilterPlugin))
-	case config.PreScore:
+	}},
+	config.PreScore: {is[framework.PreScorePlugin], func(f *Framework, p framework.Plugin, _ int64) {
 		f.preScore = append(f.preScore, p.(framework.PreScorePlugin))
-	case config.Score:
-		sp := scorePlugin{p: p.(framework.ScorePlugin), weight: weight}
+	}},
+	config.Score: {is[framework.ScorePlugin], func(f *Framework, p framework.Plugin, w int64) {
+		sp := scorePlugin{p: p.(framework.ScorePlugin), weight: w}
 		sp.batch, _ = p.(framework.BatchScorePlugin)
 		f.score = append(f.score, sp)
-	case config.Reserve:
+	}},
+	config.Reserve: {is[framework.ReservePlugin], func(f *Framework, p framework.Plugin, _ int64) {
 		f.reserve = append(f.reserve, p.(framework.ReservePlugin))
-	case config.Permit:
+	}},
+	config.Permit: {is[framework.PermitPlugin], func(f *Framework, p framework.Plugin, _ int64) {
 		f.permit = append(f.permit, p.(framework.PermitPlugin))
-	case config.PreBind:
+	}},
+	config.PreBind: {is[framework.PreBindPlugin], func(f *Framework, p framework.Plugin, _ int64) {
 		f.preBind = append(f.preBind, p.(framework.PreBindPlugin))
-	case config.Bind:
+	}},
+	config.Bind: {is[framework.BindPlugin], func(f *Framework, p framework.Plugin, _ int64) {
 		f.bind = append(f.bind, p.(framework.BindPlugin))
-	case config.PostBind:
+	}},
+	config.PostBind: {is[framework.PostBindPlugin], func(f *Framework, p framework.Plugin, _ int64) {
 		f.postBind = append(f.postBind, p.(framework.PostBindPlugin))
+	}},
+}
+
+func is[T any](p framework.Plugin) bool { _, ok := p.(T); return ok }
+
+// Implements reports whether p implements the extension point: it has the point's
+// methods and, if it is a framework.PointSelector, says it serves the point.
+func Implements(p framework.Plugin, point string) bool {
+	e, ok := extensionPoints[point]
+	if !ok || !e.is(p) {
+		return false
 	}
+	if s, ok := p.(framework.PointSelector); ok {
+		return s.ServesPoint(point)
+	}
+	return true
+}
+
+func (f *Framework) add(point string, p framework.Plugin, weight int64) {
+	extensionPoints[point].add(f, p, weight)
+}
+
+// Close closes the profile's plugins that hold resources (framework.Closer). Call it once
+// no cycle uses the framework any more.
+func (f *Framework) Close() error {
+	var errs []error
+	for name, p := range f.plugins {
+		if c, ok := p.(framework.Closer); ok {
+			if err := c.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("plugin %s: %w", name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // ProfileName is the profile's schedulerName.
