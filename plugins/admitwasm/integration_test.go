@@ -94,6 +94,11 @@ admission:
 	if out := run("-n", "teams", "run", "web", "--image=busybox", "--labels=team=a,warn-me=1"); !strings.Contains(out, "Warning: require-team saw web") || !strings.Contains(out, "pod/web created") {
 		t.Fatalf("policy warning: %s", out)
 	}
+	// ... and reaches it with a denial too.
+	if out := fails("-n", "teams", "run", "web2", "--image=busybox", "--labels=warn-me=1"); !strings.Contains(out, "Warning: require-team saw web2") ||
+		!strings.Contains(out, `admission policy require-team denied the request: pods "web2" must carry label team`) {
+		t.Fatalf("policy warning of a denied request: %s", out)
+	}
 	// Other namespaces do not match require-team's namespace selector.
 	run("run", "free", "--image=busybox")
 
@@ -111,12 +116,12 @@ admission:
 	for _, m := range []struct {
 		policy, action string
 		want           float64
-	}{{"require-team", "Deny", 2}, {"warn-team", "Warn", 1}, {"audit-team", "Audit", 1}} {
+	}{{"require-team", "Deny", 3}, {"warn-team", "Warn", 1}, {"audit-team", "Audit", 1}} {
 		if got := c.metric("wasmkube_admission_policy_rejections_total", map[string]string{"policy": m.policy, "action": m.action}); got != m.want {
 			t.Errorf("rejections of %s (%s): %v, want %v", m.policy, m.action, got, m.want)
 		}
 	}
-	if n := c.metric("wasmkube_admission_policy_duration_seconds", map[string]string{"policy": "require-team", "operation": "CREATE", "rejected": "true"}); n != 2 {
+	if n := c.metric("wasmkube_admission_policy_duration_seconds", map[string]string{"policy": "require-team", "operation": "CREATE", "rejected": "true"}); n != 3 {
 		t.Errorf("duration samples of rejected require-team calls: %v", n)
 	}
 
