@@ -86,8 +86,9 @@ type response struct {
 }
 
 // Do runs the call on an idle instance of p; see wasmhost.Pool.Do. ctx's cancellation
-// ends the call (reported as canceled, not as a plugin failure); its deadline does not:
-// the time limit is Timeout, so that a call cut at its limit is the plugin's timeout.
+// ends the call (reported as canceled, not as a plugin failure); its deadline ends it only
+// when the call started late (it waited for a free instance): the time limit is Timeout,
+// so that a call cut at its limit is the plugin's timeout.
 func (c *Call) Do(ctx context.Context, p *wasmhost.Pool) error {
 	c.Code, c.Reason, c.last = 0, "", nil
 	c.hc = wasmhost.Call{Kind: c.Kind, Data: c, Timeout: c.Timeout}
@@ -99,11 +100,20 @@ func (c *Call) Do(ctx context.Context, p *wasmhost.Pool) error {
 	return err
 }
 
-// withoutDeadline returns a context cancelled when ctx is cancelled, but not when ctx's
-// deadline passes: the host then reports a call that ran into it as the plugin's timeout
-// rather than as its caller giving up.
+// withoutDeadline returns a context cancelled when ctx is cancelled, and deadlineSlack
+// after ctx's deadline rather than at it: a call that runs into its time limit is then cut
+// by its own timer and reported as the plugin's timeout, not as its caller giving up, while
+// a call that had to wait for a free instance still ends (as canceled) just after the
+// caller's deadline, so a preStop never holds termination past the grace period.
 func withoutDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
-	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	base := context.WithoutCancel(ctx)
+	var cctx context.Context
+	var cancel context.CancelFunc
+	if dl, ok := ctx.Deadline(); ok {
+		cctx, cancel = context.WithDeadline(base, dl.Add(deadlineSlack))
+	} else {
+		cctx, cancel = context.WithCancel(base)
+	}
 	stop := context.AfterFunc(ctx, func() {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			cancel()
@@ -111,6 +121,9 @@ func withoutDeadline(ctx context.Context) (context.Context, context.CancelFunc) 
 	})
 	return cctx, func() { stop(); cancel() }
 }
+
+// deadlineSlack is how long after its caller's deadline a call is cancelled.
+const deadlineSlack = 20 * time.Millisecond
 
 // WasmPod implements podfuncs.Source.
 func (c *Call) WasmPod() *v1.Pod { return c.Pod }
@@ -157,7 +170,9 @@ var hostFuncs = []wasmhost.HostFunc{
 			s[0] = wasmhost.Unavailable
 			return
 		}
-		s[0] = wasmhost.Neg(c.tcpConnect(hc.Context(), int32(s[0])))
+		ctx, cancel := waitContext(hc)
+		defer cancel()
+		s[0] = wasmhost.Neg(c.tcpConnect(ctx, int32(s[0])))
 	}},
 	{Name: "http_get", Params: sig(i32, i32, i32), Results: sig(i32), Capability: NetworkCapability, Fn: func(hc *wasmhost.Call, mod api.Module, s []uint64) {
 		c := node(hc)
@@ -166,7 +181,9 @@ var hostFuncs = []wasmhost.HostFunc{
 			s[0] = wasmhost.Unavailable
 			return
 		}
-		s[0] = wasmhost.Neg(c.httpDo(hc.Context(), http.MethodGet, int32(s[0]), string(path), nil))
+		ctx, cancel := waitContext(hc)
+		defer cancel()
+		s[0] = wasmhost.Neg(c.httpDo(ctx, http.MethodGet, int32(s[0]), string(path), nil))
 	}},
 	{Name: "http_post", Params: sig(i32, i32, i32, i32, i32), Results: sig(i32), Capability: NetworkCapability, Fn: func(hc *wasmhost.Call, mod api.Module, s []uint64) {
 		c := node(hc)
@@ -180,7 +197,9 @@ var hostFuncs = []wasmhost.HostFunc{
 			s[0] = wasmhost.Neg(-errEINVAL)
 			return
 		}
-		s[0] = wasmhost.Neg(c.httpDo(hc.Context(), http.MethodPost, int32(s[0]), string(path), append([]byte(nil), body...)))
+		ctx, cancel := waitContext(hc)
+		defer cancel()
+		s[0] = wasmhost.Neg(c.httpDo(ctx, http.MethodPost, int32(s[0]), string(path), append([]byte(nil), body...)))
 	}},
 	{Name: "response_body", Params: sig(i32, i32), Results: sig(i32), Fn: func(hc *wasmhost.Call, mod api.Module, s []uint64) {
 		c := node(hc)
@@ -238,6 +257,14 @@ func sleep(ctx context.Context, deadline time.Time, ms int32) int32 {
 	return 0
 }
 
-// sleepMargin is how long before the call's time limit a cut-short sleep_ms returns, so a
-// guest that checks the result can still return its own verdict before the limit.
-const sleepMargin = 5 * time.Millisecond
+// sleepMargin is how long before the call's time limit a cut-short sleep_ms or network
+// function returns, so a guest that checks the result can still return its own verdict
+// (a probe's reason, "3 requests still in flight") before the limit, instead of being cut
+// off as a timeout. 5 ms was too little for a Go guest on a loaded 2-core machine.
+const sleepMargin = 20 * time.Millisecond
+
+// waitContext is the context network functions wait under: it ends sleepMargin before
+// the call's time limit (or when the caller gives up).
+func waitContext(hc *wasmhost.Call) (context.Context, context.CancelFunc) {
+	return context.WithDeadline(hc.Context(), hc.Deadline().Add(-sleepMargin))
+}
