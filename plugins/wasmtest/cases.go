@@ -27,12 +27,20 @@ type File struct {
 	Cases []Case          `json:"cases"`
 }
 
-// Case is one scheduling cycle and what the plugin must answer in it.
+// Case is one call of the plugin and what it must answer: a scheduling cycle (pod and
+// nodes), an admission request (request), or a probe or preStop hook (hook and pod).
 type Case struct {
 	Name string          `json:"name"`
 	Args json.RawMessage `json:"args,omitempty"`
-	// Pod is the pod being scheduled.
-	Pod *v1.Pod `json:"pod"`
+	// Pod is the pod being scheduled, or the pod a hook runs for.
+	Pod *v1.Pod `json:"pod,omitempty"`
+	// Request makes the case an admission request.
+	Request *AdmissionRequest `json:"request,omitempty"`
+	// Objects are what a context-aware admission policy reads with get_object and
+	// list_objects (each granted by its resource).
+	Objects []json.RawMessage `json:"objects,omitempty"`
+	// Hook makes the case a probe or a preStop call against a fake pod endpoint.
+	Hook *Hook `json:"hook,omitempty"`
 	// Nodes are the cluster's nodes, in the order the batch gets them.
 	Nodes []v1.Node `json:"nodes"`
 	// Pods are pods already on the nodes (spec.nodeName says which); they count in the
@@ -59,6 +67,76 @@ type Expect struct {
 	Unschedulable *string `json:"unschedulable,omitempty"`
 	// Nominated is the node PostFilter must nominate when no node is feasible.
 	Nominated string `json:"nominated,omitempty"`
+
+	// Admission: Allowed is the verdict; Message a substring of the denial; Warnings
+	// substrings of warnings the policy must give; Object fields the resulting object
+	// must have (a subset: only the fields given are compared).
+	Allowed  *bool            `json:"allowed,omitempty"`
+	Message  string           `json:"message,omitempty"`
+	Warnings []string         `json:"warnings,omitempty"`
+	Object   *json.RawMessage `json:"object,omitempty"`
+
+	// Hooks: Success is a probe's verdict (a preStop's is always "done"); Reason a
+	// substring of its reason; Calls the least number of requests per path the plugin
+	// must have made to the endpoint.
+	Success *bool          `json:"success,omitempty"`
+	Reason  string         `json:"reason,omitempty"`
+	Calls   map[string]int `json:"calls,omitempty"`
+}
+
+// AdmissionRequest is an API request under admission.
+type AdmissionRequest struct {
+	// Operation is CREATE (the default), UPDATE, DELETE or CONNECT.
+	Operation   string `json:"operation,omitempty"`
+	SubResource string `json:"subResource,omitempty"`
+	// Namespace defaults to the object's.
+	Namespace string `json:"namespace,omitempty"`
+	// User defaults to alice in system:authenticated.
+	User *User `json:"userInfo,omitempty"`
+	// Object and OldObject are Kubernetes objects with apiVersion and kind.
+	Object    json.RawMessage `json:"object,omitempty"`
+	OldObject json.RawMessage `json:"oldObject,omitempty"`
+	DryRun    bool            `json:"dryRun,omitempty"`
+}
+
+// User is the caller of an admission request.
+type User struct {
+	Username string   `json:"username"`
+	Groups   []string `json:"groups,omitempty"`
+}
+
+// Hook is one probe or preStop call.
+type Hook struct {
+	// Kind is startup, liveness, readiness or prestop.
+	Kind string `json:"kind"`
+	// Container defaults to the pod's first.
+	Container string `json:"container,omitempty"`
+	// TimeoutSeconds is the probe's timeoutSeconds, or the grace period left for a
+	// preStop (default 1 and 30).
+	TimeoutSeconds int `json:"timeoutSeconds,omitempty"`
+	// Endpoint is what the fake pod serves on every port, by path; other paths are 404.
+	Endpoint map[string]Response `json:"endpoint,omitempty"`
+}
+
+// Response is one path of the fake pod endpoint. Sequence, when set, answers the calls
+// in turn (the last one repeats), as a pod whose state changes.
+type Response struct {
+	Status   int               `json:"status,omitempty"`
+	Body     string            `json:"body,omitempty"`
+	Headers  map[string]string `json:"headers,omitempty"`
+	DelayMs  int               `json:"delayMs,omitempty"`
+	Sequence []Response        `json:"sequence,omitempty"`
+}
+
+// kind is what the case calls.
+func (c *Case) kind() string {
+	switch {
+	case c.Request != nil:
+		return "admission"
+	case c.Hook != nil:
+		return "hook"
+	}
+	return "scheduler"
 }
 
 // LoadFile reads a case file (YAML or JSON), refusing unknown fields with their path.
@@ -88,6 +166,21 @@ func ParseFile(name string, b []byte) (*File, error) {
 			return nil, fmt.Errorf("%s.name: required", field)
 		case seen[c.Name]:
 			return nil, fmt.Errorf("%s.name: %q is used by an earlier case", field, c.Name)
+		case c.Request != nil && c.Hook != nil:
+			return nil, fmt.Errorf("%s (%s): request and hook: a case is one or the other", field, c.Name)
+		case c.Request != nil:
+			if len(c.Request.Object) == 0 && len(c.Request.OldObject) == 0 {
+				return nil, fmt.Errorf("%s (%s).request.object: required (oldObject for a DELETE)", field, c.Name)
+			}
+		case c.Hook != nil:
+			switch c.Hook.Kind {
+			case "startup", "liveness", "readiness", "prestop":
+			default:
+				return nil, fmt.Errorf("%s (%s).hook.kind: %q must be startup, liveness, readiness or prestop", field, c.Name, c.Hook.Kind)
+			}
+			if c.Pod == nil {
+				return nil, fmt.Errorf("%s (%s).pod: required", field, c.Name)
+			}
 		case c.Pod == nil:
 			return nil, fmt.Errorf("%s (%s).pod: required", field, c.Name)
 		case len(c.Nodes) == 0 && c.Expect.Unschedulable == nil:

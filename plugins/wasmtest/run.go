@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wasmkube/wasmkube/plugins/admitwasm"
+	"github.com/wasmkube/wasmkube/plugins/nodewasm"
 	"github.com/wasmkube/wasmkube/plugins/schedwasm"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 )
@@ -41,21 +43,19 @@ func Open(ctx context.Context, path string, o Options) (*Plugin, error) {
 	if w == nil {
 		w = io.Discard
 	}
-	h, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{schedwasm.Extension}, CacheDir: o.CacheDir,
-		Logger: slog.New(slog.NewTextHandler(w, nil))})
+	h, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{schedwasm.Extension, admitwasm.Extension, nodewasm.Extension},
+		CacheDir: o.CacheDir, Logger: slog.New(slog.NewTextHandler(w, nil))})
 	if err != nil {
 		return nil, err
 	}
 	name := strings.TrimSuffix(filepath.Base(path), ".wasm")
-	mod, err := h.Load(ctx, wasmhost.LoadOptions{Name: name, Path: path, Timeout: o.Timeout, MemoryLimit: o.MemoryLimit})
+	// Every capability is granted, as each component grants its kinds (the kubelet the
+	// pod network; the API server object reads for the resources a policy's config lists).
+	mod, err := h.Load(ctx, wasmhost.LoadOptions{Name: name, Path: path, Timeout: o.Timeout, MemoryLimit: o.MemoryLimit,
+		Capabilities: []string{admitwasm.CapabilityObjects, nodewasm.NetworkCapability}})
 	if err != nil {
 		_ = h.Close(ctx)
 		return nil, err
-	}
-	if len(mod.Kinds().Intersect(schedwasm.Kinds)) == 0 {
-		_ = mod.Close(ctx)
-		_ = h.Close(ctx)
-		return nil, fmt.Errorf("%s: exports no scheduler entry point; the kit checks scheduler plugins (see docs/plugin-kit.md)", path)
 	}
 	return &Plugin{Path: path, host: h, mod: mod, opts: o}, nil
 }
@@ -95,6 +95,15 @@ func (p *Plugin) runCase(ctx context.Context, c *Case) []string {
 		return []string{"the plugin did not load with the case's args: " + err.Error()}
 	}
 	defer pool.Close()
+	switch c.kind() {
+	case "admission":
+		return p.runAdmission(ctx, c, pool)
+	case "hook":
+		return p.runHook(ctx, c, pool)
+	}
+	if len(p.mod.Kinds().Intersect(schedwasm.Kinds)) == 0 {
+		return []string{"the case is a scheduling cycle, and the module exports no scheduler entry point"}
+	}
 	got, err := Cycle(ctx, pool, c.Pod, NodeInfos(c.Nodes, c.Pods), CycleOptions{})
 	if err != nil {
 		var ce *wasmhost.CallError

@@ -191,3 +191,43 @@ func TestBench(t *testing.T) {
 		t.Errorf("unknown native plugin: %v", err)
 	}
 }
+
+// Admission and hook cases run against the examples' own case files; a wrong expectation
+// fails with the difference.
+func TestRunAdmissionAndHookCases(t *testing.T) {
+	ctx := context.Background()
+	for _, ex := range []string{"require-labels", "default-resources", "json-health-probe", "drain-prestop"} {
+		t.Run(ex, func(t *testing.T) {
+			p := open(t, build(t, "go:wasm-examples/go/"+ex))
+			f, err := wasmtest.LoadFile(filepath.Join(wasmbuild.Root(), "wasm-examples/go", ex, "cases.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rs := p.Run(ctx, f); wasmtest.Failed(rs) != 0 {
+				var out bytes.Buffer
+				wasmtest.WriteText(&out, rs)
+				t.Fatalf("%s's cases:\n%s", ex, out.String())
+			}
+		})
+	}
+	p := open(t, build(t, "go:wasm-examples/go/default-resources"))
+	wrong, err := wasmtest.ParseFile("wrong.yaml", []byte(`
+cases:
+- name: expects other defaults
+  request:
+    object: {apiVersion: v1, kind: Pod, metadata: {name: web, namespace: default}, spec: {containers: [{name: c, image: busybox}]}}
+  expect:
+    allowed: false
+    object: {spec: {containers: [{name: c, resources: {limits: {cpu: "2"}}}]}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	wasmtest.WriteText(&out, p.Run(ctx, wrong))
+	for _, w := range []string{"want the request denied, it was allowed", `object.spec.containers[0].resources.limits.cpu: want "2", got "500m"`} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("report lacks %q:\n%s", w, out.String())
+		}
+	}
+}
