@@ -1,14 +1,17 @@
 package admitwasm
 
 import (
+	"errors"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/wasmkube/wasmkube/core/apiserver/admission"
 	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
 )
 
@@ -72,5 +75,35 @@ func TestWasmImports(t *testing.T) {
 	}
 	if _, err := wasmImports([]byte{0, 'a', 's', 'm', 1, 0, 0, 0, 2, 200}); err == nil {
 		t.Fatal("a truncated section parsed")
+	}
+}
+
+func TestDenial(t *testing.T) {
+	a := &admission.Attributes{Name: "web", Kind: v1.SchemeGroupVersion.WithKind("Pod"), Resource: v1.SchemeGroupVersion.WithResource("pods")}
+	for _, tc := range []struct {
+		reason string
+		code   int32
+		fields []string
+	}{
+		{`pods "web" must carry label team`, 403, nil},
+		{"error: something", 403, nil},
+		{"spec.containers[0].image: must carry a digest", 422, []string{"spec.containers[0].image"}},
+		{"spec.nodeSelector[topology.kubernetes.io/zone]: zone-c is not allowed\nspec.nodeSelector[disk]: ssd is not allowed", 422,
+			[]string{"spec.nodeSelector[topology.kubernetes.io/zone]", "spec.nodeSelector[disk]"}},
+	} {
+		var se *apierrors.StatusError
+		if !errors.As(denial(a, "p", tc.reason), &se) || se.ErrStatus.Code != tc.code || se.ErrStatus.Message != "admission policy p denied the request: "+tc.reason {
+			t.Errorf("%q: %+v", tc.reason, se)
+			continue
+		}
+		var fields []string
+		if se.ErrStatus.Details != nil {
+			for _, c := range se.ErrStatus.Details.Causes {
+				fields = append(fields, c.Field)
+			}
+		}
+		if !slices.Equal(fields, tc.fields) {
+			t.Errorf("%q: fields %q, want %q", tc.reason, fields, tc.fields)
+		}
 	}
 }

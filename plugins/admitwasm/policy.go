@@ -9,6 +9,7 @@ import (
 	"regexp"
 	goruntime "runtime"
 	"slices"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -156,15 +157,22 @@ func (p *Policy) denied(a *admission.Attributes, reason string) error {
 var fieldReason = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*|\[[^\]\s]+\])+):\s*(.*)$`)
 
 // denial is the API status of a denial: 403 Forbidden with the policy's message, or 422
-// Invalid naming the field when the reason starts with a field path (docs/abi.md 4.6).
+// Invalid naming the field when the reason starts with a field path (docs/abi.md 4.6);
+// a reason of several lines, each with its field path, names each field.
 func denial(a *admission.Attributes, policy, reason string) error {
 	msg := fmt.Sprintf("admission policy %s denied the request: %s", policy, reason)
 	details := &metav1.StatusDetails{Name: a.Name, Group: a.Resource.Group, Kind: a.Resource.Resource}
-	if m := fieldReason.FindStringSubmatch(reason); m != nil {
+	lines := strings.Split(reason, "\n")
+	if fieldReason.MatchString(lines[0]) {
 		details.Kind = a.Kind.Kind
-		// kubectl prints an Invalid status from its causes, so the cause names the policy.
-		details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Field: m[1],
-			Message: fmt.Sprintf("admission policy %s denied the request: %s", policy, m[2])}}
+		// kubectl prints an Invalid status from its causes, so each cause names the policy.
+		for _, l := range lines {
+			c := metav1.StatusCause{Type: metav1.CauseTypeFieldValueInvalid, Message: fmt.Sprintf("admission policy %s denied the request: %s", policy, l)}
+			if m := fieldReason.FindStringSubmatch(l); m != nil {
+				c.Field, c.Message = m[1], fmt.Sprintf("admission policy %s denied the request: %s", policy, m[2])
+			}
+			details.Causes = append(details.Causes, c)
+		}
 		return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusUnprocessableEntity,
 			Reason: metav1.StatusReasonInvalid, Message: msg, Details: details}}
 	}
