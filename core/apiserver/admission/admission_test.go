@@ -150,3 +150,56 @@ func TestValidationAndNodeRestriction(t *testing.T) {
 		t.Fatal("a user outside system:nodes was treated as a node")
 	}
 }
+
+// swapSource is a Source whose set is replaced while a request runs.
+type swapSource struct {
+	sets [][2]string // mutator and validator name of each set
+	cur  int
+	log  *[]string
+}
+
+// swapper is a mutator that replaces the source's set, as a reload in another goroutine
+// would, in the middle of a request.
+type swapper struct {
+	recorder
+	src *swapSource
+}
+
+func (s swapper) Admit(ctx context.Context, a *Attributes) error {
+	s.src.cur = 1
+	return s.recorder.Admit(ctx, a)
+}
+
+func (s *swapSource) Plugins() ([]MutationInterface, []ValidationInterface) {
+	set := s.sets[s.cur]
+	m := recorder{name: set[0], log: s.log}
+	var mut MutationInterface = m
+	if s.cur == 0 {
+		mut = swapper{recorder: m, src: s}
+	}
+	return []MutationInterface{mut}, []ValidationInterface{validator{set[1], s.log}}
+}
+
+// A Source is read once per request, in its place in each phase: a swap during a request
+// takes effect for the next one, never between its two phases.
+func TestSourceReadOncePerRequest(t *testing.T) {
+	var log []string
+	src := &swapSource{sets: [][2]string{{"old-m", "old-v"}, {"new-m", "new-v"}}, log: &log}
+	c, err := NewChain(recorder{name: "builtin-m", log: &log}, validator{"builtin-v", &log}, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Admit(context.Background(), podAttrs(Create)); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(log, " "); got != "admit:builtin-m admit:old-m validate:builtin-v validate:old-v" {
+		t.Fatalf("first request: %s", got)
+	}
+	log = nil
+	if err := c.Admit(context.Background(), podAttrs(Create)); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(log, " "); got != "admit:builtin-m admit:new-m validate:builtin-v validate:new-v" {
+		t.Fatalf("next request: %s", got)
+	}
+}
