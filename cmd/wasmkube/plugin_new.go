@@ -62,6 +62,7 @@ type newData struct {
 	Crate            string // NAME with - as _
 	Scheduler        bool   // the kind is a scheduler kind (the folder has cases.yaml)
 	SDK              string // the wasmkube source tree, relative to the plugin's folder when inside it
+	InTree           bool   // the folder is inside the source tree (a Go plugin is then a package of its module)
 	GoVersion        string // the go line of the source tree's go.mod
 	ASVersion        string // the AssemblyScript version sdk/assemblyscript pins
 	Build            string // how the README says to build
@@ -149,7 +150,7 @@ func runPluginNew(out io.Writer, dir string, o *pluginNewOptions) error {
 		// Inside the tree a relative path keeps the folder movable with it.
 		if in, err := filepath.Rel(root, abs); err == nil && in != ".." && !strings.HasPrefix(in, ".."+string(filepath.Separator)) {
 			if r, err := filepath.Rel(abs, root); err == nil {
-				d.SDK = filepath.ToSlash(r)
+				d.SDK, d.InTree = filepath.ToSlash(r), true
 			}
 		}
 		if d.GoVersion, err = goVersionOf(root); err != nil {
@@ -217,7 +218,12 @@ func renderPlugin(d newData) ([]newFile, error) {
 	case "go":
 		// .tmpl: a go.mod would make the folder another module, out of reach of go:embed,
 		// and .go files a package of this one.
-		ts = []tmpl{{"go/" + d.Kind + ".go.tmpl", "main.go"}, {"go/go.mod.tmpl", "go.mod"}, {"go/build.sh", "build.sh"}}
+		ts = []tmpl{{"go/" + d.Kind + ".go.tmpl", "main.go"}, {"go/build.sh", "build.sh"}}
+		if !d.InTree {
+			// Inside the tree the plugin is a package of the wasmkube module, as the
+			// examples are (a go.mod would hide it from `go build ./wasm-examples/go/...`).
+			ts = append(ts, tmpl{"go/go.mod.tmpl", "go.mod"})
+		}
 		d.Build = "./build.sh    # GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o " + d.Module + " ."
 	case "c":
 		ts = []tmpl{{"c/" + d.Kind + ".c", d.Name + ".c"}, {"c/build.sh", "build.sh"}}

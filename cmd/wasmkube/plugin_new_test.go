@@ -169,3 +169,31 @@ func TestPluginNewRefuses(t *testing.T) {
 		t.Errorf("temporary folders left behind: %v", entries)
 	}
 }
+
+// TestPluginNewInTree checks that a Go plugin written inside the source tree has no go.mod
+// (it is a package of the wasmkube module, as the examples are) and that Rust and
+// AssemblyScript plugins there name the SDK by a relative path.
+func TestPluginNewInTree(t *testing.T) {
+	root := wasmbuild.Root()
+	tmp, err := os.MkdirTemp(root, ".plugin-new-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	for lang, file := range map[string]string{"go": "go.mod", "rust": "Cargo.toml", "assemblyscript": "package.json"} {
+		dir := filepath.Join(tmp, "x", lang)
+		if err := runPluginNew(&bytes.Buffer{}, dir, &pluginNewOptions{lang: lang, kind: "filter"}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, file))
+		if lang == "go" {
+			if err == nil {
+				t.Errorf("a Go plugin inside the tree has a go.mod:\n%s", b)
+			}
+			continue
+		}
+		if err != nil || !strings.Contains(string(b), "../../../sdk/") {
+			t.Errorf("%s of a %s plugin inside the tree does not name the SDK as ../../../sdk/: %v\n%s", file, lang, err, b)
+		}
+	}
+}
