@@ -173,8 +173,10 @@ func TestModuleThroughTheHost(t *testing.T) {
 		got.Reason != "drain: 2 request(s) still in flight when the grace period ran out" {
 		t.Errorf("stuck pod: code %d reason %q (err %v), want the plugin's error or a time-limit failure, with its reason", got.Code, got.Reason, got.Err)
 	}
-	if took < grace-50*time.Millisecond || took > grace+500*time.Millisecond {
-		t.Errorf("stuck pod: the hook took %v, want about the grace period %v", took, grace)
+	// The plugin waits for the whole grace period and stops there; the slack above it is
+	// the host's (it took 0.5 s more under -race on a loaded machine).
+	if took < grace-50*time.Millisecond || took > grace+2*time.Second {
+		t.Errorf("stuck pod: the hook took %v, want the grace period %v", took, grace)
 	}
 
 	srv.Close()
