@@ -22,7 +22,7 @@ import (
 
 func TestBindingsMatchTheHost(t *testing.T) {
 	ctx := context.Background()
-	path := wasmbuild.Script(t, "sdk/assemblyscript/testdata")
+	path := wasmbuild.Script(t, "sdk/assemblyscript/testdata/allimports")
 	exts := []wasmhost.Extension{schedwasm.Extension, admitwasm.Extension, nodewasm.Extension}
 	h, err := wasmhost.New(wasmhost.Options{Extensions: exts, CacheDir: t.TempDir()})
 	if err != nil {

@@ -7,8 +7,8 @@ import {
   Container, JSONKind, JSONValue, Node, Nodes, Pod, Request, Scores, Status, args, log, nominate,
   normalizeMinMax, parseJSON, restrictTo, runFilter, runInit, runMutate, runNormalizeScore,
   runPostfilter, runPrefilter, runPreStop, runPrescore, runProbe, runScore, runValidate, state,
-} from "../assembly";
-export { wasmkube_abi_version } from "../assembly";
+} from "../../assembly";
+export { wasmkube_abi_version } from "../../assembly";
 
 function canonical(v: JSONValue): string {
   switch (v.kind) {
