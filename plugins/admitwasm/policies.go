@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -245,7 +246,10 @@ func (o *Policies) Reload(data []byte) error {
 			fmt.Sprintf("admission config not applied, the policies in force stay: %v", err))
 		return err
 	}
-	o.set.Store(ps)
+	old := o.set.Swap(ps)
+	if slices.Equal(old.policies, ps.policies) {
+		return nil // another section of the file changed (the scheduler's, the kubelet's)
+	}
 	o.metrics.reloads.WithLabelValues("success").Inc()
 	o.log.Info("admission config reloaded", "policies", o.InForce())
 	o.event(configRef(), v1.EventTypeNormal, "AdmissionConfigReloaded", fmt.Sprintf("admission policies in force: %v", o.InForce()))
