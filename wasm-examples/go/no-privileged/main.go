@@ -3,8 +3,7 @@
 // network (hostNetwork), the three ways out of a pod's sandbox that the Pod Security
 // Standards' baseline level forbids. Each violation is reported with its field path
 // (spec.containers[0].securityContext.privileged: ...), so the API server answers 422
-// Invalid naming the field; several violations are one line each
-// (sdk.DenyFields).
+// Invalid naming the field; several violations are one line each (sdk.DenyFields, a 403).
 package main
 
 import (
