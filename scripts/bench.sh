@@ -19,6 +19,8 @@ run bin/wasmkube bench scheduler --nodes 5000 --pods 10000 --output json --confi
 run bin/wasmkube bench scheduler --nodes 5000 --pods 10000 --output json --config wasm-examples/go/bench-wasm.yaml
 # Wasm plugins: cost per (pod, node), wasm against native
 run go test ./plugins/... -run '^$' -bench . -benchtime 2s
+# Admission: pod creates with the four example admission policies against none (issue 10: >= 0.85x, p99 <= 1 ms per policy)
+run go test ./plugins/admitwasm -run '^$' -bench 'PodCreatePolicies|Admission|PolicyCall' -benchtime 5000x
 # Kubelet pod startup (real containerd and CNI; needs root), in a cpuacct cgroup of its own
 # when cgroup v1 has one, so it also reports the node's CPU per pod
 if [ -d /sys/fs/cgroup/cpuacct ] && mkdir -p /sys/fs/cgroup/cpuacct/wasmkube-bench 2>/dev/null; then
