@@ -1,0 +1,2 @@
+#!/usr/bin/env bash
+exec bash ../build-one.sh sched "$@"
