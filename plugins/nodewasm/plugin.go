@@ -186,15 +186,28 @@ func (p *Plugin) Probe(ctx context.Context, pod *v1.Pod, container, probeKind, p
 	case err == nil:
 		return probe.Success, ""
 	}
-	var ce *wasmhost.CallError
-	if errors.As(err, &ce) && ce.Reason == wasmhost.ReasonCanceled {
-		return probe.Unknown, ""
+	if canceled(err) {
+		if !late(ctx) {
+			return probe.Unknown, "" // the kubelet gave up on the probe (the container stops)
+		}
+		pool.CountFailure(Probe)
+		err = fmt.Errorf("no result within the probe's timeoutSeconds (every one of the plugin's %d instances was busy)", pool.Size())
 	}
 	if p.policy == config.Ignore {
 		return probe.Success, ""
 	}
 	return probe.Failure, failure(p.name, err)
 }
+
+// canceled reports whether a call ended because its caller gave up (or its deadline
+// passed before an instance was free).
+func canceled(err error) bool {
+	var ce *wasmhost.CallError
+	return errors.As(err, &ce) && ce.Reason == wasmhost.ReasonCanceled
+}
+
+// late reports whether ctx ended at its deadline (not by cancellation).
+func late(ctx context.Context) bool { return errors.Is(ctx.Err(), context.DeadlineExceeded) }
 
 // PreStop runs the plugin's wasmkube_prestop for container of pod. ctx's deadline is the
 // end of the grace period. A failure is an error (a FailedPreStopHook event) unless the
@@ -209,9 +222,12 @@ func (p *Plugin) PreStop(ctx context.Context, pod *v1.Pod, container, podIP stri
 	if err == nil {
 		return nil
 	}
-	var ce *wasmhost.CallError
-	if errors.As(err, &ce) && ce.Reason == wasmhost.ReasonCanceled {
-		return fmt.Errorf("wasm plugin %s: canceled", p.name)
+	if canceled(err) {
+		if !late(ctx) {
+			return fmt.Errorf("wasm plugin %s: canceled (the kubelet is stopping)", p.name)
+		}
+		pool.CountFailure(PreStop)
+		err = fmt.Errorf("the grace period ran out before the call could finish (every one of the plugin's %d instances was busy)", pool.Size())
 	}
 	if p.policy == config.Ignore {
 		return nil
