@@ -469,7 +469,11 @@ func listObjects(hc *wasmhost.Call, mod api.Module, s []uint64) {
 	}
 	var items []runtime.Object
 	if c.Reader != nil {
-		items, _ = c.Reader.List(hc.Context(), res, c.Attributes.Namespace)
+		// A namespaced resource is read in the request's namespace only: a request for a
+		// cluster-scoped object sees none of its objects.
+		if _, namespaced, _ := c.Reader.Resource(res); !namespaced || c.Attributes.Namespace != "" {
+			items, _ = c.Reader.List(hc.Context(), res, c.Attributes.Namespace)
+		}
 	}
 	var b bytes.Buffer
 	b.WriteString(`{"items":[`)
