@@ -41,7 +41,8 @@ var newLangs = map[string]struct {
 	"assemblyscript": {kinds: newKinds, needSDK: true},
 }
 
-// newKinds are the kinds `plugin new` writes; schedulerKinds of them get a cases.yaml.
+// newKinds are the kinds `plugin new` writes; schedulerKinds of them are checked by
+// `plugin conformance` too.
 var (
 	newKinds       = []string{"filter", "score", "validate", "mutate", "probe", "prestop"}
 	schedulerKinds = []string{"filter", "score"}
@@ -60,7 +61,7 @@ type newData struct {
 	Name, Lang, Kind string
 	Module           string // NAME.wasm
 	Crate            string // NAME with - as _
-	Scheduler        bool   // the kind is a scheduler kind (the folder has cases.yaml)
+	Scheduler        bool   // the kind is a scheduler kind (plugin conformance checks it)
 	SDK              string // the wasmkube source tree, relative to the plugin's folder when inside it
 	InTree           bool   // the folder is inside the source tree (a Go plugin is then a package of its module)
 	GoVersion        string // the go line of the source tree's go.mod
@@ -72,10 +73,10 @@ func init() {
 	o := &pluginNewOptions{}
 	c := &cobra.Command{
 		Use:   "new --lang LANG --kind KIND NAME",
-		Short: "Scaffold a plugin folder: source, build script, README and (scheduler kinds) a case file",
+		Short: "Scaffold a plugin folder: source, build script, README and a case file",
 		Long: `new writes the folder NAME (a path; its last element is the plugin's name) with a plugin
-of one kind in one language that builds as generated, passes 'wasmkube plugin check' and,
-for scheduler kinds, the 'wasmkube plugin test' cases of its cases.yaml:
+of one kind in one language that builds as generated and passes 'wasmkube plugin check'
+and the 'wasmkube plugin test' cases of its cases.yaml:
 
   --lang go|rust|assemblyscript|c|wat
   --kind filter|score|validate|mutate|probe|prestop
@@ -198,9 +199,9 @@ func runPluginNew(out io.Writer, dir string, o *pluginNewOptions) error {
 		return err
 	}
 	fmt.Fprintf(out, "created %s/ (%s %s plugin %s): %s\n", dir, o.lang, o.kind, name, strings.Join(names, ", "))
-	fmt.Fprintf(out, "next:\n  cd %s\n  ./build.sh\n  wasmkube plugin check %s\n", dir, d.Module)
+	fmt.Fprintf(out, "next:\n  cd %s\n  ./build.sh\n  wasmkube plugin check %s\n  wasmkube plugin test %s cases.yaml\n", dir, d.Module, d.Module)
 	if d.Scheduler {
-		fmt.Fprintf(out, "  wasmkube plugin test %s cases.yaml\n  wasmkube plugin conformance %s\n", d.Module, d.Module)
+		fmt.Fprintf(out, "  wasmkube plugin conformance %s\n", d.Module)
 	}
 	return nil
 }
@@ -240,9 +241,7 @@ func renderPlugin(d newData) ([]newFile, error) {
 		d.Build = "./build.sh    # npm install (the first time), then asc with the SDK's asconfig.json"
 	}
 	ts = append(ts, tmpl{"README.md", "README.md"})
-	if d.Scheduler {
-		ts = append(ts, tmpl{"cases/" + d.Kind + ".yaml", "cases.yaml"})
-	}
+	ts = append(ts, tmpl{"cases/" + d.Kind + ".yaml", "cases.yaml"})
 	var files []newFile
 	for _, t := range ts {
 		src, err := newTemplates.ReadFile(path.Join("templates", t.src))
