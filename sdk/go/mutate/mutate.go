@@ -32,7 +32,7 @@ func run() int32 {
 		return int32(sdk.CodeError)
 	}
 	patch.Reset()
-	code := admit.Result("mutate", fn(sdk.Request{}, &patch))
+	code := admit.Report("mutate", fn(sdk.Request{}, &patch))
 	if code != int32(sdk.CodeSuccess) {
 		return code
 	}

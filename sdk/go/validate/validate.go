@@ -24,5 +24,5 @@ func run() int32 {
 		sdk.SetReason("validate: no function registered (call validate.Register in init)")
 		return int32(sdk.CodeError)
 	}
-	return admit.Result("validate", fn(sdk.Request{}))
+	return admit.Report("validate", fn(sdk.Request{}))
 }
