@@ -138,7 +138,7 @@ impl Status {
         Status { code, reason: Reason::Inline(s) }
     }
     /// A status with a formatted reason; [`status!`] is the short way to write it.
-    pub fn fmt(code: Code, args: fmt::Arguments<'_>) -> Status {
+    pub fn format(code: Code, args: fmt::Arguments<'_>) -> Status {
         let mut s = StrBuf::new();
         let _ = fmt::write(&mut s, args);
         Status { code, reason: Reason::Inline(s) }
@@ -170,7 +170,7 @@ impl fmt::Debug for Status {
 #[macro_export]
 macro_rules! status {
     ($code:expr, $($arg:tt)*) => {
-        $crate::Status::fmt($code, ::core::format_args!($($arg)*))
+        $crate::Status::format($code, ::core::format_args!($($arg)*))
     };
 }
 
