@@ -116,6 +116,8 @@ type Hook struct {
 	TimeoutSeconds int `json:"timeoutSeconds,omitempty"`
 	// Endpoint is what the fake pod serves on every port, by path; other paths are 404.
 	Endpoint map[string]Response `json:"endpoint,omitempty"`
+	// Down makes the pod refuse every connection (nothing listens).
+	Down bool `json:"down,omitempty"`
 }
 
 // Response is one path of the fake pod endpoint. Sequence, when set, answers the calls

@@ -99,7 +99,17 @@ func (p *Plugin) runHook(ctx context.Context, c *Case, pool *wasmhost.Pool) []st
 	if k == nodewasm.Probe {
 		call.ProbeKind = h.Kind
 	}
-	call.RedirectTo(e.srv.Listener.Addr().String())
+	addr := e.srv.Listener.Addr().String()
+	if h.Down {
+		// A port nothing listens on: take one, and let it go.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return []string{err.Error()}
+		}
+		addr = ln.Addr().String()
+		_ = ln.Close()
+	}
+	call.RedirectTo(addr)
 	err = call.Do(ctx, pool)
 	var ce *wasmhost.CallError
 	if err != nil && !(errors.As(err, &ce) && ce.Reason == wasmhost.ReasonError) {

@@ -81,6 +81,17 @@ EXPORT("wasmkube_init") i32 init(void) {
 	}
 	if (n <= 0)
 		return 0;
+	/* Args are a JSON object: `42`, `"x"` or `[1]` are refused, not read as "no headroom". */
+	i32 first = 0, last = n - 1;
+	while (first < n && (argbuf[first] == ' ' || argbuf[first] == '\n' || argbuf[first] == '\t' || argbuf[first] == '\r'))
+		first++;
+	while (last > first && (argbuf[last] == ' ' || argbuf[last] == '\n' || argbuf[last] == '\t' || argbuf[last] == '\r'))
+		last--;
+	if (first >= n || argbuf[first] != '{' || argbuf[last] != '}') {
+		static const char msg[] = "args: must be a JSON object such as {\"headroom\": 20}";
+		status_reason(msg, sizeof msg - 1);
+		return 1;
+	}
 	i32 v = json_int(argbuf, n, "headroom");
 	if (v == -1) {
 		static const char msg[] = "args.headroom: must be an integer percentage 0..100";

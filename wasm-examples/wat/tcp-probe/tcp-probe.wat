@@ -2,8 +2,9 @@
 ;; alone: the probe passes when a TCP connection to the pod's IP and the args' port opens
 ;; (a tcpSocket probe as a plugin, the smallest one there is).
 ;;
-;; Args: {"port": 5432}. wasmkube_init reads the first number of the args as the port and
-;; rejects the plugin at load time when there is none or it is outside 1..65535.
+;; Args: {"port": 5432}. wasmkube_init reads the first number of the args object as the
+;; port and rejects the plugin at load time when the args are not an object, or the number
+;; is missing or outside 1..65535.
 (module
   ;; args(buf, cap) -> full length of the args JSON
   (import "wasmkube" "args" (func $args (param i32 i32) (result i32)))
@@ -26,11 +27,17 @@
 
   (func (export "wasmkube_abi_version") (result i32) (i32.const 1))
 
-  ;; wasmkube_init: the first run of digits in the args is the port.
+  ;; wasmkube_init: the first run of digits in the args object is the port.
   (func (export "wasmkube_init") (result i32)
     (local $n i32) (local $i i32) (local $c i32) (local $v i32) (local $seen i32)
     (local.set $n (call $args (i32.const 1024) (i32.const 1024)))
     (if (i32.gt_s (local.get $n) (i32.const 1024)) (then (local.set $n (i32.const 0))))
+    ;; the args must be a JSON object ({"port": 5432}): 42 or [1, 2] is no port
+    (if (i32.or (i32.le_s (local.get $n) (i32.const 0))
+                (i32.ne (i32.load8_u (i32.const 1024)) (i32.const 123)))
+      (then
+        (call $status_reason (i32.const 0) (i32.const 59))
+        (return (i32.const 1))))
     (block $done
       (loop $next
         (br_if $done (i32.ge_s (local.get $i) (local.get $n)))
