@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/wasmkube/wasmkube/core/scheduler/framework"
+	"github.com/wasmkube/wasmkube/plugins/admitwasm"
+	"github.com/wasmkube/wasmkube/plugins/nodewasm"
 	"github.com/wasmkube/wasmkube/plugins/schedwasm"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 )
@@ -53,13 +55,25 @@ func (p *Plugin) Conformance(ctx context.Context, o ConformanceOptions) []Result
 		if sched || c.name == checks[0].name {
 			diff, skip = c.run(ctx, p, o)
 		} else {
-			skip = "the module exports no scheduler entry point: the checks of its kinds are its smoke call (plugin check) and its cases (plugin test)"
+			skip = "the module exports no scheduler entry point"
 		}
 		r := Result{Name: c.name, Passed: len(diff) == 0 && skip == "", Diff: diff, Duration: time.Since(start)}
 		if skip != "" {
 			r.Skipped, r.Diff = true, []string{skip}
 		}
 		out = append(out, r)
+	}
+	if len(p.mod.Kinds().Intersect(admitwasm.Kinds)) > 0 {
+		out = append(out, p.kindChecks(ctx, admissionSubject(p), o)...)
+	}
+	if len(p.mod.Kinds().Intersect(nodewasm.Kinds)) > 0 {
+		s, err := hookSubject(p)
+		if err != nil {
+			out = append(out, Result{Name: "kubelet hook checks", Diff: []string{err.Error()}})
+		} else {
+			out = append(out, p.kindChecks(ctx, s, o)...)
+			s.close()
+		}
 	}
 	return out
 }

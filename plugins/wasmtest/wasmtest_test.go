@@ -231,3 +231,32 @@ cases:
 		}
 	}
 }
+
+// Admission and hook modules get the kind-generic checks; correct ones pass them.
+func TestConformanceOfAdmissionAndHookModules(t *testing.T) {
+	for _, tt := range []struct{ src, args, prefix string }{
+		{"go:wasm-examples/go/require-labels", `{"labels": ["team"]}`, "admission: "},
+		{"go:wasm-examples/go/json-health-probe", `{"port": 8080, "path": "/health", "field": "status", "value": "ok"}`, "probe: "},
+	} {
+		t.Run(tt.src, func(t *testing.T) {
+			p, err := wasmtest.Open(context.Background(), build(t, tt.src), wasmtest.Options{Timeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close(context.Background())
+			rs := p.Conformance(context.Background(), wasmtest.ConformanceOptions{Args: []byte(tt.args), Calls: 2000})
+			kinds := 0
+			for _, r := range rs {
+				if strings.HasPrefix(r.Name, tt.prefix) {
+					kinds++
+				}
+				if !r.Passed && !r.Skipped {
+					t.Errorf("%s: %v", r.Name, r.Diff)
+				}
+			}
+			if kinds != 5 {
+				t.Errorf("%d checks named %q, want 5", kinds, tt.prefix)
+			}
+		})
+	}
+}
