@@ -76,7 +76,9 @@ type Call struct {
 	// dial, when set, is where every connection of the call goes whatever the port (smoke
 	// calls against a loopback test server only).
 	dial string
-	hc   wasmhost.Call
+	// started: the call got an instance (it did not end waiting for one).
+	started bool
+	hc      wasmhost.Call
 }
 
 // response is what response_body and response_header read.
@@ -95,7 +97,7 @@ func (c *Call) Do(ctx context.Context, p *wasmhost.Pool) error {
 	cctx, cancel := withoutDeadline(ctx)
 	err := p.Do(cctx, &c.hc)
 	cancel()
-	c.Code, c.Reason = c.hc.Code, c.hc.Reason
+	c.Code, c.Reason, c.started = c.hc.Code, c.hc.Reason, !c.hc.Deadline().IsZero()
 	c.hc.Data, c.last = nil, nil
 	return err
 }
@@ -123,7 +125,7 @@ func withoutDeadline(ctx context.Context) (context.Context, context.CancelFunc) 
 }
 
 // deadlineSlack is how long after its caller's deadline a call is cancelled.
-const deadlineSlack = 20 * time.Millisecond
+const deadlineSlack = 50 * time.Millisecond
 
 // WasmPod implements podfuncs.Source.
 func (c *Call) WasmPod() *v1.Pod { return c.Pod }

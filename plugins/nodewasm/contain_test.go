@@ -142,7 +142,7 @@ func TestPreStopWaitingForAnInstanceEndsAtTheGracePeriod(t *testing.T) {
 	if took := time.Since(start); took > grace+time.Second {
 		t.Fatalf("the waiting preStop took %s with a grace period of %s", took, grace)
 	}
-	if err == nil || !strings.Contains(err.Error(), "grace period ran out") {
+	if err == nil || !strings.Contains(err.Error(), "failed (timeout): no instance was free within the grace period") {
 		t.Fatalf("waiting preStop: %v", err)
 	}
 	// A probe of the same plugin has pools of its own: it is not held up.

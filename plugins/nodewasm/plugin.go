@@ -191,12 +191,24 @@ func (p *Plugin) Probe(ctx context.Context, pod *v1.Pod, container, probeKind, p
 			return probe.Unknown, "" // the kubelet gave up on the probe (the container stops)
 		}
 		pool.CountFailure(Probe)
-		err = fmt.Errorf("no result within the probe's timeoutSeconds (every one of the plugin's %d instances was busy)", pool.Size())
+		if p.policy == config.Ignore {
+			return probe.Success, ""
+		}
+		return probe.Failure, lateMessage(p.name, c, pool, "the probe's timeoutSeconds")
 	}
 	if p.policy == config.Ignore {
 		return probe.Success, ""
 	}
 	return probe.Failure, failure(p.name, err)
+}
+
+// lateMessage says why a call ended at its caller's deadline rather than by its own limit:
+// it never got an instance, or the host's timer ran late (a loaded machine).
+func lateMessage(name string, c *Call, pool *wasmhost.Pool, limit string) string {
+	if !c.started {
+		return fmt.Sprintf("wasm plugin %s failed (timeout): no instance was free within %s (all %d busy)", name, limit, pool.Size())
+	}
+	return fmt.Sprintf("wasm plugin %s failed (timeout): the call did not finish within %s", name, limit)
 }
 
 // canceled reports whether a call ended because its caller gave up (or its deadline
@@ -227,7 +239,10 @@ func (p *Plugin) PreStop(ctx context.Context, pod *v1.Pod, container, podIP stri
 			return fmt.Errorf("wasm plugin %s: canceled (the kubelet is stopping)", p.name)
 		}
 		pool.CountFailure(PreStop)
-		err = fmt.Errorf("the grace period ran out before the call could finish (every one of the plugin's %d instances was busy)", pool.Size())
+		if p.policy == config.Ignore {
+			return nil
+		}
+		return errors.New(lateMessage(p.name, c, pool, "the grace period"))
 	}
 	if p.policy == config.Ignore {
 		return nil
