@@ -282,6 +282,42 @@ impl<T> Once<T> {
     }
 }
 
+/// A global buffer for values too large for the stack (an object's JSON, up to the API
+/// server's limit), lent to one caller at a time. It costs nothing until used: the array is
+/// zero-initialised memory of the module, not code.
+///
+/// ```ignore
+/// static OBJ: Scratch<{ 2 << 20 }> = Scratch::new();
+/// let has_labels = OBJ.with(|buf| req.object_json(buf).ok().map(|o| o.len() > 0));
+/// ```
+pub struct Scratch<const N: usize> {
+    buf: UnsafeCell<[u8; N]>,
+    busy: core::cell::Cell<bool>,
+}
+
+// SAFETY: as for Once; `with` refuses a second borrow while one is lent.
+#[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
+unsafe impl<const N: usize> Sync for Scratch<N> {}
+
+impl<const N: usize> Scratch<N> {
+    /// A buffer of N bytes, for a `static`.
+    pub const fn new() -> Self {
+        Scratch { buf: UnsafeCell::new([0; N]), busy: core::cell::Cell::new(false) }
+    }
+    /// Runs f with the buffer; `None` (without running f) when it is already lent (f
+    /// itself called `with` on the same buffer).
+    pub fn with<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> Option<R> {
+        if self.busy.replace(true) {
+            return None;
+        }
+        // SAFETY: busy guarantees this is the only borrow; a panic inside f traps and the
+        // host discards the instance, so busy never stays set for a later call.
+        let r = f(unsafe { &mut *self.buf.get() });
+        self.busy.set(false);
+        Some(r)
+    }
+}
+
 #[doc(hidden)]
 pub mod __rt {
     pub use crate::admission::{run_mutate, run_validate};

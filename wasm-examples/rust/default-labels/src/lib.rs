@@ -14,7 +14,7 @@
 
 use core::fmt::Write;
 use wasmkube::admission::{Operation, Request};
-use wasmkube::{json, status, Code, Error, FixedBuf, Once, Status, StrBuf};
+use wasmkube::{json, status, Code, Error, FixedBuf, Once, Scratch, Status, StrBuf};
 
 static ARGS: Once<FixedBuf<4096>> = Once::new();
 
@@ -79,8 +79,12 @@ fn mutate(req: &Request) -> Status {
         }
         if patch.is_empty() {
             patch.push_str("[");
-            if !has_labels(req) {
-                patch.push_str(r#"{"op":"add","path":"/metadata/labels","value":{}},"#);
+            match has_labels(req) {
+                Ok(true) => {}
+                Ok(false) => {
+                    patch.push_str(r#"{"op":"add","path":"/metadata/labels","value":{}},"#);
+                }
+                Err(e) => return Status::error(e.as_str()),
             }
         } else {
             patch.push_str(",");
@@ -107,15 +111,18 @@ fn mutate(req: &Request) -> Status {
     Status::OK
 }
 
+// The new object's JSON, for has_labels: up to 2 MiB (etcd stores at most 1.5 MiB), in a
+// global because it would not fit the 1 MiB stack.
+static OBJECT: Scratch<{ 2 << 20 }> = Scratch::new();
+
 /// Whether the new object has a metadata.labels map.
-fn has_labels(req: &Request) -> bool {
-    let mut obj = [0u8; 64 * 1024];
-    match req.object_json(&mut obj[..]) {
-        Ok(o) => json::parse(o).and_then(|v| v.path(&["metadata", "labels"])).map_or(false, |l| l.kind() == json::Kind::Object),
-        // Too large to look at: assume labels exist; a wrong guess makes the patch fail
-        // to apply, a plugin failure, never a wrong object.
-        Err(_) => true,
-    }
+fn has_labels(req: &Request) -> Result<bool, Error> {
+    OBJECT
+        .with(|buf| {
+            let o = req.object_json(buf)?;
+            Ok(json::parse(o).and_then(|v| v.path(&["metadata", "labels"])).map_or(false, |l| l.kind() == json::Kind::Object))
+        })
+        .unwrap_or(Err(Error::Unavailable))
 }
 
 wasmkube::export_init!(init);
