@@ -99,6 +99,7 @@ type abi struct {
 	kinds  Kinds
 	funcs  []HostFunc
 	byName map[string]*HostFunc
+	names  []string // the extensions' names, for errors
 }
 
 func newABI(exts []Extension) (*abi, error) {
@@ -123,6 +124,7 @@ func newABI(exts []Extension) (*abi, error) {
 		}
 	}
 	for _, e := range exts {
+		a.names = append(a.names, e.Name)
 		for _, k := range e.Kinds {
 			if a.kinds.Has(k) {
 				continue

@@ -197,7 +197,7 @@ func (a *abi) checkImports(c wazero.CompiledModule, caps []string) error {
 		case HostModule:
 			hf, ok := a.byName[name]
 			if !ok {
-				return fmt.Errorf("imports %s.%s, which ABI v%d does not define", mod, name, ABIVersion)
+				return fmt.Errorf("imports %s.%s, which ABI v%d does not define for the kinds this host runs (%s)", mod, name, ABIVersion, strings.Join(a.names, ", "))
 			}
 			if hf.Capability != "" && !slices.Contains(caps, hf.Capability) {
 				return fmt.Errorf("imports %s.%s, which needs capability %q: the plugin's config does not grant it (capabilities: [%s])",
