@@ -16,7 +16,9 @@ import (
 
 func open(t *testing.T, path string) *wasmtest.Plugin {
 	t.Helper()
-	p, err := wasmtest.Open(context.Background(), path, wasmtest.Options{})
+	// 1 s per call instead of 100 ms: the tests are about answers and memory, and the
+	// test machine may be loaded.
+	p, err := wasmtest.Open(context.Background(), path, wasmtest.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
