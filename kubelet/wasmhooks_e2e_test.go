@@ -127,16 +127,22 @@ func waitEvent(t *testing.T, c kubernetes.Interface, ns, name, reason, text stri
 	return v1.Event{}
 }
 
-// deleteAndWait deletes a pod and returns how long it took to be gone from the API.
+// deleteAndWait deletes a pod of the default namespace and returns how long it took to be
+// gone from the API.
 func deleteAndWait(t testing.TB, c kubernetes.Interface, name string, grace int64) time.Duration {
+	t.Helper()
+	return deleteAndWaitIn(t, c, "default", name, grace)
+}
+
+func deleteAndWaitIn(t testing.TB, c kubernetes.Interface, ns, name string, grace int64) time.Duration {
 	t.Helper()
 	ctx := context.Background()
 	start := time.Now()
-	if err := c.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+	if err := c.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
 		t.Fatal(err)
 	}
 	for {
-		if _, err := c.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		if _, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 			return time.Since(start)
 		}
 		if time.Since(start) > time.Duration(grace)*time.Second+30*time.Second {
@@ -160,6 +166,8 @@ kubelet:
   - name: drain
     path: health.wasm
     args: 8080
+  selectors:
+  - {plugin: health, kind: readiness, namespaceSelector: {matchLabels: {wasm: "on"}}}
 `
 
 // TestWasmHooksOnARealKubelet: a readiness plugin follows a file that busybox httpd
@@ -202,11 +210,28 @@ func TestWasmHooksOnARealKubelet(t *testing.T) {
 	drain.Spec.TerminationGracePeriodSeconds = int64p(20)
 	stuck.Spec.TerminationGracePeriodSeconds = int64p(3)
 
-	for _, p := range []*v1.Pod{ready, live, drain, stuck} {
-		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+	// A plugin nobody declared: a warning, and the probe neither passes nor fails.
+	missing := shPod("missing", hn.name, "web", "mkdir -p /www; echo ok > /www/health; httpd -p 8080 -h /www")
+	missing.Spec.Containers[0].ReadinessProbe = &v1.Probe{ProbeHandler: httpGetHandler(8080), PeriodSeconds: 1}
+	missing.Annotations[nodewasm.Annotation("readiness", "web")] = "no-such-plugin"
+
+	// A selector attaches health to the readiness probes of namespaces labelled wasm=on: the
+	// spec's exec probe (false) would never pass, the plugin does.
+	if _, err := srv.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "sel", Labels: map[string]string{"wasm": "on"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	selected := shPod("selected", hn.name, "web", "mkdir -p /www; echo ok > /www/health; httpd -p 8080 -h /www")
+	selected.Namespace = "sel"
+	selected.Spec.Containers[0].ReadinessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"false"}}}, PeriodSeconds: 1}
+
+	for _, p := range []*v1.Pod{ready, live, drain, stuck, missing, selected} {
+		if _, err := srv.Client.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	waitEvent(t, srv.Client, "default", "missing", "WasmHookMissing", `wasm plugin "no-such-plugin" (named by annotation hooks.wasmkube.io/readiness.web) is not declared`)
+	waitPod(t, srv.Client, "sel", "selected", "Ready through the selector's plugin", podReady)
+	waitEvent(t, srv.Client, "sel", "selected", "WasmHook", "by kubelet.selectors[0]")
 
 	// Readiness follows the file: not ready while it says "warming" (with the plugin's
 	// reason in the Unhealthy event), ready once it says "ok".
@@ -280,9 +305,18 @@ func TestWasmHooksOnARealKubelet(t *testing.T) {
 	if after := (probeCounter(t, hn.reg, "Readiness", "failed", "web", "ready")); after <= before {
 		t.Errorf("readiness probes stopped after a broken reload (%v then %v failures)", before, after)
 	}
-	for _, name := range []string{"ready", "live"} {
+	if mp, err := pods.Get(ctx, "missing", metav1.GetOptions{}); err != nil || podReady(mp) {
+		t.Errorf("the pod naming a missing plugin is Ready (%v)", err)
+	}
+	for _, e := range eventsOf(t, srv.Client, "default", "missing") {
+		if e.Reason == "Unhealthy" {
+			t.Errorf("a missing plugin failed the probe: %s", e.Message)
+		}
+	}
+	for _, name := range []string{"ready", "live", "missing"} {
 		deleteAndWait(t, srv.Client, name, 1)
 	}
+	deleteAndWaitIn(t, srv.Client, "sel", "selected", 1)
 	assertNoTrace(t, hn.node)
 }
 
