@@ -239,6 +239,13 @@ func TestWasmHooksOnARealKubelet(t *testing.T) {
 	waitEvent(t, srv.Client, "default", "ready", "Unhealthy", "Readiness probe failed: wasm plugin health: body not ok")
 	rp := waitPod(t, srv.Client, "default", "ready", "Ready", podReady)
 	firstID := containerStatus(rp, "web").ContainerID
+	// kubectl describe shows which plugin serves the probe, and the plugin's reason.
+	desc := kubectl(t, srv, "describe", "pod", "ready")
+	for _, want := range []string{"hooks.wasmkube.io/readiness.web: health", "served by wasm plugin health", "wasm plugin health: body not ok"} {
+		if !strings.Contains(desc, want) {
+			t.Errorf("kubectl describe pod ready lacks %q:\n%s", want, desc)
+		}
+	}
 
 	// Liveness: the file turns "dead" after 3 s and the plugin's failure restarts it.
 	waitPod(t, srv.Client, "default", "live", "restarted by its wasm liveness probe", func(p *v1.Pod) bool {
