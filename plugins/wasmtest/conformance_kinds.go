@@ -191,7 +191,25 @@ func admissionSubject(p *Plugin) *subject {
 			ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "default"}, Data: map[string]string{"k": "v"}}, nil, "ConfigMap", "configmaps"),
 	}
 	big := strings.Repeat("x", 100<<10)
-	call := func(ctx context.Context, pool *wasmhost.Pool, a *admission.Attributes) (string, error) {
+	// unpad removes what padded added, so that a mutation's result compares equal.
+	unpad := func(obj runtime.Object) runtime.Object {
+		obj = obj.DeepCopyObject()
+		if m, ok := obj.(metav1.Object); ok {
+			ann, lab := m.GetAnnotations(), m.GetLabels()
+			delete(ann, "conformance.wasmkube.io/padding")
+			delete(lab, "conformance.wasmkube.io/unicode")
+			if len(ann) == 0 {
+				ann = nil
+			}
+			if len(lab) == 0 {
+				lab = nil
+			}
+			m.SetAnnotations(ann)
+			m.SetLabels(lab)
+		}
+		return obj
+	}
+	call := func(ctx context.Context, pool *wasmhost.Pool, a *admission.Attributes, padded bool) (string, error) {
 		cp := *a
 		if a.Object != nil {
 			cp.Object = a.Object.DeepCopyObject()
@@ -208,7 +226,11 @@ func admissionSubject(p *Plugin) *subject {
 				break
 			}
 			if c.Patched != nil {
-				b, _ := json.Marshal(c.Patched)
+				shown := c.Patched
+				if padded {
+					shown = unpad(shown)
+				}
+				b, _ := json.Marshal(shown)
 				out = append(out, string(b))
 				cp.Object = c.Patched
 				req = admitwasm.NewRequest(&cp)
@@ -239,15 +261,12 @@ func admissionSubject(p *Plugin) *subject {
 						m.SetLabels(lab)
 					}
 				}
-				a = &cp
-				out, err := call(ctx, pool, a)
-				// The padding label is the policy's to see; only the verdict must not change.
-				return strings.ReplaceAll(strings.ReplaceAll(out, `,"conformance.wasmkube.io/unicode":"zoné-日本-ü"`, ""), `"conformance.wasmkube.io/padding":"`+big+`"`, ""), err
+				return call(ctx, pool, &cp, true)
 			}
-			return call(ctx, pool, a)
+			return call(ctx, pool, a, false)
 		},
 		empty: func(ctx context.Context, pool *wasmhost.Pool) error {
-			_, err := call(ctx, pool, attrs(admission.Create, &v1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}}, nil, "Pod", "pods"))
+			_, err := call(ctx, pool, attrs(admission.Create, &v1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}}, nil, "Pod", "pods"), false)
 			return err
 		}}
 }
