@@ -61,7 +61,8 @@ func New(h *wasmhost.Host, log *slog.Logger) *Hooks {
 // Apply loads the plugins of cfg (paths relative to baseDir) and, when every one of them
 // loaded, checked and passed its smoke call, puts them in force; plugins whose declaration
 // and module bytes did not change are kept as they are. On error nothing changes: the
-// plugins in force stay. Replaced plugins are closed once their calls in flight return.
+// plugins in force stay. Replaced plugins are closed once their calls in flight return
+// (a drain in progress finishes on the plugin it started with).
 func (hk *Hooks) Apply(ctx context.Context, cfg *config.Config, baseDir string) error {
 	hk.applyMu.Lock()
 	defer hk.applyMu.Unlock()
@@ -107,7 +108,7 @@ func (hk *Hooks) Apply(ctx context.Context, cfg *config.Config, baseDir string) 
 	hk.cur.Store(next)
 	for name, p := range old.plugins {
 		if next.plugins[name] != p {
-			p.Close()
+			p.retire()
 		}
 	}
 	names := make([]string, 0, len(next.plugins))
@@ -141,7 +142,7 @@ func (hk *Hooks) Close() {
 	hk.applyMu.Lock()
 	defer hk.applyMu.Unlock()
 	for _, p := range hk.cur.Swap(&pluginSet{plugins: map[string]*Plugin{}}).plugins {
-		p.Close()
+		p.retire()
 	}
 }
 
@@ -226,15 +227,20 @@ type Prober struct {
 // reports the missing plugin with an event when the container starts).
 func (pr *Prober) Probe(ctx context.Context, t probe.Target, h *v1.ProbeHandler) (probe.Result, string, error) {
 	kind := strings.ToLower(string(t.Kind))
-	name, via, p := pr.hooks.Lookup(ctx, t.Pod, t.Container.Name, kind, pr.ns)
-	switch {
-	case name == "":
-		return pr.fallback.Probe(ctx, t, h)
-	case p == nil:
-		return probe.Unknown, "", missing(name, via)
+	for {
+		name, via, p := pr.hooks.Lookup(ctx, t.Pod, t.Container.Name, kind, pr.ns)
+		switch {
+		case name == "":
+			return pr.fallback.Probe(ctx, t, h)
+		case p == nil:
+			return probe.Unknown, "", missing(name, via)
+		case !p.hold():
+			continue // replaced since the lookup: the new set has it
+		}
+		r, msg := p.Probe(ctx, t.Pod, t.Container.Name, kind, t.PodIP)
+		p.release()
+		return r, msg, nil
 	}
-	r, msg := p.Probe(ctx, t.Pod, t.Container.Name, kind, t.PodIP)
-	return r, msg, nil
 }
 
 // PreStopRunner is a hook.PreStopRunner running a pod's wasm preStop plugin, or the
@@ -248,12 +254,18 @@ type PreStopRunner struct {
 // PreStop implements hook.PreStopRunner. A pod naming a plugin that is not in force gets
 // an error (a FailedPreStopHook event naming it), and termination goes on.
 func (pr *PreStopRunner) PreStop(ctx context.Context, t probe.Target, h *v1.LifecycleHandler) error {
-	name, via, p := pr.hooks.Lookup(ctx, t.Pod, t.Container.Name, config.KindPreStop, pr.ns)
-	switch {
-	case name == "":
-		return pr.fallback.PreStop(ctx, t, h)
-	case p == nil:
-		return missing(name, via)
+	for {
+		name, via, p := pr.hooks.Lookup(ctx, t.Pod, t.Container.Name, config.KindPreStop, pr.ns)
+		switch {
+		case name == "":
+			return pr.fallback.PreStop(ctx, t, h)
+		case p == nil:
+			return missing(name, via)
+		case !p.hold():
+			continue // replaced since the lookup: the new set has it
+		}
+		err := p.PreStop(ctx, t.Pod, t.Container.Name, t.PodIP)
+		p.release()
+		return err
 	}
-	return p.PreStop(ctx, t.Pod, t.Container.Name, t.PodIP)
 }

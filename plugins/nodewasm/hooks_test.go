@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -175,5 +176,55 @@ func copyFile(t *testing.T, from, to string) {
 	}
 	if err := os.Rename(to+".tmp", to); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSwapsDoNotFailProbesInFlight: probes running while the config is swapped back and
+// forth never meet a closed plugin: every one of them passes.
+func TestSwapsDoNotFailProbesInFlight(t *testing.T) {
+	port := serve(t, "127.0.0.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	hk := newHooks(t)
+	decl := config.HookPlugin{Name: "p", Path: wat(t, "get.wat"), Args: []byte(fmt.Sprint(port)), FailurePolicy: config.Fail}
+	if err := hk.Apply(context.Background(), &config.Config{HookPlugins: []config.HookPlugin{decl}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	pr, _ := hk.Runners(&fallback{}, &fallback{}, nil)
+	pod := testPod(map[string]string{nodewasm.Annotation(config.KindLiveness, "web"): "p"}, nil)
+	stop := make(chan struct{})
+	var probes, failed atomic.Int32
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				r, msg, err := pr.Probe(ctx, target(pod, probe.Liveness), nil)
+				cancel()
+				probes.Add(1)
+				if r != probe.Success {
+					failed.Add(1)
+					t.Errorf("probe during swaps: %s %q %v", r, msg, err)
+				}
+			}
+		}()
+	}
+	for i := range 10 {
+		d := decl
+		d.Timeout = metav1.Duration{Duration: time.Duration(1+i%2) * time.Second} // another declaration: a reload
+		if err := hk.Apply(context.Background(), &config.Config{HookPlugins: []config.HookPlugin{d}}, ""); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	if probes.Load() == 0 || failed.Load() != 0 {
+		t.Fatalf("%d probes, %d failed", probes.Load(), failed.Load())
 	}
 }

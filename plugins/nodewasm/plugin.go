@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -30,6 +31,45 @@ type Plugin struct {
 	cap        time.Duration
 	pools      map[*wasmhost.Kind]*wasmhost.Pool
 	key        string
+
+	// Calls in flight hold the plugin; a plugin retired by a config swap closes when the
+	// last of them returns, so no call ever meets a closed pool.
+	mu      sync.Mutex
+	users   int
+	retired bool
+}
+
+// hold registers a call; false when the plugin was retired (look it up again).
+func (p *Plugin) hold() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.retired {
+		return false
+	}
+	p.users++
+	return true
+}
+
+// release ends a call registered with hold.
+func (p *Plugin) release() {
+	p.mu.Lock()
+	p.users--
+	last := p.retired && p.users == 0
+	p.mu.Unlock()
+	if last {
+		p.Close()
+	}
+}
+
+// retire closes the plugin once its calls in flight have returned.
+func (p *Plugin) retire() {
+	p.mu.Lock()
+	p.retired = true
+	idle := p.users == 0
+	p.mu.Unlock()
+	if idle {
+		p.Close()
+	}
 }
 
 // Name is the plugin's name.
@@ -53,7 +93,8 @@ func (p *Plugin) Kinds() wasmhost.Kinds {
 	return out
 }
 
-// Close closes the plugin's instances and module; calls in flight finish first.
+// Close closes the plugin's instances and module at once; calls in flight finish, later
+// calls fail.
 func (p *Plugin) Close() {
 	var mod *wasmhost.Module
 	for _, pool := range p.pools {
