@@ -816,7 +816,8 @@ func (w *podWorker) startProbes(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	}
 	w.k.describeHooks(ctx, pod, c)
 	target := func(kind probe.Kind) probe.Target { t := t; t.Kind = kind; return t }
-	unhealthy := func(kind probe.Kind) func(probe.Result, string) {
+	// onResult counts every probe (prober_probe_total) and reports failures as Unhealthy.
+	onResult := func(kind probe.Kind) func(probe.Result, string) {
 		counter := func(r probe.Result) prometheus.Counter {
 			return w.k.metrics.probes.WithLabelValues(string(kind), probeResult(r), c.Name, pod.Name, pod.Namespace)
 		}
@@ -836,7 +837,7 @@ func (w *podWorker) startProbes(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	runMain := func() {
 		if c.LivenessProbe != nil {
 			tr := probe.NewTracker(c.LivenessProbe, probe.Success)
-			go probe.Loop(pctx, w.k.prober, target(probe.Liveness), c.LivenessProbe, startedAt, tr, unhealthy(probe.Liveness), func(r probe.Result) {
+			go probe.Loop(pctx, w.k.prober, target(probe.Liveness), c.LivenessProbe, startedAt, tr, onResult(probe.Liveness), func(r probe.Result) {
 				if r == probe.Failure {
 					set(func() { cp.livenessFailed = true })
 				}
@@ -844,7 +845,7 @@ func (w *podWorker) startProbes(ctx context.Context, pod *v1.Pod, c *v1.Containe
 		}
 		if c.ReadinessProbe != nil {
 			tr := probe.NewTracker(c.ReadinessProbe, probe.Failure)
-			go probe.Loop(pctx, w.k.prober, target(probe.Readiness), c.ReadinessProbe, startedAt, tr, unhealthy(probe.Readiness), func(r probe.Result) {
+			go probe.Loop(pctx, w.k.prober, target(probe.Readiness), c.ReadinessProbe, startedAt, tr, onResult(probe.Readiness), func(r probe.Result) {
 				set(func() { cp.ready = r == probe.Success })
 			})
 		}
@@ -855,7 +856,7 @@ func (w *podWorker) startProbes(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	}
 	sctx, scancel := context.WithCancel(pctx)
 	tr := probe.NewTracker(c.StartupProbe, probe.Failure)
-	go probe.Loop(sctx, w.k.prober, target(probe.Startup), c.StartupProbe, startedAt, tr, unhealthy(probe.Startup), func(r probe.Result) {
+	go probe.Loop(sctx, w.k.prober, target(probe.Startup), c.StartupProbe, startedAt, tr, onResult(probe.Startup), func(r probe.Result) {
 		scancel()
 		if r == probe.Success {
 			set(func() { cp.started = true })
