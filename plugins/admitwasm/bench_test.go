@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -62,6 +63,7 @@ const benchPool = admitwasm.DefaultPoolSize
 var examplePolicies = []string{"default-resources", "no-privileged", "disallow-latest-tag", "require-labels"}
 
 // BenchmarkPodCreatePolicies creates pods through client-go from 16 concurrent clients
+// (WASMKUBE_BENCH_CLIENTS to change)
 // against the real API server, without wasm policies and with the four example policies
 // matching every pod, and reports creates/s, the p99 of a create, and each policy's p99
 // call time (from wasmkube_admission_policy_duration_seconds, interpolated in its
@@ -69,7 +71,10 @@ var examplePolicies = []string{"default-resources", "no-privileged", "disallow-l
 //
 //	go test ./plugins/admitwasm -run '^$' -bench PodCreatePolicies -benchtime 10000x
 func BenchmarkPodCreatePolicies(b *testing.B) {
-	const clients = 16
+	clients := 16
+	if n, err := strconv.Atoi(os.Getenv("WASMKUBE_BENCH_CLIENTS")); err == nil && n > 0 {
+		clients = n
+	}
 	for _, withPolicies := range []bool{false, true} {
 		name := "policies=none"
 		if withPolicies {
