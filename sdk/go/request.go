@@ -48,8 +48,8 @@ type FieldError struct {
 
 // DenyFields refuses the request because of several fields: the reason holds one
 // "<path>: <msg>" line per field (lines are separate reasons, as in docs/abi.md section
-// 4.4). With one field it is DenyField (422 naming the field); the API server answers a
-// reason of several lines with 403 Forbidden and every line. No errors allow the request.
+// 4.4). The API server answers with one 422 Invalid, a cause per field. No errors allow
+// the request.
 func DenyFields(errs ...FieldError) Status {
 	if len(errs) == 0 {
 		return OK()

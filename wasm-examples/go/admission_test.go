@@ -142,11 +142,16 @@ spec:
 	fails(`The Pod "root" is invalid: spec.containers[0].securityContext.privileged: admission policy no-privileged denied the request: container app may not be privileged`, "apply", "-f", p)
 	fails("is invalid", "apply", "-f", p, "--dry-run=server")
 	fails("NotFound", "get", "pod", "root")
-	// Several violations: every one, a line each.
+	// Several violations: a 422 with one cause per field, each with the policy's name.
 	several := manifest("several.yaml", strings.Replace(strings.Replace(privileged, "NS", "default", 1), "spec:\n", "spec:\n  hostNetwork: true\n", 1))
 	out, err = kubectl("apply", "-f", several)
-	if err == nil || !strings.Contains(out, "spec.hostNetwork: the node's network is not allowed\nspec.containers[0].securityContext.privileged: container app may not be privileged") {
-		t.Errorf("a pod with two violations: err %v, output\n%s\nwant both, a line each", err, out)
+	for _, cause := range []string{
+		"* spec.hostNetwork: admission policy no-privileged denied the request: the node's network is not allowed",
+		"* spec.containers[0].securityContext.privileged: admission policy no-privileged denied the request: container app may not be privileged",
+	} {
+		if err == nil || !strings.Contains(out, cause) {
+			t.Errorf("a pod with two violations: err %v, output\n%s\nwant the cause %q", err, out, cause)
+		}
 	}
 	run("apply", "-f", manifest("root-system.yaml", strings.Replace(privileged, "NS", "kube-system", 1)))
 }
