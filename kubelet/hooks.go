@@ -10,11 +10,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/wasmkube/wasmkube/internal/configwatch"
 	"github.com/wasmkube/wasmkube/kubelet/config"
 	"github.com/wasmkube/wasmkube/kubelet/hook"
 	"github.com/wasmkube/wasmkube/kubelet/probe"
@@ -181,78 +181,22 @@ func (h *hookConfig) same(data []byte) bool {
 	return bytes.Equal(h.raw, data)
 }
 
-// watchConfig watches the folders of the config file and of the modules it declares
-// (editors and ConfigMap mounts replace files by rename, which a watch on the file would
-// lose) and reloads, debounced, when the file's bytes changed or a declared module was
-// rewritten. This is the scheduler's approach (core/scheduler/reload.go).
+// watchConfig reloads the hook plugins when the config file or a module it declares
+// changes, as the scheduler does.
 func (k *Kubelet) watchConfig(ctx context.Context) {
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		k.log.Error("kubelet config watch", "err", err)
-		return
-	}
-	defer w.Close()
 	baseDir := filepath.Dir(k.opts.ConfigFile)
-	watched := map[string]bool{}
-	watch := func(dir string) {
-		if watched[dir] {
-			return
-		}
-		if err := w.Add(dir); err != nil {
-			k.log.Warn("kubelet config watch", "dir", dir, "err", err)
-			return
-		}
-		watched[dir] = true
-	}
-	watch(baseDir)
-	modules := func() map[string]bool {
-		m := k.hookCfg.modules(baseDir)
-		for p := range m {
-			watch(filepath.Dir(p))
-		}
-		return m
-	}
-	mods := modules()
-	const debounce = 250 * time.Millisecond
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	moduleChanged := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-w.Events:
-			if !ok {
-				return
+	configwatch.Run(ctx, configwatch.Options{
+		What: "kubelet", File: k.opts.ConfigFile, Log: k.log,
+		Modules: func() []string {
+			var out []string
+			for p := range k.hookCfg.modules(baseDir) {
+				out = append(out, p)
 			}
-			name := filepath.Clean(ev.Name)
-			switch {
-			case name == k.opts.ConfigFile || filepath.Base(name) == "..data":
-				timer.Reset(debounce)
-			case mods[name]:
-				moduleChanged = true
-				timer.Reset(debounce)
-			}
-		case err, ok := <-w.Errors:
-			if !ok {
-				return
-			}
-			k.log.Warn("kubelet config watch", "err", err)
-		case <-timer.C:
-			data, err := os.ReadFile(k.opts.ConfigFile)
-			if err != nil {
-				k.log.Warn("kubelet config file unreadable; keeping the hook plugins in force", "err", err)
-				continue
-			}
-			if !moduleChanged && k.hookCfg.same(data) {
-				continue
-			}
-			moduleChanged = false
-			if k.ReloadConfig(ctx, data) == nil {
-				mods = modules()
-			}
-		}
-	}
+			return out
+		},
+		Unchanged: k.hookCfg.same,
+		Reload:    func(data []byte) error { return k.ReloadConfig(ctx, data) },
+	})
 }
 
 // namespaceLabels reads a namespace's labels for selectors with a namespaceSelector,

@@ -10,9 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
 
-	"github.com/fsnotify/fsnotify"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -20,6 +18,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/scheduler/framework"
 	"github.com/wasmkube/wasmkube/core/scheduler/plugins"
 	"github.com/wasmkube/wasmkube/core/scheduler/runtime"
+	"github.com/wasmkube/wasmkube/internal/configwatch"
 )
 
 // profileSet is everything one version of the config produced. It is swapped as a
@@ -215,80 +214,23 @@ func (s *Scheduler) leaseRef() *v1.ObjectReference {
 		Namespace: s.opts.LeaseNamespace, Name: s.opts.LeaseName}
 }
 
-// watchConfig watches the folders of the config file and of the wasm modules it
-// declares (editors and ConfigMap mounts replace files by rename, which a watch on the
-// file itself would lose) and reloads, debounced, when the config's bytes changed or a
-// declared module was rewritten (unchanged modules are reused, by content hash).
+// watchConfig reloads the profiles when the config file or a module it declares changes
+// (unchanged modules are reused, by content hash).
 func (s *Scheduler) watchConfig(ctx context.Context) {
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		s.log.Error("config watch", "err", err)
-		return
-	}
-	defer w.Close()
-	watched := map[string]bool{}
-	watch := func(dir string) {
-		if watched[dir] {
-			return
-		}
-		if err := w.Add(dir); err != nil {
-			s.log.Warn("config watch", "dir", dir, "err", err)
-			return
-		}
-		watched[dir] = true
-	}
-	watch(filepath.Dir(s.opts.ConfigFile))
-	modules := func() map[string]bool {
-		m := map[string]bool{}
-		for _, wp := range s.profiles.Load().cfg.WasmPlugins {
-			p := wp.Path
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(s.baseDir, p)
+	configwatch.Run(ctx, configwatch.Options{
+		What: "scheduler", File: s.opts.ConfigFile, Log: s.log,
+		Modules: func() []string {
+			var out []string
+			for _, wp := range s.profiles.Load().cfg.WasmPlugins {
+				p := wp.Path
+				if !filepath.IsAbs(p) {
+					p = filepath.Join(s.baseDir, p)
+				}
+				out = append(out, p)
 			}
-			m[filepath.Clean(p)] = true
-			watch(filepath.Dir(filepath.Clean(p)))
-		}
-		return m
-	}
-	mods := modules()
-	const debounce = 250 * time.Millisecond
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	moduleChanged := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-w.Events:
-			if !ok {
-				return
-			}
-			name := filepath.Clean(ev.Name)
-			switch {
-			case name == s.opts.ConfigFile || filepath.Base(name) == "..data":
-				timer.Reset(debounce)
-			case mods[name]:
-				moduleChanged = true
-				timer.Reset(debounce)
-			}
-		case err, ok := <-w.Errors:
-			if !ok {
-				return
-			}
-			s.log.Warn("config watch", "err", err)
-		case <-timer.C:
-			data, err := os.ReadFile(s.opts.ConfigFile)
-			if err != nil {
-				s.log.Warn("config file unreadable; keeping the profiles in force", "err", err)
-				continue
-			}
-			if !moduleChanged && bytes.Equal(data, s.profiles.Load().raw) {
-				continue
-			}
-			moduleChanged = false
-			if s.Reload(data) == nil {
-				mods = modules()
-			}
-		}
-	}
+			return out
+		},
+		Unchanged: func(data []byte) bool { return bytes.Equal(data, s.profiles.Load().raw) },
+		Reload:    s.Reload,
+	})
 }

@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -24,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/internal/configwatch"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 )
 
@@ -298,81 +298,23 @@ func (o *Policies) Close(ctx context.Context) {
 	}
 }
 
-// watchConfig watches the folders of the config file and of the modules it declares
-// (editors and ConfigMap mounts replace files by rename, which a watch on the file
-// itself would lose) and reloads, debounced, when the config's bytes changed or a
-// declared module was rewritten, as the scheduler does.
+// watchConfig reloads the policies when the config file or a module it declares changes,
+// as the scheduler does.
 func (o *Policies) watchConfig(ctx context.Context) {
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		o.log.Error("admission config watch", "err", err)
-		<-ctx.Done()
-		return
-	}
-	defer w.Close()
-	watched := map[string]bool{}
-	watch := func(dir string) {
-		if watched[dir] {
-			return
-		}
-		if err := w.Add(dir); err != nil {
-			o.log.Warn("admission config watch", "dir", dir, "err", err)
-			return
-		}
-		watched[dir] = true
-	}
-	watch(filepath.Dir(o.opts.ConfigFile))
-	modules := func() map[string]bool {
-		m := map[string]bool{}
-		for _, p := range o.set.Load().cfg.Policies {
-			path := p.Path
-			if !filepath.IsAbs(path) {
-				path = filepath.Join(o.baseDir, path)
+	configwatch.Run(ctx, configwatch.Options{
+		What: "admission", File: o.opts.ConfigFile, Log: o.log, Debounce: 200 * time.Millisecond,
+		Modules: func() []string {
+			var out []string
+			for _, p := range o.set.Load().cfg.Policies {
+				path := p.Path
+				if !filepath.IsAbs(path) {
+					path = filepath.Join(o.baseDir, path)
+				}
+				out = append(out, path)
 			}
-			m[filepath.Clean(path)] = true
-			watch(filepath.Dir(filepath.Clean(path)))
-		}
-		return m
-	}
-	mods := modules()
-	const debounce = 200 * time.Millisecond
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	moduleChanged := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-w.Events:
-			if !ok {
-				return
-			}
-			name := filepath.Clean(ev.Name)
-			switch {
-			case name == o.opts.ConfigFile || filepath.Base(name) == "..data":
-				timer.Reset(debounce)
-			case mods[name]:
-				moduleChanged = true
-				timer.Reset(debounce)
-			}
-		case err, ok := <-w.Errors:
-			if !ok {
-				return
-			}
-			o.log.Warn("admission config watch", "err", err)
-		case <-timer.C:
-			data, err := os.ReadFile(o.opts.ConfigFile)
-			if err != nil {
-				o.log.Warn("admission config file unreadable; the policies in force stay", "err", err)
-				continue
-			}
-			if !moduleChanged && bytes.Equal(data, o.set.Load().raw) {
-				continue
-			}
-			moduleChanged = false
-			if o.Reload(data) == nil {
-				mods = modules()
-			}
-		}
-	}
+			return out
+		},
+		Unchanged: func(data []byte) bool { return bytes.Equal(data, o.set.Load().raw) },
+		Reload:    o.Reload,
+	})
 }
