@@ -96,6 +96,10 @@ func Drain(c *Config, get func(path string) (int, []byte, error), sleep func(tim
 	last := -1
 	for polls := 1; ; polls++ {
 		body, err := fetch(get, c.InflightPath)
+		if errors.Is(err, sdk.ETIMEDOUT) && last > 0 {
+			// The grace period ran out while the poll waited: what is known is the last count.
+			return sdk.Errorf("drain: %d request(s) still in flight when the grace period ran out", last)
+		}
 		if err != nil {
 			return sdk.Errorf("drain: %v", err)
 		}
