@@ -44,7 +44,6 @@ func (p *Patch) op(op, path string, value any, hasValue bool) {
 		p.err = fmt.Errorf("patch %s %q: a JSON Pointer is empty or starts with /", op, path)
 		return
 	}
-	pathJSON, _ := json.Marshal(path) // a string always marshals
 	start := len(p.buf)
 	if p.n > 0 {
 		p.buf = append(p.buf, ',')
@@ -52,7 +51,7 @@ func (p *Patch) op(op, path string, value any, hasValue bool) {
 	p.buf = append(p.buf, `{"op":"`...)
 	p.buf = append(p.buf, op...)
 	p.buf = append(p.buf, `","path":`...)
-	p.buf = append(p.buf, pathJSON...)
+	p.buf = appendJSONString(p.buf, path)
 	if hasValue {
 		p.buf = append(p.buf, `,"value":`...)
 		if raw, ok := value.(json.RawMessage); ok && json.Valid(raw) {
@@ -112,4 +111,19 @@ func EscapeToken(token string) string {
 		return token
 	}
 	return pointerEscaper.Replace(token)
+}
+
+// appendJSONString appends s as a JSON string. Pointers are nearly always plain ASCII,
+// copied as they are; anything else goes through encoding/json (reflection is slow
+// inside wasm, and this runs for every operation).
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
