@@ -31,25 +31,22 @@ import (
 
 // patchOp is one RFC 6902 operation.
 type patchOp struct {
-	Op, Path string
-	Value    json.RawMessage // nil when the operation has none
+	Op    string          `json:"op"`
+	Path  string          `json:"path"`
+	From  string          `json:"from"`
+	Value json.RawMessage `json:"value"` // nil when the operation has none
 }
+
+var patchOpType = reflect.TypeFor[patchOp]()
 
 // applyTyped applies patch to a deep copy of obj; ok is false when the typed route
 // declines (see above), and the JSON route must be used.
 func applyTyped(obj runtime.Object, patch []byte) (out runtime.Object, ok bool) {
+	var ops []patchOp
 	// Member names are matched exactly, as json-patch does (encoding/json would take
 	// "Path" for "path").
-	var raw []map[string]json.RawMessage
-	if err := json.Unmarshal(patch, &raw); err != nil {
+	if err := json.Unmarshal(patch, &ops); err != nil || !caseExact(patch, patchOpType) {
 		return nil, false
-	}
-	ops := make([]patchOp, len(raw))
-	for i, m := range raw {
-		if json.Unmarshal(m["op"], &ops[i].Op) != nil || json.Unmarshal(m["path"], &ops[i].Path) != nil {
-			return nil, false
-		}
-		ops[i].Value = m["value"]
 	}
 	out = obj.DeepCopyObject()
 	root := reflect.ValueOf(out)
@@ -222,52 +219,80 @@ func decodeValue(raw json.RawMessage, t reflect.Type) (reflect.Value, bool) {
 	return p.Elem(), true
 }
 
-// caseExact reports whether every member name of raw that lands in a struct field
-// spells the field's JSON name exactly: encoding/json matches names without regard to
-// case, and in the JSON route a differently spelt member stays beside the original and
-// may override it. Members of other values (maps) are free.
+// caseExact reports whether every member name in raw is spelt as the JSON name of a
+// field of the structs reachable from t, or matches none of them in any case:
+// encoding/json matches names without regard to case, and in the JSON route a
+// differently spelt member stays beside the original and may override it. (A map key
+// that happens to be a case variant of a field name, a label "Name", makes the typed
+// route decline: the JSON route then decides, correctly and slower.)
 func caseExact(raw json.RawMessage, t reflect.Type) bool {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if hasOwnJSON(t) {
-		return true
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		var members map[string]json.RawMessage
-		if json.Unmarshal(raw, &members) != nil {
-			return true // null: nothing to spell
+	names := namesOf(t)
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '"' {
+			continue
 		}
-		fields := jsonFields(t)
-		for name, v := range members {
-			f, ok := fields[name]
-			if !ok || !caseExact(v, f.typ) {
-				return false
+		j := i + 1
+		for j < len(raw) && raw[j] != '"' {
+			if raw[j] == '\\' {
+				j++
 			}
+			j++
 		}
-	case reflect.Slice, reflect.Array:
-		var items []json.RawMessage
-		if json.Unmarshal(raw, &items) != nil {
-			return true
+		if j >= len(raw) {
+			return false
 		}
-		for _, it := range items {
-			if !caseExact(it, t.Elem()) {
-				return false
-			}
+		str := raw[i+1 : j]
+		k := j + 1
+		for k < len(raw) && (raw[k] == ' ' || raw[k] == '\t' || raw[k] == '\n' || raw[k] == '\r') {
+			k++
 		}
-	case reflect.Map:
-		var members map[string]json.RawMessage
-		if json.Unmarshal(raw, &members) != nil {
-			return true
+		i = j
+		if k >= len(raw) || raw[k] != ':' {
+			continue // a string value, not a member name
 		}
-		for _, v := range members {
-			if !caseExact(v, t.Elem()) {
-				return false
-			}
+		if bytes.IndexByte(str, '\\') >= 0 {
+			return false
+		}
+		if _, exact := names.exact[string(str)]; exact {
+			continue
+		}
+		if _, folded := names.folded[strings.ToLower(string(str))]; folded {
+			return false
 		}
 	}
 	return true
+}
+
+// typeNames are the JSON field names of the structs reachable from a type, as spelt
+// and lower-cased.
+type typeNames struct{ exact, folded map[string]struct{} }
+
+var namesCache sync.Map // reflect.Type -> *typeNames
+
+func namesOf(t reflect.Type) *typeNames {
+	if n, ok := namesCache.Load(t); ok {
+		return n.(*typeNames)
+	}
+	n := &typeNames{exact: map[string]struct{}{}, folded: map[string]struct{}{}}
+	seen := map[reflect.Type]bool{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || seen[t] || hasOwnJSON(t) {
+			return
+		}
+		seen[t] = true
+		for name, f := range jsonFields(t) {
+			n.exact[name] = struct{}{}
+			n.folded[strings.ToLower(name)] = struct{}{}
+			walk(f.typ)
+		}
+	}
+	walk(t)
+	namesCache.Store(t, n)
+	return n
 }
 
 // sameJSON reports whether v marshals to the JSON value raw (compared as decoded values).
@@ -314,6 +339,17 @@ var (
 // hasOwnJSON reports whether t (or *t) encodes or decodes itself (Quantity, Time,
 // IntOrString, RawExtension): its JSON shape is not its Go shape.
 func hasOwnJSON(t reflect.Type) bool {
+	if v, ok := ownJSONCache.Load(t); ok {
+		return v.(bool)
+	}
+	v := implementsJSON(t)
+	ownJSONCache.Store(t, v)
+	return v
+}
+
+var ownJSONCache sync.Map // reflect.Type -> bool
+
+func implementsJSON(t reflect.Type) bool {
 	if t.Implements(jsonMarshaler) || t.Implements(jsonUnmarshaler) {
 		return true
 	}

@@ -22,9 +22,9 @@ func patchPod() *v1.Pod {
 			InitContainers: []v1.Container{{Name: "setup", Image: "busybox:1.36"}},
 			Containers: []v1.Container{
 				{Name: "app", Image: "busybox:1.36", Ports: []v1.ContainerPort{{Name: "http", ContainerPort: 80}},
-					Env: []v1.EnvVar{{Name: "A", Value: "1"}},
+					Env:            []v1.EnvVar{{Name: "A", Value: "1"}},
 					ReadinessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/", Port: intstr.FromString("http")}}},
-					Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")}}},
+					Resources:      v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")}}},
 				{Name: "side", Image: "busybox:1.36", SecurityContext: &v1.SecurityContext{Privileged: &yes}},
 			},
 			Volumes:                       []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}},
@@ -81,7 +81,7 @@ var patchCases = []struct {
 	{`[{"op":"add","path":"/metadata/creationTimestamp","value":"2026-02-03T04:05:06Z"}]`, true},
 	{`[{"op":"add","path":"/spec/containers/0/readinessProbe/httpGet/port","value":8080}]`, true},
 	{`[{"op":"add","path":"/spec/containers/0/resources/requests/cpu/x","value":1}]`, false}, // into a Quantity
-	{`[{"op":"add","path":"/spec/containers/0/Image","value":"x"}]`, false},                // a name of another case
+	{`[{"op":"add","path":"/spec/containers/0/Image","value":"x"}]`, false},                  // a name of another case
 	{`[{"op":"add","path":"/spec/containers/0/resources","value":{"Requests":{"cpu":"1"}}}]`, false},
 	{`[{"op":"add","path":"/spec/bogus","value":1}]`, false},
 	{`[{"op":"add","path":"/spec/containers/0/resources","value":{"requests":{"cpu":"1"},"bogus":1}}]`, false},
