@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -131,6 +132,11 @@ func replicaSetFields(o runtime.Object) map[string]string {
 	return map[string]string{"status.replicas": strconv.Itoa(int(rs.Status.Replicas))}
 }
 
+// jobFields: upstream's Job field label (kubectl get jobs --field-selector status.successful=1).
+func jobFields(o runtime.Object) map[string]string {
+	return map[string]string{"status.successful": strconv.Itoa(int(o.(*batchv1.Job).Status.Succeeded))}
+}
+
 func newOf[T any, PT interface {
 	*T
 	runtime.Object
@@ -168,6 +174,22 @@ var resources = []*resource{
 	{gvr: appsv1.SchemeGroupVersion.WithResource("replicasets"), kind: "ReplicaSet", singular: "replicaset", namespaced: true,
 		shortNames: []string{"rs"}, categories: allCategory, subresources: []string{"status", "scale"}, generation: true,
 		newFunc: newOf[appsv1.ReplicaSet](), newList: newOf[appsv1.ReplicaSetList](), fields: replicaSetFields},
+	// Workload controllers (issue 14): StatefulSets, DaemonSets, their ControllerRevisions,
+	// Jobs and CronJobs, with upstream's short names, categories and subresources.
+	{gvr: appsv1.SchemeGroupVersion.WithResource("statefulsets"), kind: "StatefulSet", singular: "statefulset", namespaced: true,
+		shortNames: []string{"sts"}, categories: allCategory, subresources: []string{"status", "scale"}, generation: true,
+		newFunc: newOf[appsv1.StatefulSet](), newList: newOf[appsv1.StatefulSetList]()},
+	{gvr: appsv1.SchemeGroupVersion.WithResource("daemonsets"), kind: "DaemonSet", singular: "daemonset", namespaced: true,
+		shortNames: []string{"ds"}, categories: allCategory, subresources: []string{"status"}, generation: true,
+		newFunc: newOf[appsv1.DaemonSet](), newList: newOf[appsv1.DaemonSetList]()},
+	{gvr: appsv1.SchemeGroupVersion.WithResource("controllerrevisions"), kind: "ControllerRevision", singular: "controllerrevision", namespaced: true,
+		newFunc: newOf[appsv1.ControllerRevision](), newList: newOf[appsv1.ControllerRevisionList]()},
+	{gvr: batchv1.SchemeGroupVersion.WithResource("jobs"), kind: "Job", singular: "job", namespaced: true,
+		categories: allCategory, subresources: []string{"status"}, generation: true,
+		newFunc: newOf[batchv1.Job](), newList: newOf[batchv1.JobList](), fields: jobFields},
+	{gvr: batchv1.SchemeGroupVersion.WithResource("cronjobs"), kind: "CronJob", singular: "cronjob", namespaced: true,
+		shortNames: []string{"cj"}, categories: allCategory, subresources: []string{"status"}, generation: true,
+		newFunc: newOf[batchv1.CronJob](), newList: newOf[batchv1.CronJobList]()},
 	{gvr: coordinationv1.SchemeGroupVersion.WithResource("leases"), kind: "Lease", singular: "lease", namespaced: true,
 		newFunc: newOf[coordinationv1.Lease](), newList: newOf[coordinationv1.LeaseList]()},
 	{gvr: authenticationv1.SchemeGroupVersion.WithResource("tokenreviews"), kind: "TokenReview", singular: "tokenreview",

@@ -69,7 +69,7 @@ func TestV3IndexAndDocuments(t *testing.T) {
 	if rec.Code != http.StatusMovedPermanently || rec.Header().Get("Location") != urls["api/v1"] {
 		t.Errorf("stale hash: %d Location=%q", rec.Code, rec.Header().Get("Location"))
 	}
-	if rec := get(t, "/openapi/v3/apis/batch/v1", nil); rec.Code != http.StatusNotFound {
+	if rec := get(t, "/openapi/v3/apis/example.com/v1", nil); rec.Code != http.StatusNotFound {
 		t.Errorf("unknown group version: %d", rec.Code)
 	}
 	// The documents are generated once: the same bytes every time.

@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -70,12 +71,21 @@ var resources = []resource{
 		subresources: []subresource{statusOf(appsv1.SchemeGroupVersion.WithKind("Deployment"), &appsv1.Deployment{}), scaleSub()}},
 	{gv: appsv1.SchemeGroupVersion, plural: "replicasets", kind: "ReplicaSet", namespaced: true, obj: &appsv1.ReplicaSet{}, list: &appsv1.ReplicaSetList{},
 		subresources: []subresource{statusOf(appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), &appsv1.ReplicaSet{}), scaleSub()}},
+	{gv: appsv1.SchemeGroupVersion, plural: "statefulsets", kind: "StatefulSet", namespaced: true, obj: &appsv1.StatefulSet{}, list: &appsv1.StatefulSetList{},
+		subresources: []subresource{statusOf(appsv1.SchemeGroupVersion.WithKind("StatefulSet"), &appsv1.StatefulSet{}), scaleSub()}},
+	{gv: appsv1.SchemeGroupVersion, plural: "daemonsets", kind: "DaemonSet", namespaced: true, obj: &appsv1.DaemonSet{}, list: &appsv1.DaemonSetList{},
+		subresources: []subresource{statusOf(appsv1.SchemeGroupVersion.WithKind("DaemonSet"), &appsv1.DaemonSet{})}},
+	{gv: appsv1.SchemeGroupVersion, plural: "controllerrevisions", kind: "ControllerRevision", namespaced: true, obj: &appsv1.ControllerRevision{}, list: &appsv1.ControllerRevisionList{}},
+	{gv: batchv1.SchemeGroupVersion, plural: "jobs", kind: "Job", namespaced: true, obj: &batchv1.Job{}, list: &batchv1.JobList{},
+		subresources: []subresource{statusOf(batchv1.SchemeGroupVersion.WithKind("Job"), &batchv1.Job{})}},
+	{gv: batchv1.SchemeGroupVersion, plural: "cronjobs", kind: "CronJob", namespaced: true, obj: &batchv1.CronJob{}, list: &batchv1.CronJobList{},
+		subresources: []subresource{statusOf(batchv1.SchemeGroupVersion.WithKind("CronJob"), &batchv1.CronJob{})}},
 }
 
 // groupVersions are the documents served under /openapi/v3, in a stable order. autoscaling/v1
 // has no resources of its own here but owns the Scale kind of the scale subresources.
 var groupVersions = []schema.GroupVersion{
-	corev1.SchemeGroupVersion, appsv1.SchemeGroupVersion, autoscalingv1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion,
+	corev1.SchemeGroupVersion, appsv1.SchemeGroupVersion, autoscalingv1.SchemeGroupVersion, batchv1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion,
 }
 
 // gvPath is the document key of a group version: api/v1, apis/apps/v1.
