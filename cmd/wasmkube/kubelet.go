@@ -1,15 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/hex"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -26,6 +20,7 @@ import (
 	"github.com/wasmkube/wasmkube/kubelet"
 	"github.com/wasmkube/wasmkube/kubelet/cni"
 	kcontainerd "github.com/wasmkube/wasmkube/kubelet/containerd"
+	"github.com/wasmkube/wasmkube/kubelet/nodecred"
 	"github.com/wasmkube/wasmkube/plugins/nodewasm"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 )
@@ -48,8 +43,10 @@ func init() {
 		Long: `Run the kubelet until SIGINT/SIGTERM. It registers the node, renews its lease, runs the
 pods bound to it, and serves their logs over HTTPS.
 
-Credentials: --kubeconfig FILE (a node credential), or --server URL --token K10<hash>::<secret>
-(the join token in the API server's data dir) to join a cluster from another host.
+Credentials: --kubeconfig FILE (a node credential, used as is), or --server URL --token
+K10<hash>::<secret> (the join token in the API server's data dir) to join a cluster from another
+host. A joined kubelet keeps its credential in <root-dir>/node-credential.json (a restart does not
+join again) and renews it two thirds into its lifetime (docs/security.md).
 
 Runtime: --containerd-address SOCK uses a running containerd; without it the kubelet starts and
 supervises its own under <root-dir>/containerd. Pods keep running when the kubelet stops (a
@@ -103,10 +100,12 @@ func runKubelet(f kubeletFlags) error {
 			return fmt.Errorf("--kubeconfig %s: %w", f.kubeconfig, err)
 		}
 	case f.server != "" && f.token != "":
-		cfg, err = joinCluster(ctx, f.server, f.token, f.nodeName)
+		src, err := nodeCredential(ctx, f, log)
 		if err != nil {
 			return err
 		}
+		go src.Run(ctx)
+		cfg = src.RESTConfig()
 	default:
 		return fmt.Errorf("no credential: pass --kubeconfig FILE, or --server URL and --token TOKEN")
 	}
@@ -159,46 +158,30 @@ func newHooks(cacheDir string, log *slog.Logger, reg prometheus.Registerer) (*no
 	return nodewasm.New(host, log), nil
 }
 
-// joinCluster exchanges a join token for the node's credential, trusting the server only if
-// its CA matches the hash in the token.
-func joinCluster(ctx context.Context, server, token, nodeName string) (*rest.Config, error) {
-	hash, secret, ok := strings.Cut(strings.TrimPrefix(token, "K10"), "::")
-	if !ok || !strings.HasPrefix(token, "K10") || len(hash) != 64 || secret == "" {
-		return nil, fmt.Errorf("--token: want K10<sha256 hex of the CA>::<secret>")
+// nodeCredential is the kubelet's credential for --server: the one saved in the root dir
+// when it is still valid for this server and node, else a new one from a join (saved).
+// The returned source renews it before it expires.
+func nodeCredential(ctx context.Context, f kubeletFlags, log *slog.Logger) (*nodecred.Source, error) {
+	if err := os.MkdirAll(f.rootDir, 0o700); err != nil {
+		return nil, fmt.Errorf("--root-dir: %w", err)
 	}
-	body, _ := json.Marshal(map[string]string{"nodeName": nodeName})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(server, "/")+"/wasmkube/v1/join", bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("--server %q: %w", server, err)
+	path := filepath.Join(f.rootDir, "node-credential.json")
+	join := func(ctx context.Context) (nodecred.Credential, error) {
+		c, err := nodecred.Join(ctx, f.server, f.token, f.nodeName)
+		var se *nodecred.StatusError
+		if errors.As(err, &se) && se.Code == http.StatusConflict {
+			return c, fmt.Errorf("%w\n(this kubelet has no saved credential in %s; if the node's old kubelet is gone, revoke its credential as docs/security.md says, then start again)", err, path)
+		}
+		if err != nil {
+			return c, err
+		}
+		return c, nodecred.Save(path, c)
 	}
-	req.Header.Set("Authorization", "Bearer "+secret)
-	req.Header.Set("Content-Type", "application/json")
-	// The server's certificate is checked against the CA in the answer, whose hash the
-	// token pins; the TLS layer cannot know that CA yet.
-	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("join %s: %w", server, err)
+	c, err := nodecred.Load(path)
+	if err != nil || !c.Valid(f.server, f.nodeName, time.Now()) {
+		if c, err = join(ctx); err != nil {
+			return nil, err
+		}
 	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("join %s: %s: %s", server, resp.Status, strings.TrimSpace(string(data)))
-	}
-	var jr struct {
-		Token  string `json:"token"`
-		CACert string `json:"caCert"`
-	}
-	if err := json.Unmarshal(data, &jr); err != nil || jr.Token == "" || jr.CACert == "" {
-		return nil, fmt.Errorf("join %s: malformed answer", server)
-	}
-	sum := sha256.Sum256([]byte(jr.CACert))
-	if hex.EncodeToString(sum[:]) != strings.ToLower(hash) {
-		return nil, fmt.Errorf("join %s: the server's CA does not match the token's hash: refusing to trust it", server)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM([]byte(jr.CACert)) {
-		return nil, fmt.Errorf("join %s: CA certificate is not PEM", server)
-	}
-	return &rest.Config{Host: server, BearerToken: jr.Token, TLSClientConfig: rest.TLSClientConfig{CAData: []byte(jr.CACert)}}, nil
+	return nodecred.NewSource(c, path, join, log), nil
 }

@@ -104,11 +104,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case joinPath:
 		s.serveJoin(sw, r)
 		return
+	case renewPath:
+		s.serveRenew(sw, r)
+		return
+	case revokePath:
+		s.serveRevoke(sw, r)
+		return
 	}
-	user, ok := s.auth.authenticate(bearerToken(r.Header.Get("Authorization")))
+	user, ok := s.authenticateLimited(sw, r)
 	userName = user.Name
 	if !ok {
-		writeError(sw, apierrors.NewUnauthorized("Unauthorized: a valid bearer token is required (see admin.kubeconfig in the server's data dir)"))
 		return
 	}
 	switch {

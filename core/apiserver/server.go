@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -64,6 +64,9 @@ type Options struct {
 	CompactionInterval time.Duration
 	// Logger; slog.Default() when nil.
 	Logger *slog.Logger
+	// NodeCredentialTTL is how long a node credential (join, renewal) is valid;
+	// DefaultNodeCredentialTTL when zero. Kubelets renew at two thirds of it.
+	NodeCredentialTTL time.Duration
 }
 
 // Server is a running API server. Create it with New and serve with Run.
@@ -74,11 +77,15 @@ type Server struct {
 	reg     registry
 	stores  map[schema.GroupVersionResource]*store
 	auth    *authenticator
-	pki     *pki
-	chain   *admission.Chain
-	metrics *apiMetrics
-	ln      net.Listener
-	url     string
+	// joinFailures and bearerFailures budget failed join secrets and bearer tokens per
+	// source IP (ratelimit.go).
+	joinFailures   *failureLimiter
+	bearerFailures *failureLimiter
+	pki            *pki
+	chain          *admission.Chain
+	metrics        *apiMetrics
+	ln             net.Listener
+	url            string
 
 	metricsHandler http.Handler
 	openapi        http.Handler
@@ -130,6 +137,8 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		stores: map[schema.GroupVersionResource]*store{}, metrics: newMetrics(),
 		metricsHandler: promhttp.Handler(), openapi: openapi.Handler(),
 		ready: make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}),
+		joinFailures:   newFailureLimiter(joinFailureRate, joinFailureBurst),
+		bearerFailures: newFailureLimiter(bearerFailureRate, bearerFailureBurst),
 	}
 	s.backend, err = storage.NewBackend(ctx, storage.Config{
 		DataDir: opts.DataDir, Endpoints: opts.EtcdEndpoints, CompactionInterval: opts.CompactionInterval, Logger: opts.Logger,
@@ -154,7 +163,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 			if _, err := loadOrCreatePKI(pkiDir, servingHosts(host)); err != nil {
 				return err
 			}
-			_, err := loadOrCreateTokens(opts.DataDir)
+			_, err := loadOrCreateTokens(opts.DataDir, opts.NodeCredentialTTL)
 			return err
 		})
 		if err != nil {
@@ -164,7 +173,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if s.pki, err = loadOrCreatePKI(pkiDir, servingHosts(host)); err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
-	if s.auth, err = loadOrCreateTokens(opts.DataDir); err != nil {
+	if s.auth, err = loadOrCreateTokens(opts.DataDir, opts.NodeCredentialTTL); err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
 	s.auth.shared = shared
@@ -211,6 +220,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	s.bgCancel = bgCancel
 	s.namespaces = &nsCache{st: s.stores[corev1.SchemeGroupVersion.WithResource("namespaces")]}
 	go s.namespaces.run(bg)
+	go s.auth.resync(bg, sharedResyncInterval)
 	reader := newObjectReader(bg, s)
 	for _, p := range opts.Admission {
 		if w, ok := p.(admission.WantsObjectReader); ok {
@@ -342,16 +352,41 @@ func (s *Server) JoinToken() string { return "K10" + caHash(s.pki.caPEM) + "::" 
 func (s *Server) AdminRESTConfig() *rest.Config { return s.restConfig(s.auth.file.Admin) }
 
 // NodeRESTConfig is the credential of the kubelet of nodeName (user
-// system:node:<nodeName>, group system:nodes), issued on first use and persisted.
+// system:node:<nodeName>, group system:nodes) for components in this process, issued on
+// first use and persisted. Node credentials expire (Options.NodeCredentialTTL): the
+// config's transport sends the current token on every request and rotates it here when
+// due, so a long-lived client keeps working; BearerToken is the token at the time of the
+// call.
 func (s *Server) NodeRESTConfig(nodeName string) (*rest.Config, error) {
-	if err := validNodeName(nodeName); err != nil {
-		return nil, err
+	if err := validNodeName(field.NewPath("nodeName"), nodeName); err != nil {
+		return nil, fmt.Errorf("apiserver: node credential: %w", err)
 	}
-	tok, err := s.auth.nodeToken(nodeName)
+	tok, err := s.auth.currentNodeToken(nodeName)
 	if err != nil {
 		return nil, fmt.Errorf("apiserver: issue token for node %s: %w", nodeName, err)
 	}
-	return s.restConfig(tok), nil
+	cfg := s.restConfig(tok)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return &nodeTokenTransport{rt: rt, node: nodeName, auth: s.auth}
+	}
+	return cfg, nil
+}
+
+// nodeTokenTransport sets the node's current token on each request.
+type nodeTokenTransport struct {
+	rt   http.RoundTripper
+	node string
+	auth *authenticator
+}
+
+func (t *nodeTokenTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	tok, err := t.auth.currentNodeToken(t.node)
+	if err != nil {
+		return nil, fmt.Errorf("node credential for %s: %w", t.node, err)
+	}
+	req = req.Clone(req.Context())
+	req.Header.Set("Authorization", "Bearer "+tok)
+	return t.rt.RoundTrip(req)
 }
 
 func (s *Server) restConfig(token string) *rest.Config {
@@ -383,10 +418,3 @@ func (s *Server) writeJoinToken() error {
 
 // stoppedCh is closed when Run starts shutting down; watch and log streams end then.
 func (s *Server) stoppedCh() <-chan struct{} { return s.stopping }
-
-func validNodeName(name string) error {
-	if name == "" || len(name) > 253 || strings.ToLower(name) != name || strings.ContainsAny(name, "/ :") {
-		return fmt.Errorf("apiserver: invalid node name %q: must be a lowercase DNS subdomain", name)
-	}
-	return nil
-}

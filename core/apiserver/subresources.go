@@ -3,7 +3,6 @@ package apiserver
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,7 +21,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/wasmkube/wasmkube/core/storage"
@@ -451,55 +449,4 @@ func podHasContainer(pod *corev1.Pod, name string) bool {
 		}
 	}
 	return false
-}
-
-// ---- join ----
-
-const joinPath = "/wasmkube/v1/join"
-
-// JoinRequest is the body of POST /wasmkube/v1/join.
-type JoinRequest struct {
-	NodeName string `json:"nodeName"`
-}
-
-// JoinResponse carries a kubelet's credential.
-type JoinResponse struct {
-	// Token is the node's bearer token (user system:node:<nodeName>).
-	Token string `json:"token"`
-	// CACert is the cluster CA certificate (PEM); its sha256 must equal the hash in the
-	// join token.
-	CACert string `json:"caCert"`
-}
-
-// serveJoin exchanges the join secret for a node credential.
-func (s *Server) serveJoin(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		writeError(w, apierrors.NewMethodNotSupported(schema.GroupResource{Group: "wasmkube", Resource: "join"}, strings.ToLower(r.Method)))
-		return
-	}
-	if !s.auth.checkJoinSecret(bearerToken(r.Header.Get("Authorization"))) {
-		writeError(w, apierrors.NewUnauthorized("Unauthorized: join with the secret after '::' in the server's join-token"))
-		return
-	}
-	body, err := readBody(w, r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	var jr JoinRequest
-	if err := json.Unmarshal(body, &jr); err != nil {
-		writeError(w, apierrors.NewBadRequest("malformed join request: "+err.Error()))
-		return
-	}
-	if err := validNodeName(jr.NodeName); err != nil {
-		writeError(w, apierrors.NewBadRequest(err.Error()))
-		return
-	}
-	tok, err := s.auth.nodeToken(jr.NodeName)
-	if err != nil {
-		writeError(w, apierrors.NewInternalError(err))
-		return
-	}
-	s.log.Info("node joined", "node", jr.NodeName, "remote", r.RemoteAddr)
-	writeJSON(w, http.StatusOK, JoinResponse{Token: tok, CACert: string(s.pki.caPEM)}, outJSON)
 }

@@ -47,6 +47,7 @@ type options struct {
 	toleration int64
 	compaction time.Duration
 	etcd       []string
+	nodeTTL    time.Duration
 }
 
 // Option configures Start.
@@ -74,6 +75,9 @@ func WithCompactionInterval(d time.Duration) Option { return func(o *options) { 
 // servers started with the same endpoints serve one cluster).
 func WithEtcdEndpoints(urls ...string) Option { return func(o *options) { o.etcd = urls } }
 
+// WithNodeCredentialTTL sets how long node credentials are valid.
+func WithNodeCredentialTTL(d time.Duration) Option { return func(o *options) { o.nodeTTL = d } }
+
 // Start runs an API server until the test ends (or Stop is called).
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
@@ -91,7 +95,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 	api, err := apiserver.New(ctx, apiserver.Options{
 		DataDir: o.dataDir, Listen: "127.0.0.1:0", Admission: o.admission, Logger: o.logger,
 		DefaultTolerationSeconds: o.toleration, CompactionInterval: o.compaction,
-		EtcdEndpoints: o.etcd,
+		EtcdEndpoints: o.etcd, NodeCredentialTTL: o.nodeTTL,
 	})
 	if err != nil {
 		cancel()
