@@ -154,6 +154,12 @@ func replicasOf(obj runtime.Object) (spec, status int32, sel *metav1.LabelSelect
 			spec = *o.Spec.Replicas
 		}
 		return spec, o.Status.Replicas, o.Spec.Selector
+	case *appsv1.StatefulSet:
+		spec = 1
+		if o.Spec.Replicas != nil {
+			spec = *o.Spec.Replicas
+		}
+		return spec, o.Status.Replicas, o.Spec.Selector
 	}
 	return 0, 0, nil
 }
@@ -163,6 +169,8 @@ func setReplicas(obj runtime.Object, n int32) {
 	case *appsv1.Deployment:
 		o.Spec.Replicas = &n
 	case *appsv1.ReplicaSet:
+		o.Spec.Replicas = &n
+	case *appsv1.StatefulSet:
 		o.Spec.Replicas = &n
 	}
 }
@@ -185,7 +193,7 @@ func scaleOf(obj runtime.Object) *autoscalingv1.Scale {
 	return sc
 }
 
-// serveScale serves the autoscaling/v1 Scale of deployments and replicasets.
+// serveScale serves the autoscaling/v1 Scale of deployments, replicasets and statefulsets.
 func (s *Server) serveScale(ctx context.Context, rq *request, st *store) error {
 	name := rq.info.name
 	var toScale func(cur runtime.Object) (*autoscalingv1.Scale, error)

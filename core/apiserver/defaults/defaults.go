@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -34,6 +35,14 @@ func Default(obj runtime.Object) {
 		deployment(o)
 	case *appsv1.ReplicaSet:
 		replicaSet(o)
+	case *appsv1.StatefulSet:
+		statefulSet(o)
+	case *appsv1.DaemonSet:
+		daemonSet(o)
+	case *batchv1.Job:
+		job(o)
+	case *batchv1.CronJob:
+		cronJob(o)
 	case *corev1.PodList:
 		for i := range o.Items {
 			Pod(&o.Items[i])

@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -45,6 +46,16 @@ func Validate(obj runtime.Object) field.ErrorList {
 		return validateDeployment(o)
 	case *appsv1.ReplicaSet:
 		return validateReplicaSet(o)
+	case *appsv1.StatefulSet:
+		return validateStatefulSet(o)
+	case *appsv1.DaemonSet:
+		return validateDaemonSet(o)
+	case *appsv1.ControllerRevision:
+		return validateControllerRevision(o)
+	case *batchv1.Job:
+		return validateJob(o)
+	case *batchv1.CronJob:
+		return validateCronJob(o)
 	case *autoscalingv1.Scale:
 		return validateScale(o)
 	case *corev1.Binding:
@@ -81,6 +92,16 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 		return validateDeploymentUpdate(o, old.(*appsv1.Deployment))
 	case *appsv1.ReplicaSet:
 		return validateReplicaSetUpdate(o, old.(*appsv1.ReplicaSet))
+	case *appsv1.StatefulSet:
+		return validateStatefulSetUpdate(o, old.(*appsv1.StatefulSet))
+	case *appsv1.DaemonSet:
+		return validateDaemonSetUpdate(o, old.(*appsv1.DaemonSet))
+	case *appsv1.ControllerRevision:
+		return validateControllerRevisionUpdate(o, old.(*appsv1.ControllerRevision))
+	case *batchv1.Job:
+		return validateJobUpdate(o, old.(*batchv1.Job))
+	case *batchv1.CronJob:
+		return validateCronJobUpdate(o, old.(*batchv1.CronJob))
 	case *autoscalingv1.Scale:
 		return append(metaUpdate(&o.ObjectMeta, &old.(*autoscalingv1.Scale).ObjectMeta), validateScaleSpec(o)...)
 	}
