@@ -18,7 +18,7 @@ func RunRaw(p *Pool, k *Kind, count int) error {
 	if err != nil {
 		return err
 	}
-	defer func() { _ = inst.mod.Close(context.Background()); p.slots <- nil }()
+	defer func() { p.closeInst(inst); p.slots <- nil }()
 	inst.call = &Call{Kind: k, Count: count, inst: inst}
 	stack := inst.stack[:]
 	stack[0] = uint64(count)

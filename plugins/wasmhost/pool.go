@@ -27,8 +27,9 @@ type Pool struct {
 	// number of live instances never exceeds it and a waiter is woken by either.
 	slots  chan *instance
 	closed atomic.Bool
-	// created and discarded count instances over the pool's life.
-	created, discarded atomic.Int64
+	// created and discarded count instances over the pool's life; closedN counts the
+	// instances closed (discarded, or closed with the pool), so created-closedN are live.
+	created, discarded, closedN atomic.Int64
 	// argsRead: a wasmkube_init of the pool read the args.
 	argsRead atomic.Bool
 }
@@ -125,7 +126,7 @@ func (p *Pool) newInstance(ctx context.Context) (*instance, error) {
 	}
 	inst.mod = mod
 	p.created.Add(1)
-	fail := func(err error) (*instance, error) { _ = mod.Close(ctx); return nil, err }
+	fail := func(err error) (*instance, error) { p.closeInst(inst); return nil, err }
 	run := func(name string, limit time.Duration) (int32, error) {
 		var stack [1]uint64
 		err, hit := inst.run(ctx, mod.ExportedFunction(name), stack[:], limit)
@@ -301,10 +302,16 @@ func (p *Pool) Do(ctx context.Context, c *Call) error {
 		if discard {
 			p.discarded.Add(1)
 		}
-		_ = inst.mod.Close(context.Background())
+		p.closeInst(inst)
 		p.slots <- nil
 	} else {
 		p.slots <- inst
+		// Close may have run between the check above and the send: its drain then missed
+		// this instance, so close what is idle here (Close stores closed before draining,
+		// so one of the two drains sees the instance).
+		if p.closed.Load() {
+			p.drainIdle()
+		}
 	}
 	if cerr != nil {
 		return p.failed(cerr)
@@ -326,17 +333,31 @@ var errPoolClosed = errors.New("plugin was closed (replaced by a config change)"
 // returns, and later calls fail. The module stays usable for other pools.
 func (p *Pool) Close() {
 	p.closed.Store(true)
+	p.drainIdle()
+}
+
+// drainIdle closes the idle instances, leaving their slots empty (nil).
+func (p *Pool) drainIdle() {
 	for range cap(p.slots) {
 		select {
 		case inst := <-p.slots:
 			if inst != nil {
-				_ = inst.mod.Close(context.Background())
+				p.closeInst(inst)
 			}
 			defer func() { p.slots <- nil }()
 		default:
 		}
 	}
 }
+
+// closeInst closes an instance of the pool.
+func (p *Pool) closeInst(inst *instance) {
+	_ = inst.mod.Close(context.Background())
+	p.closedN.Add(1)
+}
+
+// Live is how many instances of the pool exist (idle or in a call).
+func (p *Pool) Live() int64 { return p.created.Load() - p.closedN.Load() }
 
 // acquire returns an idle instance, creating one for a free slot.
 func (p *Pool) acquire(ctx context.Context) (*instance, error) {
@@ -352,7 +373,7 @@ func (p *Pool) acquire(ctx context.Context) (*instance, error) {
 	}
 	if p.closed.Load() {
 		if inst != nil {
-			_ = inst.mod.Close(context.Background())
+			p.closeInst(inst)
 		}
 		p.slots <- nil
 		return nil, errPoolClosed
