@@ -7,8 +7,15 @@ BIN := bin/wasmkube
 DATA ?= _data
 CONFIG ?= examples/wasmkube.yaml
 GOTEST_FLAGS ?= -count=1 -timeout 25m
+# The packages with concurrency, run again under the race detector by `make test`: the
+# storage watch cache, the scheduler queue and cache, and (only their concurrent tests:
+# the others assert millisecond limits the race detector's slowdown breaks) the wasm
+# instance pool and the kubelet's pod workers.
+RACE_PKGS := ./core/storage/ ./core/scheduler/queue/ ./core/scheduler/cache/
+RACE_WASMHOST_RUN := TestPoolHammer|TestCycleStateIsSharedByInstances|TestCallerCancellation|TestClosedPool|TestRunawayLoop|TestObjectCache
+RACE_KUBELET_RUN := TestWorkerOrderingOnFakeRuntime|TestStatusOnlyChange|TestImageNeverPullReason
 
-.PHONY: all deps build examples images test unit run bench clean
+.PHONY: all deps build examples images test race unit run bench clean
 
 all: build
 
@@ -29,6 +36,13 @@ images: build
 test: deps build examples images
 	$(GO) vet ./...
 	$(GO) test $(GOTEST_FLAGS) ./...
+	@$(MAKE) --no-print-directory race
+
+# `go test -race` on the packages with concurrency (part of `make test`).
+race:
+	$(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)
+	$(GO) test -race -count=1 -timeout 10m -run '$(RACE_WASMHOST_RUN)' ./plugins/wasmhost/
+	$(GO) test -race -count=1 -timeout 10m -run '$(RACE_KUBELET_RUN)' ./kubelet/
 
 run: deps build examples images
 	$(BIN) up --data-dir $(DATA) --config $(CONFIG)
