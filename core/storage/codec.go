@@ -18,6 +18,7 @@ import (
 type codec struct {
 	newFunc func() runtime.Object
 	gvk     schema.GroupVersionKind // filled in when the object carries none
+	t       Transformer             // nil: stored as encoded
 }
 
 func newCodec(newFunc func() runtime.Object) *codec {
@@ -48,6 +49,22 @@ func (c *codec) encode(obj runtime.Object) ([]byte, error) {
 
 // decode returns a new object from stored data with resourceVersion rev.
 func (c *codec) decode(key string, data []byte, rev int64) (runtime.Object, error) {
+	obj, _, _, err := c.decodeStored(key, data, rev)
+	return obj, err
+}
+
+// decodeStored is decode that also returns the plain bytes and whether the stored form
+// is stale (see Transformer).
+func (c *codec) decodeStored(key string, data []byte, rev int64) (runtime.Object, []byte, bool, error) {
+	plain, stale, err := c.open(key, data)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	obj, err := c.decodePlain(key, plain, rev)
+	return obj, plain, stale, err
+}
+
+func (c *codec) decodePlain(key string, data []byte, rev int64) (runtime.Object, error) {
 	obj := c.newFunc()
 	if err := json.Unmarshal(data, obj); err != nil {
 		return nil, fmt.Errorf("storage: decode %s at revision %d: %w", key, rev, err)

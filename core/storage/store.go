@@ -33,9 +33,10 @@ var _ Interface = (*store)(nil)
 
 // state is an object as read from etcd.
 type state struct {
-	obj  runtime.Object
-	data []byte
-	rev  int64
+	obj   runtime.Object
+	data  []byte // plain (after the Transformer)
+	stale bool   // the stored form is to be rewritten on the next update
+	rev   int64
 }
 
 // etcdErr turns an etcd error into one of the package's errors, naming key.
@@ -52,6 +53,9 @@ func etcdErr(err error, key string) error {
 func (s *store) Create(ctx context.Context, key string, obj runtime.Object) (runtime.Object, error) {
 	data, err := s.codec.encode(obj)
 	if err != nil {
+		return nil, err
+	}
+	if data, err = s.codec.seal(key, data); err != nil {
 		return nil, err
 	}
 	putOpts, err := s.putOptions(ctx)
@@ -93,11 +97,11 @@ func (s *store) get(ctx context.Context, key string) (*state, error) {
 }
 
 func (s *store) state(kv *mvccpb.KeyValue) (*state, error) {
-	obj, err := s.codec.decode(string(kv.Key), kv.Value, kv.ModRevision)
+	obj, plain, stale, err := s.codec.decodeStored(string(kv.Key), kv.Value, kv.ModRevision)
 	if err != nil {
 		return nil, err
 	}
-	return &state{obj: obj, data: kv.Value, rev: kv.ModRevision}, nil
+	return &state{obj: obj, data: plain, stale: stale, rev: kv.ModRevision}, nil
 }
 
 // txn runs one compare-and-swap on key: then when cmp holds, otherwise the else ops. It
@@ -158,11 +162,14 @@ func (s *store) GuaranteedUpdate(ctx context.Context, key string, pre *Precondit
 		if err != nil {
 			return nil, err
 		}
-		if bytes.Equal(data, cur.data) {
+		if bytes.Equal(data, cur.data) && !cur.stale {
 			if err := setRV(updated, cur.rev); err != nil {
 				return nil, err
 			}
 			return updated, nil
+		}
+		if data, err = s.codec.seal(key, data); err != nil {
+			return nil, err
 		}
 		putOpts, err := s.putOptions(ctx)
 		if err != nil {
