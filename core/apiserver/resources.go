@@ -168,6 +168,13 @@ var resources = []*resource{
 	{gvr: corev1.SchemeGroupVersion.WithResource("configmaps"), kind: "ConfigMap", singular: "configmap", namespaced: true,
 		shortNames: []string{"cm"},
 		newFunc:    newOf[corev1.ConfigMap](), newList: newOf[corev1.ConfigMapList]()},
+	// Secrets and ServiceAccounts (issue 14; secrets.go, serviceaccounts.go): secrets are
+	// encrypted at rest (encryption/), serviceaccounts/token is the TokenRequest API.
+	{gvr: corev1.SchemeGroupVersion.WithResource("secrets"), kind: "Secret", singular: "secret", namespaced: true,
+		newFunc: newOf[corev1.Secret](), newList: newOf[corev1.SecretList](), fields: secretFields},
+	{gvr: corev1.SchemeGroupVersion.WithResource("serviceaccounts"), kind: "ServiceAccount", singular: "serviceaccount", namespaced: true,
+		shortNames: []string{"sa"}, subresources: []string{"token"},
+		newFunc: newOf[corev1.ServiceAccount](), newList: newOf[corev1.ServiceAccountList]()},
 	{gvr: appsv1.SchemeGroupVersion.WithResource("deployments"), kind: "Deployment", singular: "deployment", namespaced: true,
 		shortNames: []string{"deploy"}, categories: allCategory, subresources: []string{"status", "scale"}, generation: true,
 		newFunc: newOf[appsv1.Deployment](), newList: newOf[appsv1.DeploymentList]()},

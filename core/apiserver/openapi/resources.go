@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -66,6 +67,9 @@ var resources = []resource{
 		subresources: []subresource{statusOf(corev1.SchemeGroupVersion.WithKind("Service"), &corev1.Service{})}},
 	{gv: corev1.SchemeGroupVersion, plural: "endpoints", kind: "Endpoints", namespaced: true, obj: &corev1.Endpoints{}, list: &corev1.EndpointsList{}},
 	{gv: corev1.SchemeGroupVersion, plural: "configmaps", kind: "ConfigMap", namespaced: true, obj: &corev1.ConfigMap{}, list: &corev1.ConfigMapList{}},
+	{gv: corev1.SchemeGroupVersion, plural: "secrets", kind: "Secret", namespaced: true, obj: &corev1.Secret{}, list: &corev1.SecretList{}},
+	{gv: corev1.SchemeGroupVersion, plural: "serviceaccounts", kind: "ServiceAccount", namespaced: true, obj: &corev1.ServiceAccount{}, list: &corev1.ServiceAccountList{},
+		subresources: []subresource{{name: "token", kind: authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), obj: &authenticationv1.TokenRequest{}, verbs: []string{"post"}}}},
 	{gv: coordinationv1.SchemeGroupVersion, plural: "leases", kind: "Lease", namespaced: true, obj: &coordinationv1.Lease{}, list: &coordinationv1.LeaseList{}},
 	{gv: appsv1.SchemeGroupVersion, plural: "deployments", kind: "Deployment", namespaced: true, obj: &appsv1.Deployment{}, list: &appsv1.DeploymentList{},
 		subresources: []subresource{statusOf(appsv1.SchemeGroupVersion.WithKind("Deployment"), &appsv1.Deployment{}), scaleSub()}},
