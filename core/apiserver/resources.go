@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -212,6 +213,19 @@ var resources = []*resource{
 	{gvr: authorizationv1.SchemeGroupVersion.WithResource("selfsubjectrulesreviews"), kind: "SelfSubjectRulesReview", singular: "selfsubjectrulesreview",
 		createOnly: true,
 		newFunc:    newOf[authorizationv1.SelfSubjectRulesReview]()},
+	// RBAC (issue 16; rbac.go): the authorizer reads these, subjectaccessreviews ask it.
+	{gvr: authorizationv1.SchemeGroupVersion.WithResource("subjectaccessreviews"), kind: "SubjectAccessReview", singular: "subjectaccessreview",
+		createOnly: true, newFunc: newOf[authorizationv1.SubjectAccessReview]()},
+	{gvr: authorizationv1.SchemeGroupVersion.WithResource("localsubjectaccessreviews"), kind: "LocalSubjectAccessReview", singular: "localsubjectaccessreview",
+		namespaced: true, createOnly: true, newFunc: newOf[authorizationv1.LocalSubjectAccessReview]()},
+	{gvr: rbacv1.SchemeGroupVersion.WithResource("clusterroles"), kind: "ClusterRole", singular: "clusterrole",
+		newFunc: newOf[rbacv1.ClusterRole](), newList: newOf[rbacv1.ClusterRoleList]()},
+	{gvr: rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"), kind: "ClusterRoleBinding", singular: "clusterrolebinding",
+		newFunc: newOf[rbacv1.ClusterRoleBinding](), newList: newOf[rbacv1.ClusterRoleBindingList]()},
+	{gvr: rbacv1.SchemeGroupVersion.WithResource("roles"), kind: "Role", singular: "role", namespaced: true,
+		newFunc: newOf[rbacv1.Role](), newList: newOf[rbacv1.RoleList]()},
+	{gvr: rbacv1.SchemeGroupVersion.WithResource("rolebindings"), kind: "RoleBinding", singular: "rolebinding", namespaced: true,
+		newFunc: newOf[rbacv1.RoleBinding](), newList: newOf[rbacv1.RoleBindingList]()},
 }
 
 // registry finds resources by group, version and plural name.

@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -84,12 +85,18 @@ var resources = []resource{
 		subresources: []subresource{statusOf(batchv1.SchemeGroupVersion.WithKind("Job"), &batchv1.Job{})}},
 	{gv: batchv1.SchemeGroupVersion, plural: "cronjobs", kind: "CronJob", namespaced: true, obj: &batchv1.CronJob{}, list: &batchv1.CronJobList{},
 		subresources: []subresource{statusOf(batchv1.SchemeGroupVersion.WithKind("CronJob"), &batchv1.CronJob{})}},
+	// RBAC (issue 16).
+	{gv: rbacv1.SchemeGroupVersion, plural: "clusterroles", kind: "ClusterRole", obj: &rbacv1.ClusterRole{}, list: &rbacv1.ClusterRoleList{}},
+	{gv: rbacv1.SchemeGroupVersion, plural: "clusterrolebindings", kind: "ClusterRoleBinding", obj: &rbacv1.ClusterRoleBinding{}, list: &rbacv1.ClusterRoleBindingList{}},
+	{gv: rbacv1.SchemeGroupVersion, plural: "roles", kind: "Role", namespaced: true, obj: &rbacv1.Role{}, list: &rbacv1.RoleList{}},
+	{gv: rbacv1.SchemeGroupVersion, plural: "rolebindings", kind: "RoleBinding", namespaced: true, obj: &rbacv1.RoleBinding{}, list: &rbacv1.RoleBindingList{}},
 }
 
 // groupVersions are the documents served under /openapi/v3, in a stable order. autoscaling/v1
 // has no resources of its own here but owns the Scale kind of the scale subresources.
 var groupVersions = []schema.GroupVersion{
 	corev1.SchemeGroupVersion, appsv1.SchemeGroupVersion, autoscalingv1.SchemeGroupVersion, batchv1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion,
+	rbacv1.SchemeGroupVersion,
 }
 
 // gvPath is the document key of a group version: api/v1, apis/apps/v1.
