@@ -31,6 +31,10 @@ func Default(obj runtime.Object) {
 		service(o)
 	case *corev1.Endpoints:
 		endpoints(o)
+	case *corev1.Secret:
+		if o.Type == "" {
+			o.Type = corev1.SecretTypeOpaque
+		}
 	case *appsv1.Deployment:
 		deployment(o)
 	case *appsv1.ReplicaSet:

@@ -57,7 +57,9 @@ func TestColumns(t *testing.T) {
 		{corev1.SchemeGroupVersion.WithKind("Event"), []string{"Last Seen", "Type", "Reason", "Object", "Message"}, []string{"Subobject", "Source", "First Seen", "Count", "Name"}},
 		{coordinationv1.SchemeGroupVersion.WithKind("Lease"), []string{"Name", "Holder", "Age"}, nil},
 		{corev1.SchemeGroupVersion.WithKind("ConfigMap"), []string{"Name", "Data", "Age"}, nil},
-		{corev1.SchemeGroupVersion.WithKind("Secret"), []string{"Name", "Age"}, nil},
+		{corev1.SchemeGroupVersion.WithKind("Secret"), []string{"Name", "Type", "Data", "Age"}, nil},
+		{corev1.SchemeGroupVersion.WithKind("ServiceAccount"), []string{"Name", "Secrets", "Age"}, nil},
+		{corev1.SchemeGroupVersion.WithKind("PodTemplate"), []string{"Name", "Age"}, nil}, // a kind without columns of its own
 	}
 	for _, tt := range tests {
 		// An empty list still describes its columns.

@@ -38,6 +38,10 @@ func Validate(obj runtime.Object) field.ErrorList {
 		return validateEndpoints(o)
 	case *corev1.ConfigMap:
 		return validateConfigMap(o)
+	case *corev1.Secret:
+		return validateSecret(o)
+	case *corev1.ServiceAccount:
+		return validateServiceAccount(o)
 	case *corev1.Event:
 		return validateEvent(o)
 	case *coordinationv1.Lease:
@@ -84,6 +88,10 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 		return append(metaUpdate(&o.ObjectMeta, &old.(*corev1.Endpoints).ObjectMeta), validateEndpointsSubsets(o)...)
 	case *corev1.ConfigMap:
 		return validateConfigMapUpdate(o, old.(*corev1.ConfigMap))
+	case *corev1.Secret:
+		return validateSecretUpdate(o, old.(*corev1.Secret))
+	case *corev1.ServiceAccount:
+		return append(metaUpdate(&o.ObjectMeta, &old.(*corev1.ServiceAccount).ObjectMeta), validateServiceAccountRefs(o)...)
 	case *corev1.Event:
 		return validateEventUpdate(o, old.(*corev1.Event))
 	case *coordinationv1.Lease:
