@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tidwall/gjson"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
@@ -314,6 +315,36 @@ func bytesFn(name string, val func(c *Call) []byte) wasmhost.HostFunc {
 	}}
 }
 
+// maxPath is the longest path object_get takes.
+const maxPath = 4 << 10
+
+// get is a (path_p, path_l, buf, cap) -> i32 function answering one value of the new or
+// stored object's JSON by gjson path, evaluated natively (docs/abi.md 4.6): -1 when the
+// path is not there, -2 when the request has no such object.
+func get(name string, doc func(c *Call) []byte) wasmhost.HostFunc {
+	return wasmhost.HostFunc{Name: name, Params: kbuf, Results: ret, Fn: func(hc *wasmhost.Call, mod api.Module, s []uint64) {
+		if uint32(s[1]) > maxPath {
+			panic(wasmhost.Garbage(fmt.Sprintf("%s: a path of %d bytes; the limit is %d", name, uint32(s[1]), maxPath)))
+		}
+		path := wasmhost.Mem(mod, name, s[0], s[1])
+		c := callOf(hc)
+		var d []byte
+		if c != nil {
+			d = doc(c)
+		}
+		if d == nil {
+			s[0] = wasmhost.Unavailable
+			return
+		}
+		r := gjson.GetBytes(d, string(path))
+		if !r.Exists() {
+			s[0] = wasmhost.NotFound
+			return
+		}
+		s[0] = wasmhost.WriteVar(mod, name, s[2], s[3], r.Raw)
+	}}
+}
+
 // lookup is a (key_p, key_l, buf, cap) -> i32 function reading a label or annotation of
 // the new or stored object.
 func lookup(name string, m func(c *Call) (map[string]string, bool)) wasmhost.HostFunc {
@@ -383,6 +414,8 @@ var hostFuncs = []wasmhost.HostFunc{
 	}),
 	bytesFn("object_json", func(c *Call) []byte { return c.req.object() }),
 	bytesFn("old_object_json", func(c *Call) []byte { return c.req.oldObject() }),
+	get("object_get", func(c *Call) []byte { return c.req.object() }),
+	get("old_object_get", func(c *Call) []byte { return c.req.oldObject() }),
 	lookup("object_label", func(c *Call) (map[string]string, bool) { return labelsOf(c.req.newMeta(), false) }),
 	lookup("object_annotation", func(c *Call) (map[string]string, bool) { return labelsOf(c.req.newMeta(), true) }),
 	lookup("old_object_label", func(c *Call) (map[string]string, bool) { return labelsOf(c.req.storedMeta(), false) }),

@@ -100,6 +100,8 @@ WASMKUBE_IMPORT(request_user) int32_t wasmkube_request_user(char *buf, int32_t c
 WASMKUBE_IMPORT(request_groups) int32_t wasmkube_request_groups(char *buf, int32_t cap);
 WASMKUBE_IMPORT(object_json) int32_t wasmkube_object_json(char *buf, int32_t cap);
 WASMKUBE_IMPORT(old_object_json) int32_t wasmkube_old_object_json(char *buf, int32_t cap);
+WASMKUBE_IMPORT(object_get) int32_t wasmkube_object_get(const char *path, int32_t path_len, char *buf, int32_t cap);
+WASMKUBE_IMPORT(old_object_get) int32_t wasmkube_old_object_get(const char *path, int32_t path_len, char *buf, int32_t cap);
 WASMKUBE_IMPORT(object_label) int32_t wasmkube_object_label(const char *key, int32_t key_len, char *buf, int32_t cap);
 WASMKUBE_IMPORT(object_annotation) int32_t wasmkube_object_annotation(const char *key, int32_t key_len, char *buf, int32_t cap);
 WASMKUBE_IMPORT(old_object_label) int32_t wasmkube_old_object_label(const char *key, int32_t key_len, char *buf, int32_t cap);

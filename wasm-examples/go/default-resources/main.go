@@ -115,21 +115,24 @@ func Mutate(req sdk.Request, p *sdk.Patch) sdk.Status {
 	if req.Kind() != "Pod" || req.Operation() != sdk.Create || strings.Contains(req.Resource(), "/") {
 		return sdk.OK()
 	}
-	// Only the spec is read, and of it only each container's name and resources
-	// (sdk.Request.Get): decoding it into structs costs ten times as much inside wasm.
-	if names := Plan(req.Get("spec"), defaults, p); len(names) > 0 {
+	// Only each container's name and resources are read, by paths the host evaluates
+	// (sdk.Request.Get): decoding the spec into structs inside wasm costs ten times as
+	// much.
+	if names := Plan(req.Get, defaults, p); len(names) > 0 {
 		req.AuditAnnotation("defaulted-containers", strings.Join(names, ","))
 	}
 	return sdk.OK()
 }
 
-// Plan adds to p the operations that give every container of the pod spec without
-// requests and limits the defaults d, and returns the names of those containers.
-func Plan(spec gjson.Result, d marshaled, p *sdk.Patch) []string {
+// Plan adds to p the operations that give every container of the pod (read with get)
+// without requests and limits the defaults d, and returns the names of those containers.
+func Plan(get func(path string) gjson.Result, d marshaled, p *sdk.Patch) []string {
 	var names []string
 	for _, field := range []string{"initContainers", "containers"} {
+		// Each container's name and resources, in order (a multipath keeps an element
+		// for every container).
 		i := -1
-		spec.Get(field).ForEach(func(_, c gjson.Result) bool {
+		get("spec." + field + ".#.{name,resources}").ForEach(func(_, c gjson.Result) bool {
 			i++
 			res := c.Get("resources")
 			if nonEmpty(res.Get("requests")) || nonEmpty(res.Get("limits")) {

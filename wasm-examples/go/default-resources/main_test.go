@@ -54,15 +54,15 @@ func TestCheck(t *testing.T) {
 }
 
 func TestPlan(t *testing.T) {
-	spec := gjson.Parse(`{
+	pod := gjson.Parse(`{"spec": {
 		"initContainers": [{"name": "setup"}],
 		"containers": [
 			{"name": "bare", "resources": {}},
 			{"name": "sized", "resources": {"limits": {"cpu": "1"}}},
 			{"name": "claims", "resources": {"claims": [{"name": "gpu"}]}}
-		]}`)
+		]}}`)
 	var p sdk.Patch
-	names := Plan(spec, Defaults{Requests: map[string]string{"cpu": "100m"}, Limits: map[string]string{"cpu": "200m"}}.marshal(), &p)
+	names := Plan(pod.Get, Defaults{Requests: map[string]string{"cpu": "100m"}, Limits: map[string]string{"cpu": "200m"}}.marshal(), &p)
 	if strings.Join(names, ",") != "setup,bare,claims" {
 		t.Errorf("defaulted %v, want setup, bare and claims", names)
 	}
@@ -75,7 +75,7 @@ func TestPlan(t *testing.T) {
 		t.Errorf("patch\n%s\nwant\n%s", got, want)
 	}
 	p.Reset()
-	Plan(spec, Defaults{Limits: map[string]string{"cpu": "200m"}}.marshal(), &p)
+	Plan(pod.Get, Defaults{Limits: map[string]string{"cpu": "200m"}}.marshal(), &p)
 	if got := string(p.Bytes()); !strings.HasPrefix(got, `[{"op":"add","path":"/spec/initContainers/0/resources","value":{"limits":{"cpu":"200m"}}},`+
 		`{"op":"add","path":"/spec/containers/0/resources/limits"`) {
 		t.Errorf("limits only: patch %s", got)

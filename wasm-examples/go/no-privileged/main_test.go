@@ -15,12 +15,12 @@ import (
 )
 
 func TestViolations(t *testing.T) {
-	spec := gjson.Parse(`{"hostNetwork": true,
+	spec := gjson.Parse(`{"spec": {"hostNetwork": true,
 		"initContainers": [{"name": "setup", "securityContext": {"privileged": false}}],
 		"containers": [{"name": "app"}, {"name": "root", "securityContext": {"privileged": true}}],
 		"ephemeralContainers": [{"name": "debug", "securityContext": {"privileged": true}}],
-		"volumes": [{"name": "data", "emptyDir": {}}, {"name": "host", "hostPath": {"path": "/"}}]}`)
-	got := Violations(spec)
+		"volumes": [{"name": "data", "emptyDir": {}}, {"name": "host", "hostPath": {"path": "/"}}]}}`)
+	got := Violations(spec.Get)
 	want := []sdk.FieldError{
 		{Path: "spec.hostNetwork", Msg: "the node's network is not allowed"},
 		{Path: "spec.containers[1].securityContext.privileged", Msg: "container root may not be privileged"},

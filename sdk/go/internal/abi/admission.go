@@ -39,6 +39,12 @@ func ObjectJSON(buf unsafe.Pointer, cap int32) int32
 //go:wasmimport wasmkube old_object_json
 func OldObjectJSON(buf unsafe.Pointer, cap int32) int32
 
+//go:wasmimport wasmkube object_get
+func ObjectGet(path unsafe.Pointer, pathLen int32, buf unsafe.Pointer, cap int32) int32
+
+//go:wasmimport wasmkube old_object_get
+func OldObjectGet(path unsafe.Pointer, pathLen int32, buf unsafe.Pointer, cap int32) int32
+
 //go:wasmimport wasmkube object_label
 func ObjectLabel(key unsafe.Pointer, keyLen int32, buf unsafe.Pointer, cap int32) int32
 

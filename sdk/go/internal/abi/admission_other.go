@@ -32,6 +32,16 @@ func ObjectJSON(buf unsafe.Pointer, cap int32) int32 { noHost("object_json"); re
 
 func OldObjectJSON(buf unsafe.Pointer, cap int32) int32 { noHost("old_object_json"); return 0 }
 
+func ObjectGet(path unsafe.Pointer, pathLen int32, buf unsafe.Pointer, cap int32) int32 {
+	noHost("object_get")
+	return 0
+}
+
+func OldObjectGet(path unsafe.Pointer, pathLen int32, buf unsafe.Pointer, cap int32) int32 {
+	noHost("old_object_get")
+	return 0
+}
+
 func ObjectLabel(key unsafe.Pointer, keyLen int32, buf unsafe.Pointer, cap int32) int32 {
 	noHost("object_label")
 	return 0
