@@ -76,6 +76,13 @@ func (st *store) apiError(err error, name string) error {
 		se := apierrors.NewTimeoutError("Too large resource version: "+err.Error(), 1)
 		se.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
 		return se
+	case errors.Is(err, storage.ErrOutcomeUnknown):
+		// The one 500 an etcd fault can cause: the write may have happened (its message
+		// says so and to read the object). Faults that prove it did not are retried by
+		// the store within the request's deadline (docs/storage.md, "etcd faults").
+		return apierrors.NewInternalError(fmt.Errorf("%s %q: %w", gr.String(), name, err))
+	case errors.Is(err, storage.ErrUnavailable):
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("%s %q: %v", gr.String(), name, err))
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return apierrors.NewTimeoutError(fmt.Sprintf("request for %s %q did not complete: %v", gr.String(), name, err), 1)
 	}

@@ -18,6 +18,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -58,6 +59,9 @@ type Config struct {
 	WatchBuffer int
 	// Logger for storage and embedded etcd messages. Default slog.Default().
 	Logger *slog.Logger
+
+	// dialOptions are added to the etcd client's (tests inject faults with interceptors).
+	dialOptions []grpc.DialOption
 }
 
 func (c *Config) setDefaults() {
@@ -142,6 +146,7 @@ func NewBackend(ctx context.Context, cfg Config) (*Backend, error) {
 		MaxCallRecvMsgSize: 0, // unlimited: lists can be large
 		Context:            context.WithoutCancel(ctx),
 		Logger:             zap.NewNop(),
+		DialOptions:        cfg.dialOptions,
 	})
 	if err != nil {
 		b.stopEmbedded()

@@ -16,7 +16,22 @@ var requestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Buckets: []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1, 1.5, 2, 3, 5, 10, 15, 30, 60},
 }, []string{"operation", "type"})
 
+// retries counts etcd round trips sent again after a fault (docs/storage.md, "etcd
+// faults"): reason is not_applied (etcd refused it: no leader, leader changed) or unknown
+// (it may have been applied; only reads and compare-and-swaps are sent again).
+var retries = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "wasmkube_storage_etcd_retries_total",
+	Help: "Etcd requests sent again after a fault, by operation, object type and what the fault proved.",
+}, []string{"operation", "type", "reason"})
+
 func init() {
+	if err := prometheus.DefaultRegisterer.Register(retries); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			panic(err)
+		}
+		retries = are.ExistingCollector.(*prometheus.CounterVec)
+	}
 	err := prometheus.DefaultRegisterer.Register(requestDuration)
 	if err == nil {
 		return

@@ -62,11 +62,17 @@ func (s *store) Create(ctx context.Context, key string, obj runtime.Object) (run
 	if err != nil {
 		return nil, err
 	}
-	resp, err := s.txn(ctx, "create", key, clientv3.Compare(clientv3.CreateRevision(key), "=", 0), clientv3.OpPut(key, string(data), putOpts...))
+	r := s.retrier(ctx, true)
+	resp, err := s.txn(ctx, r, "create", key, clientv3.Compare(clientv3.CreateRevision(key), "=", 0), clientv3.OpPut(key, string(data), putOpts...), clientv3.OpGet(key))
 	if err != nil {
 		return nil, err
 	}
 	if !resp.Succeeded {
+		// After an attempt whose outcome was unknown, finding our own bytes means that
+		// attempt was applied (the value holds the object's uid and creation time).
+		if kvs := resp.Responses[0].GetResponseRange().Kvs; r.unknown && len(kvs) == 1 && bytes.Equal(kvs[0].Value, data) {
+			return obj, setRV(obj, kvs[0].ModRevision)
+		}
 		return nil, fmt.Errorf("%w: %s", ErrAlreadyExists, key)
 	}
 	if err := setRV(obj, resp.Header.Revision); err != nil {
@@ -84,11 +90,9 @@ func (s *store) Get(ctx context.Context, key string) (runtime.Object, error) {
 }
 
 func (s *store) get(ctx context.Context, key string) (*state, error) {
-	start := time.Now()
-	resp, err := s.b.client.Get(ctx, key)
-	observe("get", s.resource, start)
+	resp, err := s.read(ctx, "get", key)
 	if err != nil {
-		return nil, etcdErr(err, key)
+		return nil, err
 	}
 	if len(resp.Kvs) == 0 {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
@@ -104,16 +108,39 @@ func (s *store) state(kv *mvccpb.KeyValue) (*state, error) {
 	return &state{obj: obj, data: plain, stale: stale, rev: kv.ModRevision}, nil
 }
 
-// txn runs one compare-and-swap on key: then when cmp holds, otherwise the else ops. It
-// times the request as op and turns an etcd error into the package's.
-func (s *store) txn(ctx context.Context, op, key string, cmp clientv3.Cmp, then clientv3.Op, els ...clientv3.Op) (*clientv3.TxnResponse, error) {
-	start := time.Now()
-	resp, err := s.b.client.Txn(ctx).If(cmp).Then(then).Else(els...).Commit()
-	observe(op, s.resource, start)
-	if err != nil {
-		return nil, etcdErr(err, key)
+// read runs one etcd range request, timed as op, sending it again after faults (reads
+// have no effect, so every fault that is not permanent may be retried).
+func (s *store) read(ctx context.Context, op, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	r := s.retrier(ctx, false)
+	for {
+		start := time.Now()
+		resp, err := s.b.client.Get(ctx, key, opts...)
+		observe(op, s.resource, start)
+		if err == nil {
+			return resp, nil
+		}
+		if !r.again(op, err) {
+			return nil, r.fail(op, key, err)
+		}
 	}
-	return resp, nil
+}
+
+// txn runs one compare-and-swap on key: then when cmp holds, otherwise the else ops. It
+// times the request as op, sends it again after faults as r allows (a compare-and-swap
+// passes its compare at most once, so even an attempt that may have been applied can be
+// repeated), and turns an etcd error into the package's.
+func (s *store) txn(ctx context.Context, r *retrier, op, key string, cmp clientv3.Cmp, then clientv3.Op, els ...clientv3.Op) (*clientv3.TxnResponse, error) {
+	for {
+		start := time.Now()
+		resp, err := s.b.client.Txn(ctx).If(cmp).Then(then).Else(els...).Commit()
+		observe(op, s.resource, start)
+		if err == nil {
+			return resp, nil
+		}
+		if !r.again(op, err) {
+			return nil, r.fail(op, key, err)
+		}
+	}
 }
 
 // checkPreconditions is the pure decision whether pre holds on obj stored at key.
@@ -149,6 +176,7 @@ func (s *store) GuaranteedUpdate(ctx context.Context, key string, pre *Precondit
 	if err != nil {
 		return nil, err
 	}
+	r := s.retrier(ctx, true)
 	for {
 		if err := checkPreconditions(key, pre, cur.obj); err != nil {
 			return nil, err
@@ -175,7 +203,7 @@ func (s *store) GuaranteedUpdate(ctx context.Context, key string, pre *Precondit
 		if err != nil {
 			return nil, err
 		}
-		resp, err := s.txn(ctx, "update", key, clientv3.Compare(clientv3.ModRevision(key), "=", cur.rev), clientv3.OpPut(key, string(data), putOpts...), clientv3.OpGet(key))
+		resp, err := s.txn(ctx, r, "update", key, clientv3.Compare(clientv3.ModRevision(key), "=", cur.rev), clientv3.OpPut(key, string(data), putOpts...), clientv3.OpGet(key))
 		if err != nil {
 			return nil, err
 		}
@@ -185,9 +213,13 @@ func (s *store) GuaranteedUpdate(ctx context.Context, key string, pre *Precondit
 			}
 			return updated, nil
 		}
-		// Another writer won the race: retry on its result.
+		// Another writer won the race: retry on its result. Or, after an attempt whose
+		// outcome was unknown, that attempt won: the stored bytes are ours.
 		if cur, err = s.stateFromElse(resp, key); err != nil {
 			return nil, err
+		}
+		if r.unknown && bytes.Equal(cur.data, data) {
+			return cur.obj, nil
 		}
 	}
 }
@@ -195,26 +227,39 @@ func (s *store) GuaranteedUpdate(ctx context.Context, key string, pre *Precondit
 func (s *store) Delete(ctx context.Context, key string, pre *Preconditions) (runtime.Object, error) {
 	if pre == nil || (pre.UID == nil && pre.ResourceVersion == nil) {
 		// Unconditional: one round trip that returns what was deleted.
-		start := time.Now()
-		resp, err := s.b.client.Delete(ctx, key, clientv3.WithPrevKV())
-		observe("delete", s.resource, start)
-		if err != nil {
-			return nil, etcdErr(err, key)
+		r := s.retrier(ctx, true)
+		for {
+			start := time.Now()
+			resp, err := s.b.client.Delete(ctx, key, clientv3.WithPrevKV())
+			observe("delete", s.resource, start)
+			if err != nil {
+				if r.again("delete", err) {
+					continue
+				}
+				return nil, r.fail("delete", key, err)
+			}
+			if len(resp.PrevKvs) == 0 && r.unknown {
+				// Gone, but whether an earlier attempt of ours deleted it is unknown, and
+				// the last state went with it. (The API server always deletes with
+				// preconditions, which take the compare-and-swap path below.)
+				return nil, fmt.Errorf("%w: delete %s: the object is gone, but etcd did not confirm that this request deleted it", ErrOutcomeUnknown, key)
+			}
+			if len(resp.PrevKvs) == 0 {
+				return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
+			}
+			return s.codec.decode(key, resp.PrevKvs[0].Value, resp.Header.Revision)
 		}
-		if len(resp.PrevKvs) == 0 {
-			return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
-		}
-		return s.codec.decode(key, resp.PrevKvs[0].Value, resp.Header.Revision)
 	}
 	cur, err := s.get(ctx, key)
 	if err != nil {
 		return nil, err
 	}
+	r := s.retrier(ctx, true)
 	for {
 		if err := checkPreconditions(key, pre, cur.obj); err != nil {
 			return nil, err
 		}
-		resp, err := s.txn(ctx, "delete", key, clientv3.Compare(clientv3.ModRevision(key), "=", cur.rev), clientv3.OpDelete(key), clientv3.OpGet(key))
+		resp, err := s.txn(ctx, r, "delete", key, clientv3.Compare(clientv3.ModRevision(key), "=", cur.rev), clientv3.OpDelete(key), clientv3.OpGet(key))
 		if err != nil {
 			return nil, err
 		}
@@ -225,18 +270,23 @@ func (s *store) Delete(ctx context.Context, key string, pre *Preconditions) (run
 			}
 			return cur.obj, nil
 		}
+		if kvs := resp.Responses[0].GetResponseRange().Kvs; r.unknown && len(kvs) == 0 {
+			// An earlier attempt whose outcome was unknown deleted it. Its exact revision
+			// is no longer known: the current one is at least that.
+			if err := setRV(cur.obj, resp.Header.Revision); err != nil {
+				return nil, err
+			}
+			return cur.obj, nil
+		}
 		if cur, err = s.stateFromElse(resp, key); err != nil {
 			return nil, err
 		}
 	}
 }
-
 func (s *store) Count(ctx context.Context, prefix string) (int64, error) {
-	start := time.Now()
-	resp, err := s.b.client.Get(ctx, prefix, clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)), clientv3.WithCountOnly())
-	observe("count", s.resource, start)
+	resp, err := s.read(ctx, "count", prefix, clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)), clientv3.WithCountOnly())
 	if err != nil {
-		return 0, etcdErr(err, prefix)
+		return 0, err
 	}
 	return resp.Count, nil
 }
@@ -279,11 +329,9 @@ func (s *store) List(ctx context.Context, prefix string, opts ListOptions) (runt
 		if limit > 0 {
 			ops = append(ops, clientv3.WithLimit(pageSize))
 		}
-		start := time.Now()
-		resp, err := s.b.client.Get(ctx, startKey, ops...)
-		observe("list", s.resource, start)
+		resp, err := s.read(ctx, "list", startKey, ops...)
 		if err != nil {
-			return nil, etcdErr(err, prefix)
+			return nil, err
 		}
 		if rev == 0 {
 			rev = resp.Header.Revision
