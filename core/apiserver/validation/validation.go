@@ -25,6 +25,9 @@ var metaPath = field.NewPath("metadata")
 // does not know it checks only the ObjectMeta (name, generateName, labels, annotations,
 // finalizers, owner references) and leaves the namespace presence to the caller.
 func Validate(obj runtime.Object) field.ErrorList {
+	if errs, ok := validateRBAC(obj); ok { // rbac.go
+		return errs
+	}
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		return validatePod(o)
@@ -74,6 +77,9 @@ func Validate(obj runtime.Object) field.ErrorList {
 func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 	if reflect.TypeOf(obj) != reflect.TypeOf(old) {
 		return field.ErrorList{field.InternalError(nil, errTypeMismatch{obj, old})}
+	}
+	if errs, ok := validateRBACUpdate(obj, old); ok { // rbac.go
+		return errs
 	}
 	switch o := obj.(type) {
 	case *corev1.Pod:
