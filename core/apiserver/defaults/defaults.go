@@ -18,6 +18,9 @@ import (
 
 // Default sets upstream's defaults on obj in place. Types without defaults are left alone.
 func Default(obj runtime.Object) {
+	if rbac(obj) { // rbac.go
+		return
+	}
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		Pod(o)
