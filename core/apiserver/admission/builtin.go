@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -156,6 +158,7 @@ func (NodeRestriction) Validate(_ context.Context, a *Attributes) error {
 		if a.Name != node {
 			return Forbidden(a, fmt.Sprintf("node %q may only modify its own Node object", node))
 		}
+		return nodeSelfRestriction(a, node)
 	case "leases":
 		if a.Namespace != corev1.NamespaceNodeLease || a.Name != node {
 			return Forbidden(a, fmt.Sprintf("node %q may only modify its own Lease in %s", node, corev1.NamespaceNodeLease))
@@ -173,4 +176,79 @@ func (NodeRestriction) Validate(_ context.Context, a *Attributes) error {
 		}
 	}
 	return nil
+}
+
+// nodeSelfRestriction is upstream NodeRestriction's check of a kubelet's writes to its own
+// Node: it may not set or change labels under node-restriction.kubernetes.io/ (they are
+// for admins to steer workloads onto nodes, so a node must not claim them), nor
+// kubernetes.io / k8s.io labels other than the kubelet's own (hostname, os, arch, zone,
+// instance type, kubelet.kubernetes.io/, node.kubernetes.io/); and it may not change its
+// taints once registered.
+func nodeSelfRestriction(a *Attributes, node string) error {
+	n, ok := a.Object.(*corev1.Node)
+	if !ok || a.Subresource != "" {
+		return nil
+	}
+	old, _ := a.OldObject.(*corev1.Node)
+	var forbidden []string
+	for k, v := range n.Labels {
+		if old != nil {
+			if ov, had := old.Labels[k]; had && ov == v {
+				continue
+			}
+		}
+		if forbiddenNodeLabel(k) {
+			forbidden = append(forbidden, k)
+		}
+	}
+	if old != nil {
+		for k := range old.Labels {
+			if _, kept := n.Labels[k]; !kept && forbiddenNodeLabel(k) {
+				forbidden = append(forbidden, k)
+			}
+		}
+	}
+	if len(forbidden) > 0 {
+		sort.Strings(forbidden)
+		verb := "set"
+		if old != nil {
+			verb = "modify"
+		}
+		return Forbidden(a, fmt.Sprintf("node %q is not allowed to %s the following labels: %s", node, verb, strings.Join(forbidden, ", ")))
+	}
+	if old != nil && !apiequality.Semantic.DeepEqual(old.Spec.Taints, n.Spec.Taints) {
+		return Forbidden(a, fmt.Sprintf("node %q is not allowed to modify taints", node))
+	}
+	return nil
+}
+
+// NodeRestrictionLabelPrefix is the label domain only admins may set on Nodes.
+const NodeRestrictionLabelPrefix = "node-restriction.kubernetes.io"
+
+var kubeletLabels = map[string]bool{
+	"kubernetes.io/hostname": true, "kubernetes.io/os": true, "kubernetes.io/arch": true,
+	"beta.kubernetes.io/os": true, "beta.kubernetes.io/arch": true, "beta.kubernetes.io/instance-type": true,
+	"node.kubernetes.io/instance-type": true,
+	"failure-domain.beta.kubernetes.io/region": true, "failure-domain.beta.kubernetes.io/zone": true,
+	"topology.kubernetes.io/region": true, "topology.kubernetes.io/zone": true,
+}
+
+func labelDomain(key string) string {
+	if i := strings.Index(key, "/"); i >= 0 {
+		return key[:i]
+	}
+	return ""
+}
+
+func inDomain(d, domain string) bool { return d == domain || strings.HasSuffix(d, "."+domain) }
+
+func forbiddenNodeLabel(key string) bool {
+	d := labelDomain(key)
+	if inDomain(d, NodeRestrictionLabelPrefix) {
+		return true
+	}
+	if !inDomain(d, "kubernetes.io") && !inDomain(d, "k8s.io") {
+		return false
+	}
+	return !kubeletLabels[key] && !inDomain(d, "kubelet.kubernetes.io") && !inDomain(d, "node.kubernetes.io")
 }
