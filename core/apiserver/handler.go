@@ -219,7 +219,7 @@ func (s *Server) parsePath(method, path string, q url.Values) (*requestInfo, err
 		switch {
 		case ri.name == "":
 			ri.verb = "create"
-		case ri.subresource == "binding" || ri.subresource == "eviction":
+		case ri.subresource == "binding" || ri.subresource == "eviction" || ri.subresource == "token":
 			ri.verb = "create"
 		}
 	case http.MethodPut:
@@ -292,6 +292,8 @@ func (s *Server) serveResource(rq *request) error {
 		return s.servePodLog(ctx, rq, st)
 	case "scale":
 		return s.serveScale(ctx, rq, st)
+	case "token":
+		return s.serveTokenRequest(ctx, rq, st)
 	}
 	switch info.res.gvr.Resource {
 	case "tokenreviews":

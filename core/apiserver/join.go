@@ -127,7 +127,7 @@ func readJoinRequest(w http.ResponseWriter, r *http.Request) (JoinRequest, bool)
 // authenticateLimited authenticates r's bearer token, answering 401 or (over the
 // source's failure budget) 429 when it fails.
 func (s *Server) authenticateLimited(w http.ResponseWriter, r *http.Request) (admission.UserInfo, bool) {
-	u, ok := s.auth.authenticate(bearerToken(r.Header.Get("Authorization")))
+	u, ok := s.authenticate(r.Context(), bearerToken(r.Header.Get("Authorization")))
 	if ok {
 		return u, true
 	}

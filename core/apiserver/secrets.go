@@ -1,12 +1,33 @@
 package apiserver
 
 import (
+	"path/filepath"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/encryption"
 )
+
+// EncryptionConfigFile is the default encryption config in the data dir.
+const EncryptionConfigFile = "encryption-config.yaml"
+
+// loadEncryption loads Options.EncryptionConfig, or the data dir's default (created on
+// first start).
+func loadEncryption(opts Options) (*encryption.Config, error) {
+	if opts.EncryptionConfig != "" {
+		return encryption.Load(opts.EncryptionConfig)
+	}
+	return encryption.LoadOrCreate(filepath.Join(opts.DataDir, EncryptionConfigFile))
+}
 
 // secretFields are the field selectors upstream serves for secrets (kubectl get secrets
 // --field-selector type=kubernetes.io/tls; helm lists its releases by label, not field).
 func secretFields(o runtime.Object) map[string]string {
 	return map[string]string{"type": string(o.(*corev1.Secret).Type)}
 }
+
+// EtcdClient is the etcd client of the server's storage: tests read stored values with it
+// (a secret's value is not plain text there), operators should not need it.
+func (s *Server) EtcdClient() *clientv3.Client { return s.backend.Client() }

@@ -30,6 +30,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
 	"github.com/wasmkube/wasmkube/core/apiserver/defaults"
 	"github.com/wasmkube/wasmkube/core/apiserver/openapi"
+	"github.com/wasmkube/wasmkube/core/apiserver/serviceaccount"
 	"github.com/wasmkube/wasmkube/core/apiserver/validation"
 	"github.com/wasmkube/wasmkube/core/storage"
 )
@@ -62,6 +63,10 @@ type Options struct {
 	EventTTL time.Duration
 	// CompactionInterval of etcd history; storage's default when zero.
 	CompactionInterval time.Duration
+	// EncryptionConfig is the path of an EncryptionConfiguration (upstream's
+	// --encryption-provider-config). Empty: DataDir/encryption-config.yaml, created on
+	// first start with a fresh AES-GCM key for secrets (docs/security.md).
+	EncryptionConfig string
 	// Logger; slog.Default() when nil.
 	Logger *slog.Logger
 	// NodeCredentialTTL is how long a node credential (join, renewal) is valid;
@@ -92,6 +97,8 @@ type Server struct {
 	kubeletClient  *http.Client
 
 	namespaces *nsCache
+	// saTokens signs and verifies service account tokens (serviceaccounts.go).
+	saTokens *serviceaccount.Issuer
 	bgCancel   context.CancelFunc
 	health     healthChecks
 
@@ -177,10 +184,14 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
 	s.auth.shared = shared
+	if s.saTokens, err = serviceaccount.LoadOrCreate(filepath.Join(pkiDir, serviceAccountKeyFile), serviceaccount.DefaultIssuer); err != nil {
+		return nil, fmt.Errorf("apiserver: %w", err)
+	}
 	s.kubeletClient = newKubeletClient()
 	plugins := []admission.Plugin{
 		admission.NamespaceLifecycle{Get: s.getNamespace},
 		admission.NodeRestriction{},
+		admission.ServiceAccount{Get: s.getServiceAccount},
 		admission.Defaulting{Default: defaults.Default},
 		admission.DefaultTolerationSeconds{Seconds: opts.DefaultTolerationSeconds},
 	}
@@ -196,6 +207,10 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
+	enc, err := loadEncryption(opts)
+	if err != nil {
+		return nil, fmt.Errorf("apiserver: %w", err)
+	}
 	for _, r := range resources {
 		if r.createOnly {
 			continue
@@ -206,6 +221,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		}
 		if r.indexOf != nil {
 			ropts = append(ropts, storage.WithWatchIndex(r.indexOf))
+		}
+		if t := enc.For(r.gvr.Resource, r.gvr.Group); t != nil {
+			ropts = append(ropts, storage.WithTransformer(t))
 		}
 		st := &store{res: r, s: s.backend.ForResource(r.gvr.Resource, r.newFunc, r.newList, ropts...), chain: s.chain}
 		if r.kind == "Service" {

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/wasmkube/wasmkube/core/apiserver/serviceaccount"
 	"github.com/wasmkube/wasmkube/core/storage"
 )
 
@@ -289,10 +290,24 @@ func (s *Server) serveTokenReview(rq *request) error {
 		return apierrors.NewInvalid(tokenReviewRes.gvk().GroupKind(), "", field.ErrorList{field.Required(field.NewPath("spec", "token"), "")})
 	}
 	u, ok := s.auth.authenticate(tr.Spec.Token)
+	auds := tr.Spec.Audiences
+	var saErr error
+	if !ok {
+		// A service account token is checked for the audiences asked about (the API
+		// server's own when none), and answers with those it matched, as upstream.
+		want := tr.Spec.Audiences
+		if len(want) == 0 {
+			want = s.apiAudiences()
+		}
+		u, auds, saErr = s.authenticateServiceAccount(rq.r.Context(), tr.Spec.Token, want)
+		ok = saErr == nil
+	}
 	tr.Status = authenticationv1.TokenReviewStatus{Authenticated: ok}
 	if ok {
 		tr.Status.User = authenticationv1.UserInfo{Username: u.Name, Groups: u.Groups}
-		tr.Status.Audiences = tr.Spec.Audiences
+		tr.Status.Audiences = auds
+	} else if saErr != nil && !errors.Is(saErr, serviceaccount.ErrNotOurs) {
+		tr.Status.Error = saErr.Error()
 	} else {
 		tr.Status.Error = "invalid bearer token"
 	}

@@ -1,0 +1,189 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/apiserver/serviceaccount"
+	"github.com/wasmkube/wasmkube/core/apiserver/validation"
+	"github.com/wasmkube/wasmkube/core/storage"
+)
+
+// serviceAccountKeyFile is the token signing key, under the data dir's pki/.
+const serviceAccountKeyFile = "sa.key"
+
+// defaultTokenSeconds is a TokenRequest's expiry when it asks for none, as upstream.
+const defaultTokenSeconds = 3600
+
+// saDeletionGrace: a token of an account deleted less than this long ago still passes, as
+// upstream (requests racing the deletion).
+const saDeletionGrace = 60 * time.Second
+
+var tokenRequestRes = &resource{gvr: authenticationv1.SchemeGroupVersion.WithResource("tokenrequests"), kind: "TokenRequest",
+	newFunc: newOf[authenticationv1.TokenRequest]()}
+
+func (s *Server) apiAudiences() []string { return []string{s.saTokens.Issuer()} }
+
+// authenticate maps a bearer token to its user: the server's own tokens first, then
+// service account tokens.
+func (s *Server) authenticate(ctx context.Context, token string) (admission.UserInfo, bool) {
+	if u, ok := s.auth.authenticate(token); ok {
+		return u, true
+	}
+	u, _, err := s.authenticateServiceAccount(ctx, token, s.apiAudiences())
+	return u, err == nil
+}
+
+// authenticateServiceAccount checks a service account token for one of audiences: its
+// signature and expiry, then that its account, and the object it is bound to, still
+// exist with the uids it names. It returns the user and the audiences matched.
+func (s *Server) authenticateServiceAccount(ctx context.Context, token string, audiences []string) (admission.UserInfo, []string, error) {
+	if token == "" {
+		return admission.UserInfo{}, nil, serviceaccount.ErrNotOurs
+	}
+	c, err := s.saTokens.Verify(token, time.Now())
+	if err != nil {
+		return admission.UserInfo{}, nil, err
+	}
+	matched := serviceaccount.Intersect(c.Audiences, audiences)
+	if len(matched) == 0 {
+		return admission.UserInfo{}, nil, errors.New("token audiences is invalid for the current server")
+	}
+	get := func(res, name string) (metav1.Object, error) {
+		st := s.stores[corev1.SchemeGroupVersion.WithResource(res)]
+		ns := c.Namespace
+		if res == "nodes" {
+			ns = ""
+		}
+		obj, err := st.s.Get(ctx, st.key(ns, name))
+		if err != nil {
+			return nil, err
+		}
+		return objMeta(obj), nil
+	}
+	sa, err := get("serviceaccounts", c.ServiceAccount.Name)
+	if err != nil {
+		return admission.UserInfo{}, nil, fmt.Errorf("service account %s/%s: %w", c.Namespace, c.ServiceAccount.Name, err)
+	}
+	if string(sa.GetUID()) != c.ServiceAccount.UID {
+		return admission.UserInfo{}, nil, fmt.Errorf("service account %s/%s was recreated (uid %s, token names %s)", c.Namespace, sa.GetName(), sa.GetUID(), c.ServiceAccount.UID)
+	}
+	if dt := sa.GetDeletionTimestamp(); dt != nil && time.Since(dt.Time) > saDeletionGrace {
+		return admission.UserInfo{}, nil, fmt.Errorf("service account %s/%s is being deleted", c.Namespace, sa.GetName())
+	}
+	for _, b := range []struct {
+		res string
+		ref *serviceaccount.Ref
+	}{{"pods", c.Pod}, {"secrets", c.Secret}, {"nodes", c.Node}} {
+		if b.ref == nil {
+			continue
+		}
+		obj, err := get(b.res, b.ref.Name)
+		if err != nil {
+			return admission.UserInfo{}, nil, fmt.Errorf("the token's %s %s: %w", b.res, b.ref.Name, err)
+		}
+		if string(obj.GetUID()) != b.ref.UID {
+			return admission.UserInfo{}, nil, fmt.Errorf("the token's %s %s was recreated", b.res, b.ref.Name)
+		}
+	}
+	return admission.UserInfo{Name: serviceaccount.Username(c.Namespace, c.ServiceAccount.Name), Groups: serviceaccount.Groups(c.Namespace)}, matched, nil
+}
+
+// serveTokenRequest is POST serviceaccounts/NAME/token: a signed token for the account,
+// bound to a pod, secret or node when the request says so.
+func (s *Server) serveTokenRequest(ctx context.Context, rq *request, st *store) error {
+	obj, err := s.decodeAs(rq, tokenRequestRes)
+	if err != nil {
+		return err
+	}
+	tr := obj.(*authenticationv1.TokenRequest)
+	name, ns := rq.info.name, rq.info.namespace
+	if tr.Spec.ExpirationSeconds == nil {
+		e := int64(defaultTokenSeconds)
+		tr.Spec.ExpirationSeconds = &e
+	}
+	if len(tr.Spec.Audiences) == 0 {
+		tr.Spec.Audiences = s.apiAudiences()
+	}
+	if errs := validation.ValidateTokenRequest(tr); len(errs) > 0 {
+		return apierrors.NewInvalid(tokenRequestRes.gvk().GroupKind(), name, errs)
+	}
+	saObj, err := st.s.Get(ctx, st.key(ns, name))
+	if err != nil {
+		return st.apiError(err, name)
+	}
+	sa := saObj.(*corev1.ServiceAccount)
+	claims := serviceaccount.Claims{Namespace: ns, ServiceAccount: serviceaccount.Ref{Name: sa.Name, UID: string(sa.UID)}, Audiences: tr.Spec.Audiences}
+	node := admission.NodeName(rq.user)
+	if b := tr.Spec.BoundObjectRef; b != nil {
+		res := map[string]string{"Pod": "pods", "Secret": "secrets", "Node": "nodes"}[b.Kind]
+		bst := s.stores[corev1.SchemeGroupVersion.WithResource(res)]
+		bns := ns
+		if b.Kind == "Node" {
+			bns = ""
+		}
+		bobj, err := bst.s.Get(ctx, bst.key(bns, b.Name))
+		if err != nil {
+			return bst.apiError(err, b.Name)
+		}
+		m := objMeta(bobj)
+		if b.UID != "" && b.UID != m.GetUID() {
+			return apierrors.NewConflict(bst.res.gvr.GroupResource(), b.Name, fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record (%s); the object might have been deleted and then recreated", b.UID, m.GetUID()))
+		}
+		ref := &serviceaccount.Ref{Name: m.GetName(), UID: string(m.GetUID())}
+		tr.Spec.BoundObjectRef.UID = m.GetUID()
+		switch b.Kind {
+		case "Pod":
+			pod := bobj.(*corev1.Pod)
+			if pod.Spec.ServiceAccountName != sa.Name {
+				return apierrors.NewBadRequest(fmt.Sprintf("cannot bind token for serviceaccount %q to pod running with different serviceaccount name", sa.Name))
+			}
+			if node != "" && pod.Spec.NodeName != node {
+				return apierrors.NewForbidden(st.res.gvr.GroupResource(), name, fmt.Errorf("node %q may only request tokens for pods bound to it", node))
+			}
+			claims.Pod = ref
+		case "Secret":
+			claims.Secret = ref
+		case "Node":
+			claims.Node = ref
+		}
+	}
+	if node != "" && claims.Pod == nil {
+		return apierrors.NewForbidden(st.res.gvr.GroupResource(), name, fmt.Errorf("node %q may only request tokens bound to pods", node))
+	}
+	now := time.Now()
+	claims.IssuedAt, claims.Expiry = now, now.Add(time.Duration(*tr.Spec.ExpirationSeconds)*time.Second)
+	tr.ObjectMeta = metav1.ObjectMeta{Name: name, Namespace: ns, CreationTimestamp: metav1.NewTime(now)}
+	tr.TypeMeta = metav1.TypeMeta{Kind: "TokenRequest", APIVersion: authenticationv1.SchemeGroupVersion.String()}
+	if !rq.dryRun {
+		tok, err := s.saTokens.Sign(claims)
+		if err != nil {
+			return apierrors.NewInternalError(fmt.Errorf("sign token for %s/%s: %w", ns, name, err))
+		}
+		tr.Status = authenticationv1.TokenRequestStatus{Token: tok, ExpirationTimestamp: metav1.NewTime(claims.Expiry)}
+	}
+	writeJSON(rq.w, http.StatusCreated, tr, rq.format)
+	return nil
+}
+
+// getServiceAccount is the ServiceAccount admission plugin's reader: nil when absent.
+func (s *Server) getServiceAccount(ctx context.Context, ns, name string) (*corev1.ServiceAccount, error) {
+	st := s.stores[corev1.SchemeGroupVersion.WithResource("serviceaccounts")]
+	obj, err := st.s.Get(ctx, st.key(ns, name))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*corev1.ServiceAccount), nil
+}
