@@ -11,6 +11,8 @@ run() { echo "== $*" | tee -a "$out"; "$@" 2>&1 | tee -a "$out"; }
 # API server and storage
 run go test ./core/apiserver -run '^$' -bench PodCreate -benchtime 5000x
 run go test ./core/storage -run '^$' -bench 'BenchmarkCreate|BenchmarkWatchFanout' -benchtime 5000x
+# etcd leader changes under 8 writers: client-visible errors (issue 16: 0) and write latency
+run go test ./core/apiserver -run '^$' -bench EtcdLeaderChange -benchtime 10x
 # Scheduler: the algorithm alone, then end to end through the API server, native and wasm
 run go test ./core/scheduler/runtime -run '^$' -bench SchedulePod -benchtime 3000x
 run bin/wasmkube bench scheduler --nodes 5000 --pods 10000 --output json

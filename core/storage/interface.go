@@ -19,7 +19,9 @@ import (
 // Errors returned by Interface; test with errors.Is. The API server maps them to
 // 404 NotFound, 409 AlreadyExists, 409 Conflict, 410 Gone (Expired), 504 Timeout
 // (TooLarge, as upstream does for a resourceVersion the store has not reached yet) and
-// 400 BadRequest (Invalid: a malformed resourceVersion or continue token).
+// 400 BadRequest (Invalid: a malformed resourceVersion or continue token); etcd faults
+// that outlast the request's deadline are ErrUnavailable (503) and ErrOutcomeUnknown (500),
+// in retry.go.
 var (
 	ErrNotFound      = errors.New("storage: not found")
 	ErrAlreadyExists = errors.New("storage: already exists")

@@ -2,6 +2,7 @@ package apiservertest
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 // etcdStartTimeout bounds the wait for a member to report a leader after it started.
@@ -108,6 +112,64 @@ func (c *EtcdCluster) StopMember(i int) {
 		<-m.done
 	}
 	m.cmd = nil
+}
+
+// KillMember kills member i with SIGKILL (a crash: no leadership transfer, requests in
+// flight lost) and waits for its process to exit. Its data stays for StartMember.
+func (c *EtcdCluster) KillMember(i int) {
+	c.t.Helper()
+	m := c.members[i]
+	if m.cmd == nil {
+		return
+	}
+	_ = m.cmd.Process.Kill()
+	<-m.done
+	m.cmd = nil
+}
+
+// Leader is the index of the member that leads, as the running members report it (each
+// member's status names the leader's ID). It fails the test after a minute without one.
+func (c *EtcdCluster) Leader() int {
+	c.t.Helper()
+	deadline := time.Now().Add(etcdStartTimeout)
+	for {
+		ids := map[uint64]int{}
+		var lead uint64
+		for i, m := range c.members {
+			if m.cmd == nil {
+				continue
+			}
+			if id, leader, err := memberStatus(m.client); err == nil {
+				ids[id] = i
+				if leader != 0 {
+					lead = leader
+				}
+			}
+		}
+		if i, ok := ids[lead]; ok && lead != 0 {
+			return i
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("apiservertest: no etcd member leads after %s", etcdStartTimeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// memberStatus is a member's own ID and the ID of the leader it follows (0: none).
+func memberStatus(endpoint string) (id, leader uint64, err error) {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	st, err := cli.Status(ctx, endpoint)
+	if err != nil {
+		return 0, 0, err
+	}
+	return st.Header.MemberId, st.Leader, nil
 }
 
 // StartMember starts a stopped member again on its data and ports, and returns once it
