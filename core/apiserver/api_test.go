@@ -344,7 +344,7 @@ func TestRestartKeepsObjectsAndCredentials(t *testing.T) {
 		t.Fatalf("endpoints default/kubernetes after restart: %v %+v (server %s)", err, ep, second.URL)
 	}
 	nodeCfg.Host = second.URL
-	if _, err := mustClient(t, nodeCfg).CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err != nil {
+	if _, err := mustClient(t, nodeCfg).CoreV1().Services("default").List(ctx, metav1.ListOptions{}); err != nil {
 		t.Fatalf("node token after restart: %v", err)
 	}
 }

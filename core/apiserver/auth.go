@@ -1,8 +1,12 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
 )
@@ -35,45 +39,76 @@ type requestInfo struct {
 	subresource     string
 }
 
-// authorize decides the coarse verb/resource question. Object-level limits for kubelets
-// (their own Node, pods bound to them) are enforced by admission.NodeRestriction.
-func authorize(u admission.UserInfo, ri *requestInfo) (bool, string) {
-	if u.InGroup(mastersGroup) {
-		return true, ""
+// attrsOf is the authorization question of a parsed request. A list or watch whose field
+// selector names one object (metadata.name=x) is asked about that object, as upstream's
+// RequestInfoFactory does, so resourceNames rules and the node authorizer apply to it.
+func attrsOf(u admission.UserInfo, ri *requestInfo, fieldSelector string) *authzAttrs {
+	a := &authzAttrs{user: u, verb: ri.verb, resourceRequest: ri.resourceRequest, namespace: ri.namespace, name: ri.name,
+		subresource: ri.subresource, fieldSelector: fieldSelector}
+	if ri.res != nil {
+		a.group, a.resource = ri.res.gvr.Group, ri.res.gvr.Resource
 	}
-	if !ri.resourceRequest {
-		return true, "" // discovery, version, openapi, metrics: any authenticated user
-	}
-	resName := ri.res.gvr.Resource
-	if ri.verb == "create" && (resName == "selfsubjectreviews" || resName == "selfsubjectaccessreviews" || resName == "selfsubjectrulesreviews") {
-		return true, "" // any authenticated user may ask about itself, as upstream's system:basic-user
-	}
-	node := admission.NodeName(u)
-	if node == "" {
-		return false, "user has no permissions"
-	}
-	switch ri.verb {
-	case "get", "list", "watch":
-		if resName == "pods" && ri.subresource == "log" {
-			return false, fmt.Sprintf("node %q may not read pod logs", node)
+	if a.name == "" && (a.verb == "list" || a.verb == "watch") && fieldSelector != "" {
+		if sel, err := fields.ParseSelector(fieldSelector); err == nil {
+			if n, ok := sel.RequiresExactMatch("metadata.name"); ok {
+				a.name = n
+			}
 		}
+	}
+	return a
+}
+
+// authorizeTimeout bounds the wait for the authorizers' caches at start.
+const authorizeTimeout = 30 * time.Second
+
+// authorizeAttrs is the authorizer chain, as upstream's --authorization-mode=Node,RBAC
+// with system:masters first: the masters group may do everything; a node's request is
+// decided by the node authorizer (nodeauth.go) when it allows it, else by RBAC like
+// everyone else's (rbac.go). The reason is for the 403 message.
+func (s *Server) authorizeAttrs(ctx context.Context, a *authzAttrs) (bool, string) {
+	if a.user.InGroup(mastersGroup) {
 		return true, ""
 	}
-	switch {
-	case resName == "nodes" && (ri.subresource == "" || ri.subresource == "status") && ri.verb != "deletecollection":
-		return true, ""
-	case resName == "leases" && ri.verb != "deletecollection":
-		return true, ""
-	case resName == "pods" && ri.subresource == "status" && (ri.verb == "update" || ri.verb == "patch"):
-		return true, ""
-	case resName == "pods" && ri.subresource == "" && ri.verb == "delete":
-		return true, ""
-	case resName == "events" && (ri.verb == "create" || ri.verb == "update" || ri.verb == "patch"):
-		return true, ""
-	case resName == "tokenreviews" && ri.verb == "create":
+	ctx, cancel := context.WithTimeout(ctx, authorizeTimeout)
+	defer cancel()
+	var reason string
+	if node := admission.NodeName(a.user); node != "" && s.nodeAuthz != nil {
+		ok, why := s.nodeAuthz.authorize(ctx, node, a)
+		if ok {
+			return true, ""
+		}
+		reason = why
+	}
+	if s.rbac == nil {
+		return false, reason
+	}
+	if err := s.rbac.wait(ctx); err != nil {
+		return false, err.Error()
+	}
+	if s.rbac.allows(a) {
 		return true, ""
 	}
-	return false, fmt.Sprintf("node %q may not %s %s", node, ri.verb, subName(resName, ri.subresource))
+	return false, reason
+}
+
+// forbiddenMessage is upstream's: User "u" cannot list resource "pods" in API group ""
+// in the namespace "ns": reason.
+func forbiddenMessage(a *authzAttrs, reason string) string {
+	var m string
+	if !a.resourceRequest {
+		m = fmt.Sprintf("User %q cannot %s path %q", a.user.Name, a.verb, a.path)
+	} else {
+		m = fmt.Sprintf("User %q cannot %s resource %q in API group %q", a.user.Name, a.verb, a.resName(), a.group)
+		if a.namespace != "" {
+			m += fmt.Sprintf(" in the namespace %q", a.namespace)
+		} else {
+			m += " at the cluster scope"
+		}
+	}
+	if reason != "" {
+		m += ": " + reason
+	}
+	return m
 }
 
 func subName(res, sub string) string {
@@ -81,4 +116,11 @@ func subName(res, sub string) string {
 		return res
 	}
 	return res + "/" + sub
+}
+
+// isNonResourcePath: the paths served besides resources (metrics, OpenAPI, discovery),
+// authorized as non-resource requests (verb = the lowercase HTTP method).
+func isNonResourcePath(path string) bool {
+	return path == "/metrics" || path == "/openapi/v2" || path == "/openapi/v3" || strings.HasPrefix(path, "/openapi/v3/") ||
+		path == "/api" || path == "/apis" || path == "/api/v1" || strings.HasPrefix(path, "/apis/") && strings.Count(path, "/") <= 3
 }

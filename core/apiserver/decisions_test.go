@@ -7,12 +7,12 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/wasmkube/wasmkube/core/apiserver/admission"
 )
 
 func storeFor(resource string) *store {
@@ -179,36 +179,72 @@ func TestNegotiate(t *testing.T) {
 	}
 }
 
-func TestAuthorize(t *testing.T) {
-	node := admission.UserInfo{Name: "system:node:n1", Groups: []string{"system:nodes"}}
-	admin := admission.UserInfo{Name: "a", Groups: []string{"system:masters"}}
-	other := admission.UserInfo{Name: "someone"}
-	ri := func(verb, res, sub string) *requestInfo {
-		return &requestInfo{resourceRequest: true, verb: verb, res: storeFor(res).res, subresource: sub}
+// RBAC rule matching as upstream's RuleAllows, and the fixed rules every node has.
+func TestRuleAllowsAndNodeRules(t *testing.T) {
+	res := func(verb, group, resource, sub, name string) *authzAttrs {
+		return &authzAttrs{verb: verb, resourceRequest: true, group: group, resource: resource, subresource: sub, name: name}
 	}
+	url := func(verb, path string) *authzAttrs { return &authzAttrs{verb: verb, path: path} }
+	r := func(verbs, groups, resources []string, names ...string) rbacv1.PolicyRule {
+		return rbacv1.PolicyRule{Verbs: verbs, APIGroups: groups, Resources: resources, ResourceNames: names}
+	}
+	s := func(x ...string) []string { return x }
 	cases := []struct {
-		user admission.UserInfo
-		ri   *requestInfo
-		ok   bool
+		rule rbacv1.PolicyRule
+		a    *authzAttrs
+		want bool
 	}{
-		{admin, ri("delete", "nodes", ""), true},
-		{other, ri("get", "pods", ""), false},
-		{node, ri("watch", "pods", ""), true},
-		{node, ri("get", "pods", "log"), false},
-		{node, ri("patch", "nodes", "status"), true},
-		{node, ri("update", "leases", ""), true},
-		{node, ri("patch", "pods", "status"), true},
-		{node, ri("update", "pods", ""), false},
-		{node, ri("create", "pods", ""), false},
-		{node, ri("delete", "pods", ""), true},
-		{node, ri("deletecollection", "pods", ""), false},
-		{node, ri("create", "events", ""), true},
-		{node, ri("create", "deployments", ""), false},
-		{node, ri("deletecollection", "nodes", ""), false},
+		{r(s("get"), s(""), s("pods")), res("get", "", "pods", "", "p"), true},
+		{r(s("get"), s(""), s("pods")), res("list", "", "pods", "", ""), false},
+		{r(s("*"), s(""), s("pods")), res("deletecollection", "", "pods", "", ""), true},
+		{r(s("get"), s("apps"), s("pods")), res("get", "", "pods", "", ""), false},
+		{r(s("get"), s("*"), s("*")), res("get", "apps", "deployments", "scale", ""), true},
+		{r(s("get"), s(""), s("pods")), res("get", "", "pods", "log", "p"), false},
+		{r(s("get"), s(""), s("pods/log")), res("get", "", "pods", "log", "p"), true},
+		{r(s("get"), s(""), s("*/log")), res("get", "", "pods", "log", "p"), true},
+		{r(s("get"), s(""), s("*/log")), res("get", "", "pods", "", "p"), false},
+		{r(s("get"), s(""), s("configmaps"), "a"), res("get", "", "configmaps", "", "a"), true},
+		{r(s("get"), s(""), s("configmaps"), "a"), res("get", "", "configmaps", "", "b"), false},
+		{r(s("get"), s(""), s("configmaps"), "a"), res("list", "", "configmaps", "", ""), false},
+		{rbacv1.PolicyRule{Verbs: s("get"), NonResourceURLs: s("/metrics")}, url("get", "/metrics"), true},
+		{rbacv1.PolicyRule{Verbs: s("get"), NonResourceURLs: s("/apis/*")}, url("get", "/apis/apps/v1"), true},
+		{rbacv1.PolicyRule{Verbs: s("get"), NonResourceURLs: s("/apis/*")}, url("get", "/api"), false},
+		{rbacv1.PolicyRule{Verbs: s("get"), NonResourceURLs: s("*")}, url("post", "/x"), false},
+		{rbacv1.PolicyRule{Verbs: s("get"), NonResourceURLs: s("*")}, res("get", "", "pods", "", ""), false},
 	}
-	for _, c := range cases {
-		if ok, _ := authorize(c.user, c.ri); ok != c.ok {
-			t.Errorf("%s %s %s/%s: %v, want %v", c.user.Name, c.ri.verb, c.ri.res.gvr.Resource, c.ri.subresource, ok, c.ok)
+	for i, c := range cases {
+		if got := ruleAllows(c.a, &c.rule); got != c.want {
+			t.Errorf("case %d: rule %+v on %+v: %v, want %v", i, c.rule, *c.a, got, c.want)
+		}
+	}
+	node := func(a *authzAttrs) bool {
+		for i := range nodeRules {
+			if ruleAllows(a, &nodeRules[i]) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, c := range []struct {
+		a    *authzAttrs
+		want bool
+	}{
+		{res("patch", "", "nodes", "status", "n1"), true},
+		{res("update", "coordination.k8s.io", "leases", "", "n1"), true},
+		{res("patch", "", "pods", "status", "p"), true},
+		{res("update", "", "pods", "", "p"), false},
+		{res("delete", "", "pods", "", "p"), true},
+		{res("deletecollection", "", "pods", "", ""), false},
+		{res("create", "", "events", "", ""), true},
+		{res("list", "", "services", "", ""), true},
+		{res("create", "apps", "deployments", "", ""), false},
+		{res("get", "apps", "deployments", "", "d"), false},
+		{res("deletecollection", "", "nodes", "", ""), false},
+		{res("get", "", "pods", "log", "p"), false},
+		{res("list", "rbac.authorization.k8s.io", "roles", "", ""), false},
+	} {
+		if got := node(c.a); got != c.want {
+			t.Errorf("node rules on %s %s/%s: %v, want %v", c.a.verb, c.a.resource, c.a.subresource, got, c.want)
 		}
 	}
 }

@@ -111,10 +111,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveRevoke(sw, r)
 		return
 	}
-	user, ok := s.authenticateLimited(sw, r)
+	user, ok := s.authenticateStatic(bearerToken(r.Header.Get("Authorization")))
+	if !ok {
+		user, ok = s.authenticateLimited(sw, r)
+	}
 	userName = user.Name
 	if !ok {
 		return
+	}
+	// kubectl --as/--as-group (impersonate.go), then the authorizers (auth.go) decide.
+	user, ierr := s.impersonate(r.Context(), r, user)
+	if ierr != nil {
+		writeError(sw, ierr)
+		return
+	}
+	userName = user.Name
+	if isNonResourcePath(path) {
+		a := &authzAttrs{user: user, verb: strings.ToLower(r.Method), path: r.URL.Path}
+		if ok, why := s.authorizeAttrs(r.Context(), a); !ok {
+			writeError(sw, apierrors.NewForbidden(schema.GroupResource{}, "", errors.New(forbiddenMessage(a, why))))
+			return
+		}
 	}
 	switch {
 	case path == "/metrics":
@@ -138,11 +155,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ml = labelsFor(metricVerb(info.verb), info, r.URL.Query()["dryRun"])
-	resName, sub := info.res.gvr.Resource, info.subresource
-	if ok, why := authorize(user, info); !ok {
-		writeError(sw, apierrors.NewForbidden(info.res.gvr.GroupResource(), info.name,
-			fmt.Errorf("User %q cannot %s resource %q in API group %q: %s", user.Name, info.verb, subName(resName, sub), info.res.gvr.Group, why)))
-		return
+	if a := attrsOf(user, info, r.URL.Query().Get("fieldSelector")); true {
+		if ok, why := s.authorizeAttrs(r.Context(), a); !ok {
+			writeError(sw, apierrors.NewForbidden(info.res.gvr.GroupResource(), info.name, errors.New(forbiddenMessage(a, why))))
+			return
+		}
 	}
 	rq := &request{w: sw, r: r, info: info, user: user, query: r.URL.Query()}
 	if err := s.serveResource(rq); err != nil {
@@ -304,6 +321,10 @@ func (s *Server) serveResource(rq *request) error {
 		return s.serveSelfSubjectAccessReview(rq)
 	case "selfsubjectrulesreviews":
 		return s.serveSelfSubjectRulesReview(rq)
+	case "subjectaccessreviews":
+		return s.serveSubjectAccessReview(rq)
+	case "localsubjectaccessreviews":
+		return s.serveLocalSubjectAccessReview(rq)
 	}
 
 	switch info.verb {

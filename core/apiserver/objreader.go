@@ -125,6 +125,14 @@ type objectCache struct {
 	m        map[string]runtime.Object
 	synced   chan struct{}
 	syncOnce sync.Once
+	// changed, when set, is called after the cache changed (a relist or an event).
+	changed func()
+}
+
+func (c *objectCache) notify() {
+	if c.changed != nil {
+		c.changed()
+	}
 }
 
 func (c *objectCache) run(ctx context.Context) {
@@ -160,6 +168,7 @@ func (c *objectCache) listAndWatch(ctx context.Context) error {
 	c.m = m
 	c.mu.Unlock()
 	c.syncOnce.Do(func() { close(c.synced) })
+	c.notify()
 	w, err := c.st.s.Watch(ctx, c.st.prefix(""), storage.WatchOptions{ResourceVersion: lm.GetResourceVersion()})
 	if err != nil {
 		return err
@@ -181,6 +190,7 @@ func (c *objectCache) listAndWatch(ctx context.Context) error {
 			c.m[key] = ev.Object
 		}
 		c.mu.Unlock()
+		c.notify()
 	}
 	return errors.New("watch ended")
 }

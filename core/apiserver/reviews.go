@@ -1,13 +1,14 @@
 package apiserver
 
 import (
+	"context"
 	"net/http"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
@@ -37,57 +38,108 @@ func (s *Server) serveSelfSubjectAccessReview(rq *request) error {
 		return err
 	}
 	r := obj.(*authorizationv1.SelfSubjectAccessReview)
-	if errs := validateAccessReviewSpec(r.Spec); len(errs) > 0 {
+	if errs := validateAccessReviewSpec(r.Spec.ResourceAttributes, r.Spec.NonResourceAttributes); len(errs) > 0 {
 		return apierrors.NewInvalid(res.gvk().GroupKind(), "", errs)
 	}
 	r.CreationTimestamp = metav1.Now()
-	r.Status = accessReview(rq.user, r.Spec, s.reg)
+	r.Status = s.accessReview(rq.r.Context(), rq.user, r.Spec.ResourceAttributes, r.Spec.NonResourceAttributes)
 	writeJSON(rq.w, http.StatusCreated, r, rq.format)
 	return nil
 }
 
 // validateAccessReviewSpec requires exactly one of the two attribute sets, as upstream.
-func validateAccessReviewSpec(spec authorizationv1.SelfSubjectAccessReviewSpec) field.ErrorList {
+func validateAccessReviewSpec(ra *authorizationv1.ResourceAttributes, nra *authorizationv1.NonResourceAttributes) field.ErrorList {
 	var errs field.ErrorList
 	p := field.NewPath("spec")
 	switch {
-	case spec.ResourceAttributes == nil && spec.NonResourceAttributes == nil:
+	case ra == nil && nra == nil:
 		errs = append(errs, field.Required(p.Child("resourceAttributes"), "exactly one of nonResourceAttributes or resourceAttributes must be specified"))
-	case spec.ResourceAttributes != nil && spec.NonResourceAttributes != nil:
-		errs = append(errs, field.Invalid(p.Child("nonResourceAttributes"), spec.NonResourceAttributes, "cannot be specified in combination with resourceAttributes"))
+	case ra != nil && nra != nil:
+		errs = append(errs, field.Invalid(p.Child("nonResourceAttributes"), nra, "cannot be specified in combination with resourceAttributes"))
 	}
 	return errs
 }
 
-// accessReview answers "may u do this?" with the same authorize decision real requests
-// get. Like upstream's authorizers it is coarse: object-level limits on kubelets (their own
-// Node, pods bound to them) are admission's and not reflected here.
-func accessReview(u admission.UserInfo, spec authorizationv1.SelfSubjectAccessReviewSpec, reg registry) authorizationv1.SubjectAccessReviewStatus {
-	ri := &requestInfo{}
-	if a := spec.ResourceAttributes; a != nil {
-		ri.resourceRequest = true
-		ri.verb, ri.namespace, ri.name, ri.subresource = a.Verb, a.Namespace, a.Name, a.Subresource
-		ri.res = servedOrNamed(reg, a.Group, a.Version, a.Resource)
+// accessReview answers "may u do this?" with the authorizer chain real requests get.
+// Like upstream's it is the authorizers' answer: what admission would refuse on top
+// (NodeRestriction: a kubelet's own Node only) is not reflected.
+func (s *Server) accessReview(ctx context.Context, u admission.UserInfo, ra *authorizationv1.ResourceAttributes, nra *authorizationv1.NonResourceAttributes) authorizationv1.SubjectAccessReviewStatus {
+	a := &authzAttrs{user: u}
+	if ra != nil {
+		a.resourceRequest = true
+		a.verb, a.group, a.resource, a.subresource, a.namespace, a.name = ra.Verb, ra.Group, ra.Resource, ra.Subresource, ra.Namespace, ra.Name
+		if ra.FieldSelector != nil {
+			a.fieldSelector = ra.FieldSelector.RawSelector
+		}
 	} else {
-		ri.verb = spec.NonResourceAttributes.Verb
+		a.verb, a.path = nra.Verb, nra.Path
 	}
-	ok, why := authorize(u, ri)
+	ok, why := s.authorizeAttrs(ctx, a)
 	if ok {
-		return authorizationv1.SubjectAccessReviewStatus{Allowed: true, Reason: "allowed by wasmkube"}
+		return authorizationv1.SubjectAccessReviewStatus{Allowed: true}
 	}
 	return authorizationv1.SubjectAccessReviewStatus{Allowed: false, Reason: why}
 }
 
-// servedOrNamed finds the served resource group/resource names (any version when version
-// is empty or "*"); a resource wasmkube does not serve is still named, so the answer for
-// it follows the same rules.
-func servedOrNamed(reg registry, group, version, plural string) *resource {
-	for gvr, r := range reg {
-		if gvr.Group == group && gvr.Resource == plural && (version == "" || version == "*" || gvr.Version == version) {
-			return r
-		}
+// ---- subjectaccessreviews and localsubjectaccessreviews (asking about someone else) ----
+
+func (s *Server) serveSubjectAccessReview(rq *request) error {
+	res := s.reg[authorizationv1.SchemeGroupVersion.WithResource("subjectaccessreviews")]
+	obj, err := s.decodeAs(rq, res)
+	if err != nil {
+		return err
 	}
-	return &resource{gvr: schema.GroupVersionResource{Group: group, Version: version, Resource: plural}}
+	r := obj.(*authorizationv1.SubjectAccessReview)
+	errs := validateAccessReviewSpec(r.Spec.ResourceAttributes, r.Spec.NonResourceAttributes)
+	errs = append(errs, validateSubject(r.Spec)...)
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(res.gvk().GroupKind(), "", errs)
+	}
+	r.CreationTimestamp = metav1.Now()
+	r.Status = s.accessReview(rq.r.Context(), reviewedUser(r.Spec), r.Spec.ResourceAttributes, r.Spec.NonResourceAttributes)
+	writeJSON(rq.w, http.StatusCreated, r, rq.format)
+	return nil
+}
+
+func (s *Server) serveLocalSubjectAccessReview(rq *request) error {
+	res := s.reg[authorizationv1.SchemeGroupVersion.WithResource("localsubjectaccessreviews")]
+	obj, err := s.decodeAs(rq, res)
+	if err != nil {
+		return err
+	}
+	r := obj.(*authorizationv1.LocalSubjectAccessReview)
+	errs := validateSubject(r.Spec)
+	p := field.NewPath("spec")
+	switch {
+	case r.Spec.ResourceAttributes == nil:
+		errs = append(errs, field.Required(p.Child("resourceAttributes"), "resourceAttributes are required for a local review"))
+	case r.Spec.NonResourceAttributes != nil:
+		errs = append(errs, field.Invalid(p.Child("nonResourceAttributes"), r.Spec.NonResourceAttributes, "disallowed on this kind of request"))
+	case r.Spec.ResourceAttributes.Namespace == "":
+		r.Spec.ResourceAttributes.Namespace = rq.info.namespace
+	case r.Spec.ResourceAttributes.Namespace != rq.info.namespace:
+		errs = append(errs, field.Invalid(p.Child("resourceAttributes", "namespace"), r.Spec.ResourceAttributes.Namespace,
+			"must match the namespace of the request ("+rq.info.namespace+")"))
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(res.gvk().GroupKind(), "", errs)
+	}
+	r.Namespace = rq.info.namespace
+	r.CreationTimestamp = metav1.Now()
+	r.Status = s.accessReview(rq.r.Context(), reviewedUser(r.Spec), r.Spec.ResourceAttributes, nil)
+	writeJSON(rq.w, http.StatusCreated, r, rq.format)
+	return nil
+}
+
+func validateSubject(spec authorizationv1.SubjectAccessReviewSpec) field.ErrorList {
+	if spec.User == "" && len(spec.Groups) == 0 {
+		return field.ErrorList{field.Invalid(field.NewPath("spec", "user"), spec.User, "at least one of user or group must be specified")}
+	}
+	return nil
+}
+
+func reviewedUser(spec authorizationv1.SubjectAccessReviewSpec) admission.UserInfo {
+	return admission.UserInfo{Name: spec.User, Groups: spec.Groups}
 }
 
 // ---- selfsubjectrulesreviews (kubectl auth can-i --list) ----
@@ -103,44 +155,41 @@ func (s *Server) serveSelfSubjectRulesReview(rq *request) error {
 		return apierrors.NewInvalid(res.gvk().GroupKind(), "", field.ErrorList{field.Required(field.NewPath("spec", "namespace"), "")})
 	}
 	r.CreationTimestamp = metav1.Now()
-	r.Status = rulesReview(rq.user, r.Spec.Namespace)
+	st, err := s.rulesReview(rq.r.Context(), rq.user, r.Spec.Namespace)
+	if err != nil {
+		return err
+	}
+	r.Status = st
 	writeJSON(rq.w, http.StatusCreated, r, rq.format)
 	return nil
 }
 
-// rulesReview lists what u may do in namespace. The rules are derived by asking authorize
-// about every served resource, subresource and verb, so they cannot drift from the
-// decisions real requests get.
-func rulesReview(u admission.UserInfo, namespace string) authorizationv1.SubjectRulesReviewStatus {
-	if ok, _ := authorize(u, &requestInfo{resourceRequest: true, verb: "*", res: &resource{gvr: schema.GroupVersionResource{Resource: "*"}}}); ok {
-		return authorizationv1.SubjectRulesReviewStatus{
-			ResourceRules:    []authorizationv1.ResourceRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}},
-			NonResourceRules: []authorizationv1.NonResourceRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}},
-		}
-	}
+// rulesReview lists the rules that apply to u in namespace, as upstream: system:masters
+// may do everything; RBAC's rules from the bindings; a node's fixed rules. Rules the node
+// authorizer grants per object (its pods' secrets and config maps) are not enumerable, so
+// for nodes the answer is marked incomplete, as upstream's.
+func (s *Server) rulesReview(ctx context.Context, u admission.UserInfo, namespace string) (authorizationv1.SubjectRulesReviewStatus, error) {
 	var st authorizationv1.SubjectRulesReviewStatus
-	for _, res := range resources {
-		verbs := []string(res.verbs())
-		for _, sub := range append([]string{""}, res.subresources...) {
-			subVerbs := verbs
-			if sub != "" {
-				subVerbs = subresourceDiscovery[sub].verbs
-			}
-			var allowed []string
-			for _, v := range subVerbs {
-				if ok, _ := authorize(u, &requestInfo{resourceRequest: true, verb: v, res: res, namespace: namespace, subresource: sub}); ok {
-					allowed = append(allowed, v)
-				}
-			}
-			if len(allowed) > 0 {
-				st.ResourceRules = append(st.ResourceRules, authorizationv1.ResourceRule{
-					Verbs: allowed, APIGroups: []string{res.gvr.Group}, Resources: []string{subName(res.gvr.Resource, sub)},
-				})
-			}
+	rules := []rbacv1.PolicyRule(nil)
+	if u.InGroup(mastersGroup) {
+		rules = append(rules, fullAuthority...)
+	}
+	if admission.NodeName(u) != "" {
+		rules = append(rules, nodeRules...)
+		st.Incomplete = true
+	}
+	if err := s.rbac.wait(ctx); err != nil {
+		return st, apierrors.NewServiceUnavailable(err.Error())
+	}
+	rules = append(rules, s.rbac.rulesFor(u, namespace)...)
+	for _, r := range rules {
+		if len(r.NonResourceURLs) > 0 {
+			st.NonResourceRules = append(st.NonResourceRules, authorizationv1.NonResourceRule{Verbs: r.Verbs, NonResourceURLs: r.NonResourceURLs})
+			continue
 		}
+		st.ResourceRules = append(st.ResourceRules, authorizationv1.ResourceRule{
+			Verbs: r.Verbs, APIGroups: r.APIGroups, Resources: r.Resources, ResourceNames: r.ResourceNames,
+		})
 	}
-	if ok, _ := authorize(u, &requestInfo{verb: "get"}); ok {
-		st.NonResourceRules = []authorizationv1.NonResourceRule{{Verbs: []string{"get"}, NonResourceURLs: []string{"*"}}}
-	}
-	return st
+	return st, nil
 }

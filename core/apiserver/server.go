@@ -72,6 +72,9 @@ type Options struct {
 	// NodeCredentialTTL is how long a node credential (join, renewal) is valid;
 	// DefaultNodeCredentialTTL when zero. Kubelets renew at two thirds of it.
 	NodeCredentialTTL time.Duration
+	// TokenAuthFile is a CSV file of static user tokens (upstream's --token-auth-file):
+	// token,user,uid,"group1,group2". Empty: none. See docs/security.md.
+	TokenAuthFile string
 }
 
 // Server is a running API server. Create it with New and serve with Run.
@@ -99,7 +102,12 @@ type Server struct {
 	namespaces *nsCache
 	// saTokens signs and verifies service account tokens (serviceaccounts.go).
 	saTokens *serviceaccount.Issuer
-	bgCancel   context.CancelFunc
+	// rbac and nodeAuthz are the authorizers (rbac.go, nodeauth.go); staticTokens the
+	// users of Options.TokenAuthFile.
+	rbac         *rbacAuthorizer
+	nodeAuthz    *nodeGraph
+	staticTokens map[[32]byte]admission.UserInfo
+	bgCancel     context.CancelFunc
 	health     healthChecks
 
 	ready    chan struct{}
@@ -198,7 +206,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	// As upstream: mutating plugins (the built-in ones, then the caller's: wasm mutating
 	// policies), then built-in validation of the mutated object, then the caller's
 	// validating plugins. The chain runs every Admit before any Validate.
-	plugins = append(plugins, admission.Validation{Create: validation.Validate, Update: validation.ValidateUpdate})
+	plugins = append(plugins, admission.Validation{Create: validation.Validate, Update: validation.ValidateUpdate}, rbacEscalation{s})
 	plugins = append(plugins, opts.Admission...)
 	if s.chain, err = admission.NewChain(plugins...); err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)
@@ -239,6 +247,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	s.namespaces = &nsCache{st: s.stores[corev1.SchemeGroupVersion.WithResource("namespaces")]}
 	go s.namespaces.run(bg)
 	go s.auth.resync(bg, sharedResyncInterval)
+	if err := s.startAuthorizers(ctx, bg); err != nil {
+		return nil, fmt.Errorf("apiserver: %w", err)
+	}
 	reader := newObjectReader(bg, s)
 	for _, p := range opts.Admission {
 		if w, ok := p.(admission.WantsObjectReader); ok {

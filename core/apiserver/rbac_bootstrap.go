@@ -1,0 +1,339 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/component-helpers/auth/rbac/reconciliation"
+
+	"github.com/wasmkube/wasmkube/core/storage"
+)
+
+// The default roles and bindings, as upstream's bootstrappolicy, reduced to what wasmkube
+// serves and runs. They are reconciled at every start with upstream's reconciler
+// (k8s.io/component-helpers/auth/rbac/reconciliation): missing ones are created, missing
+// rules and subjects added, nothing removed, and an object annotated
+// rbac.authorization.kubernetes.io/autoupdate=false is left as the admin edited it.
+
+const (
+	bootstrapLabel   = "kubernetes.io/bootstrapping"
+	autoupdateAnno   = "rbac.authorization.kubernetes.io/autoupdate"
+	aggregateToAdmin = "rbac.authorization.k8s.io/aggregate-to-admin"
+	aggregateToEdit  = "rbac.authorization.k8s.io/aggregate-to-edit"
+	aggregateToView  = "rbac.authorization.k8s.io/aggregate-to-view"
+
+	// The users the scheduler and the controller manager act as when they run with their
+	// own credential (upstream's names).
+	SchedulerUser         = "system:kube-scheduler"
+	ControllerManagerUser = "system:kube-controller-manager"
+)
+
+func rule(verbs []string, groups []string, resources ...string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{Verbs: verbs, APIGroups: groups, Resources: resources}
+}
+
+func urlRule(verbs []string, urls ...string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{Verbs: verbs, NonResourceURLs: urls}
+}
+
+var (
+	read      = []string{"get", "list", "watch"}
+	write     = []string{"create", "delete", "deletecollection", "patch", "update"}
+	readWrite = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+	core      = []string{""}
+	apps      = []string{"apps"}
+	batch     = []string{"batch"}
+	rbacGroup = []string{rbacv1.GroupName}
+)
+
+func clusterRole(name string, labels map[string]string, rules ...rbacv1.PolicyRule) *rbacv1.ClusterRole {
+	l := map[string]string{bootstrapLabel: "rbac-defaults"}
+	for k, v := range labels {
+		l[k] = v
+	}
+	return &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l, Annotations: map[string]string{autoupdateAnno: "true"}},
+		Rules:      rules,
+	}
+}
+
+func aggregated(name, selectorLabel string, labels map[string]string) *rbacv1.ClusterRole {
+	cr := clusterRole(name, labels)
+	cr.AggregationRule = &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{
+		{MatchLabels: map[string]string{selectorLabel: "true"}},
+	}}
+	return cr
+}
+
+// bootstrapClusterRoles are the default ClusterRoles.
+func bootstrapClusterRoles() []*rbacv1.ClusterRole {
+	return []*rbacv1.ClusterRole{
+		clusterRole("cluster-admin", nil,
+			rule([]string{"*"}, []string{"*"}, "*"), urlRule([]string{"*"}, "*")),
+		// What every authenticated user may do.
+		clusterRole("system:discovery", nil,
+			urlRule([]string{"get"}, "/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version", "/version/")),
+		clusterRole("system:public-info-viewer", nil,
+			urlRule([]string{"get"}, "/healthz", "/livez", "/readyz", "/version", "/version/")),
+		clusterRole("system:basic-user", nil,
+			rule([]string{"create"}, []string{"authorization.k8s.io"}, "selfsubjectaccessreviews", "selfsubjectrulesreviews"),
+			rule([]string{"create"}, []string{"authentication.k8s.io"}, "selfsubjectreviews")),
+		// The user-facing roles: their rules are aggregated from the system:aggregate-to-*
+		// roles below and from any ClusterRole an admin labels the same way.
+		aggregated("admin", aggregateToAdmin, nil),
+		aggregated("edit", aggregateToEdit, map[string]string{aggregateToAdmin: "true"}),
+		aggregated("view", aggregateToView, map[string]string{aggregateToEdit: "true"}),
+		clusterRole("system:aggregate-to-admin", map[string]string{aggregateToAdmin: "true"},
+			rule([]string{"create"}, []string{"authorization.k8s.io"}, "localsubjectaccessreviews"),
+			rule(readWrite, rbacGroup, "rolebindings", "roles")),
+		clusterRole("system:aggregate-to-edit", map[string]string{aggregateToEdit: "true"},
+			rule([]string{"impersonate"}, core, "serviceaccounts"),
+			rule(write, core, "pods", "pods/attach", "pods/proxy", "pods/exec", "pods/portforward"),
+			rule([]string{"create"}, core, "pods/eviction"),
+			rule(write, core, "configmaps", "events", "persistentvolumeclaims", "replicationcontrollers",
+				"replicationcontrollers/scale", "secrets", "serviceaccounts", "services", "services/proxy"),
+			rule([]string{"create"}, core, "serviceaccounts/token"),
+			rule(write, apps, "daemonsets", "deployments", "deployments/rollback", "deployments/scale",
+				"replicasets", "replicasets/scale", "statefulsets", "statefulsets/scale"),
+			rule(write, []string{"autoscaling"}, "horizontalpodautoscalers"),
+			rule(write, batch, "cronjobs", "jobs"),
+			rule(write, []string{"policy"}, "poddisruptionbudgets"),
+			rule(write, []string{"networking.k8s.io"}, "ingresses", "networkpolicies"),
+			rule(readWrite, []string{"coordination.k8s.io"}, "leases"),
+			rule(read, core, "secrets")),
+		clusterRole("system:aggregate-to-view", map[string]string{aggregateToView: "true"},
+			rule(read, core, "pods", "configmaps", "endpoints", "persistentvolumeclaims", "persistentvolumeclaims/status",
+				"replicationcontrollers", "replicationcontrollers/scale", "serviceaccounts", "services", "services/status"),
+			rule(read, core, "bindings", "events", "limitranges", "namespaces/status", "pods/log", "pods/status",
+				"replicationcontrollers/status", "resourcequotas", "resourcequotas/status"),
+			rule(read, core, "namespaces"),
+			rule(read, []string{"discovery.k8s.io"}, "endpointslices"),
+			rule(read, apps, "controllerrevisions", "daemonsets", "daemonsets/status", "deployments", "deployments/scale",
+				"deployments/status", "replicasets", "replicasets/scale", "replicasets/status", "statefulsets",
+				"statefulsets/scale", "statefulsets/status"),
+			rule(read, []string{"autoscaling"}, "horizontalpodautoscalers", "horizontalpodautoscalers/status"),
+			rule(read, batch, "cronjobs", "cronjobs/status", "jobs", "jobs/status"),
+			rule(read, []string{"policy"}, "poddisruptionbudgets", "poddisruptionbudgets/status"),
+			rule(read, []string{"networking.k8s.io"}, "ingresses", "ingresses/status", "networkpolicies")),
+		// The nodes' permissions: kubelets get them from the node authorizer; the role is
+		// there for reading (and binding to a credential that is not a node's).
+		clusterRole("system:node", nil, nodeRules...),
+		clusterRole("system:node-proxier", nil,
+			rule(read, core, "endpoints", "services", "nodes"),
+			rule(read, []string{"discovery.k8s.io"}, "endpointslices"),
+			rule([]string{"create", "patch", "update"}, []string{"", "events.k8s.io"}, "events")),
+		clusterRole("system:kubelet-api-admin", nil,
+			rule(read, core, "nodes"),
+			rule([]string{"proxy"}, core, "nodes"),
+			rule([]string{"*"}, core, "nodes/proxy", "nodes/log", "nodes/stats", "nodes/metrics", "nodes/spec", "nodes/configz", "nodes/healthz", "nodes/pods", "nodes/checkpoint")),
+		clusterRole("system:auth-delegator", nil,
+			rule([]string{"create"}, []string{"authentication.k8s.io"}, "tokenreviews"),
+			rule([]string{"create"}, []string{"authorization.k8s.io"}, "subjectaccessreviews")),
+		clusterRole("system:monitoring", nil,
+			urlRule([]string{"get"}, "/metrics", "/metrics/slis", "/livez", "/readyz", "/healthz", "/livez/*", "/readyz/*", "/healthz/*")),
+		clusterRole("system:service-account-issuer-discovery", nil,
+			urlRule([]string{"get"}, "/.well-known/openid-configuration", "/.well-known/openid-configuration/", "/openid/v1/jwks", "/openid/v1/jwks/")),
+		// What wasmkube's scheduler (core/scheduler) reads and writes: pods and nodes,
+		// bindings, nominations in pod status, its Lease and the Events on it.
+		clusterRole("system:kube-scheduler", nil,
+			rule([]string{"create", "patch", "update"}, []string{"", "events.k8s.io"}, "events"),
+			rule([]string{"create", "get", "list", "watch", "update", "patch"}, []string{"coordination.k8s.io"}, "leases"),
+			rule(read, core, "nodes", "namespaces", "services", "replicationcontrollers", "persistentvolumeclaims", "persistentvolumes", "configmaps"),
+			rule([]string{"delete", "get", "list", "watch"}, core, "pods"),
+			rule([]string{"create"}, core, "bindings", "pods/binding"),
+			rule([]string{"patch", "update"}, core, "pods/status"),
+			rule(read, apps, "replicasets", "statefulsets"),
+			rule(read, []string{"policy"}, "poddisruptionbudgets"),
+			rule([]string{"create"}, []string{"authentication.k8s.io"}, "tokenreviews"),
+			rule([]string{"create"}, []string{"authorization.k8s.io"}, "subjectaccessreviews")),
+		// wasmkube's controller manager runs every controller under one credential (upstream
+		// gives each its own service account), so its role is their union: the workload
+		// controllers' writes, the node lifecycle's Node and pod writes, and the garbage
+		// collector's and namespace controller's read-and-delete of every resource. It
+		// holds no escalate, bind or impersonate, and nothing outside the API's resources.
+		clusterRole("system:kube-controller-manager", nil,
+			rule([]string{"get", "list", "watch", "patch", "update", "delete", "deletecollection"}, []string{"*"}, "*"),
+			rule([]string{"create"}, core, "pods", "events", "endpoints", "serviceaccounts", "serviceaccounts/token", "pods/eviction", "pods/binding"),
+			rule([]string{"create"}, []string{"events.k8s.io"}, "events"),
+			rule([]string{"create"}, apps, "replicasets", "controllerrevisions"),
+			rule([]string{"create"}, batch, "jobs"),
+			rule([]string{"create"}, []string{"discovery.k8s.io"}, "endpointslices"),
+			rule([]string{"create"}, []string{"coordination.k8s.io"}, "leases"),
+			rule([]string{"create"}, []string{"authentication.k8s.io"}, "tokenreviews"),
+			rule([]string{"create"}, []string{"authorization.k8s.io"}, "subjectaccessreviews")),
+	}
+}
+
+func clusterRoleBinding(name, role string, subjects ...rbacv1.Subject) *rbacv1.ClusterRoleBinding {
+	return &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{bootstrapLabel: "rbac-defaults"},
+			Annotations: map[string]string{autoupdateAnno: "true"}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects: subjects,
+	}
+}
+
+func groupSubject(name string) rbacv1.Subject {
+	return rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: name}
+}
+
+func userSubject(name string) rbacv1.Subject {
+	return rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: name}
+}
+
+func bootstrapClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
+	return []*rbacv1.ClusterRoleBinding{
+		clusterRoleBinding("cluster-admin", "cluster-admin", groupSubject(mastersGroup)),
+		clusterRoleBinding("system:discovery", "system:discovery", groupSubject(authedGroup)),
+		clusterRoleBinding("system:basic-user", "system:basic-user", groupSubject(authedGroup)),
+		clusterRoleBinding("system:public-info-viewer", "system:public-info-viewer", groupSubject(authedGroup), groupSubject(unauthenticatedGroup)),
+		clusterRoleBinding("system:monitoring", "system:monitoring", groupSubject("system:monitoring")),
+		clusterRoleBinding("system:service-account-issuer-discovery", "system:service-account-issuer-discovery", groupSubject(allSAsGroup)),
+		clusterRoleBinding("system:kube-scheduler", "system:kube-scheduler", userSubject(SchedulerUser)),
+		clusterRoleBinding("system:kube-controller-manager", "system:kube-controller-manager", userSubject(ControllerManagerUser)),
+		clusterRoleBinding("system:node-proxier", "system:node-proxier", userSubject("system:kube-proxy")),
+		// As upstream: bound to no one, kubelets are authorized by the node authorizer.
+		clusterRoleBinding("system:node", "system:node"),
+	}
+}
+
+// bootstrapRBAC reconciles the default roles and bindings. Several servers starting at
+// once are fine: a create that loses is re-read, an update that conflicts retried.
+func (s *Server) bootstrapRBAC(ctx context.Context) error {
+	roles := &storeRoleModifier{ctx: ctx, st: s.stores[clusterRolesGVR]}
+	for _, cr := range bootstrapClusterRoles() {
+		err := retryConflict(func() error {
+			_, err := (&reconciliation.ReconcileRoleOptions{
+				Role: reconciliation.ClusterRoleRuleOwner{ClusterRole: cr.DeepCopy()}, Client: roles, Confirm: true,
+			}).Run()
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("reconcile clusterrole %s: %w", cr.Name, err)
+		}
+	}
+	bindings := &storeBindingModifier{ctx: ctx, st: s.stores[clusterRoleBindingsGVR]}
+	for _, crb := range bootstrapClusterRoleBindings() {
+		err := retryConflict(func() error {
+			_, err := (&reconciliation.ReconcileRoleBindingOptions{
+				RoleBinding: reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: crb.DeepCopy()}, Client: bindings, Confirm: true,
+			}).Run()
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("reconcile clusterrolebinding %s: %w", crb.Name, err)
+		}
+	}
+	return nil
+}
+
+func retryConflict(fn func() error) error {
+	var err error
+	for range 5 {
+		if err = fn(); err == nil || !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+	return err
+}
+
+// storeErr turns storage errors into the API errors the reconciler tests for.
+func storeErr(st *store, err error, name string) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, storage.ErrNotFound):
+		return apierrors.NewNotFound(st.res.gvr.GroupResource(), name)
+	case errors.Is(err, storage.ErrAlreadyExists):
+		return apierrors.NewAlreadyExists(st.res.gvr.GroupResource(), name)
+	case errors.Is(err, storage.ErrConflict):
+		return apierrors.NewConflict(st.res.gvr.GroupResource(), name, err)
+	}
+	return err
+}
+
+func storeCreate(ctx context.Context, st *store, obj runtime.Object) (runtime.Object, error) {
+	m := objMeta(obj)
+	st.prepareForCreate(obj, metav1.Now())
+	out, err := st.s.Create(ctx, st.key(m.GetNamespace(), m.GetName()), obj)
+	return out, storeErr(st, err, m.GetName())
+}
+
+func storeUpdate(ctx context.Context, st *store, obj runtime.Object) (runtime.Object, error) {
+	m := objMeta(obj)
+	rv := m.GetResourceVersion()
+	out, err := st.s.GuaranteedUpdate(ctx, st.key(m.GetNamespace(), m.GetName()), &storage.Preconditions{ResourceVersion: &rv},
+		func(runtime.Object) (runtime.Object, error) { return obj, nil })
+	return out, storeErr(st, err, m.GetName())
+}
+
+// storeRoleModifier is the reconciler's client for ClusterRoles, on the store.
+type storeRoleModifier struct {
+	ctx context.Context
+	st  *store
+}
+
+func (c *storeRoleModifier) Get(_, name string) (reconciliation.RuleOwner, error) {
+	obj, err := c.st.s.Get(c.ctx, c.st.key("", name))
+	if err != nil {
+		return nil, storeErr(c.st, err, name)
+	}
+	return reconciliation.ClusterRoleRuleOwner{ClusterRole: obj.(*rbacv1.ClusterRole).DeepCopy()}, nil
+}
+
+func (c *storeRoleModifier) Create(in reconciliation.RuleOwner) (reconciliation.RuleOwner, error) {
+	out, err := storeCreate(c.ctx, c.st, in.GetObject())
+	if err != nil {
+		return nil, err
+	}
+	return reconciliation.ClusterRoleRuleOwner{ClusterRole: out.(*rbacv1.ClusterRole)}, nil
+}
+
+func (c *storeRoleModifier) Update(in reconciliation.RuleOwner) (reconciliation.RuleOwner, error) {
+	out, err := storeUpdate(c.ctx, c.st, in.GetObject())
+	if err != nil {
+		return nil, err
+	}
+	return reconciliation.ClusterRoleRuleOwner{ClusterRole: out.(*rbacv1.ClusterRole)}, nil
+}
+
+// storeBindingModifier is the reconciler's client for ClusterRoleBindings.
+type storeBindingModifier struct {
+	ctx context.Context
+	st  *store
+}
+
+func (c *storeBindingModifier) Get(_, name string) (reconciliation.RoleBinding, error) {
+	obj, err := c.st.s.Get(c.ctx, c.st.key("", name))
+	if err != nil {
+		return nil, storeErr(c.st, err, name)
+	}
+	return reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: obj.(*rbacv1.ClusterRoleBinding).DeepCopy()}, nil
+}
+
+func (c *storeBindingModifier) Create(in reconciliation.RoleBinding) (reconciliation.RoleBinding, error) {
+	out, err := storeCreate(c.ctx, c.st, in.GetObject())
+	if err != nil {
+		return nil, err
+	}
+	return reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: out.(*rbacv1.ClusterRoleBinding)}, nil
+}
+
+func (c *storeBindingModifier) Update(in reconciliation.RoleBinding) (reconciliation.RoleBinding, error) {
+	out, err := storeUpdate(c.ctx, c.st, in.GetObject())
+	if err != nil {
+		return nil, err
+	}
+	return reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: out.(*rbacv1.ClusterRoleBinding)}, nil
+}
+
+func (c *storeBindingModifier) Delete(_, name string, uid types.UID) error {
+	_, err := c.st.s.Delete(c.ctx, c.st.key("", name), &storage.Preconditions{UID: &uid})
+	return storeErr(c.st, err, name)
+}
