@@ -15,7 +15,7 @@ RACE_PKGS := ./core/storage/ ./core/scheduler/queue/ ./core/scheduler/cache/
 RACE_WASMHOST_RUN := TestPoolHammer|TestCycleStateIsSharedByInstances|TestCallerCancellation|TestClosedPool|TestRunawayLoop|TestObjectCache
 RACE_KUBELET_RUN := TestWorkerOrderingOnFakeRuntime|TestStatusOnlyChange|TestImageNeverPullReason
 
-.PHONY: all deps build examples images test race unit run bench clean
+.PHONY: all deps build examples images test race fuzz unit run bench clean
 
 all: build
 
@@ -43,6 +43,10 @@ race:
 	$(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)
 	$(GO) test -race -count=1 -timeout 10m -run '$(RACE_WASMHOST_RUN)' ./plugins/wasmhost/
 	$(GO) test -race -count=1 -timeout 10m -run '$(RACE_KUBELET_RUN)' ./kubelet/
+
+# Every fuzz target for FUZZTIME each (default 30s); `make test` runs them on their seeds.
+fuzz: deps
+	@scripts/fuzz.sh
 
 run: deps build examples images
 	$(BIN) up --data-dir $(DATA) --config $(CONFIG)
