@@ -33,6 +33,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/controller/nodelifecycle"
 	"github.com/wasmkube/wasmkube/core/controller/podgc"
 	"github.com/wasmkube/wasmkube/core/controller/replicaset"
+	"github.com/wasmkube/wasmkube/core/controller/serviceaccount"
 	"github.com/wasmkube/wasmkube/core/controller/worker"
 	"github.com/wasmkube/wasmkube/core/leaderelect"
 )
@@ -134,6 +135,15 @@ func Run(ctx context.Context, o Options) error {
 	})
 }
 
+// rootCA is the CA the controller manager trusts the API server with: the cluster CA
+// that pods get in kube-root-ca.crt.
+func rootCA(cfg *rest.Config) ([]byte, error) {
+	if len(cfg.CAData) > 0 || cfg.CAFile == "" {
+		return cfg.CAData, nil
+	}
+	return os.ReadFile(cfg.CAFile)
+}
+
 // waitForAPI waits until the API server answers discovery, so that a controller manager
 // started before (or restarted during) an API server outage waits instead of failing.
 func waitForAPI(ctx context.Context, client kubernetes.Interface, log *slog.Logger) error {
@@ -190,6 +200,14 @@ func runControllers(ctx context.Context, cfg *rest.Config, client kubernetes.Int
 	if err != nil {
 		return fmt.Errorf("controller manager: %s: %w", endpoints.Name, err)
 	}
+	caPEM, err := rootCA(cfg)
+	if err != nil {
+		return fmt.Errorf("controller manager: %s: %w", serviceaccount.Name, err)
+	}
+	sac, err := serviceaccount.New(client, f, caPEM, log)
+	if err != nil {
+		return fmt.Errorf("controller manager: %s: %w", serviceaccount.Name, err)
+	}
 	gc, err := garbagecollector.New(dyn, client.Discovery(), df, log)
 	if err != nil {
 		return err
@@ -211,6 +229,7 @@ func runControllers(ctx context.Context, cfg *rest.Config, client kubernetes.Int
 	run(func() { pgc.Run(ctx) })
 	run(func() { ns.Run(ctx, o.Workers) })
 	run(func() { ep.Run(ctx, o.Workers) })
+	run(func() { sac.Run(ctx, o.Workers) })
 	run(func() { gc.Run(ctx, 2*o.Workers) })
 	log.Info("controllers started", "gcResources", len(gc.Resources()))
 	<-ctx.Done()
