@@ -15,7 +15,7 @@ RACE_PKGS := ./core/storage/ ./core/scheduler/queue/ ./core/scheduler/cache/
 RACE_WASMHOST_RUN := TestPoolHammer|TestCycleStateIsSharedByInstances|TestCallerCancellation|TestClosedPool|TestRunawayLoop|TestObjectCache
 RACE_KUBELET_RUN := TestWorkerOrderingOnFakeRuntime|TestStatusOnlyChange|TestImageNeverPullReason
 
-.PHONY: all deps build examples images test race fuzz unit run bench clean
+.PHONY: all deps build examples images test race fuzz chaos unit run bench clean
 
 all: build
 
@@ -47,6 +47,11 @@ race:
 # Every fuzz target for FUZZTIME each (default 30s); `make test` runs them on their seeds.
 fuzz: deps
 	@scripts/fuzz.sh
+
+# The fault suite: kill -9 of a server mid-write, scheduler failover between two servers
+# (scripts/chaos; the etcd leader and quorum faults are go tests, docs/benchmarks.md).
+chaos: deps build
+	$(GO) run ./scripts/chaos -bin $(BIN)
 
 run: deps build examples images
 	$(BIN) up --data-dir $(DATA) --config $(CONFIG)
