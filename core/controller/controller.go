@@ -25,15 +25,19 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
+	"github.com/wasmkube/wasmkube/core/controller/cronjob"
 	"github.com/wasmkube/wasmkube/core/controller/deployment"
 	"github.com/wasmkube/wasmkube/core/controller/endpoints"
 	"github.com/wasmkube/wasmkube/core/controller/garbagecollector"
+	"github.com/wasmkube/wasmkube/core/controller/job"
 	"github.com/wasmkube/wasmkube/core/controller/namespace"
 	"github.com/wasmkube/wasmkube/core/controller/nodelifecycle"
 	"github.com/wasmkube/wasmkube/core/controller/podgc"
 	"github.com/wasmkube/wasmkube/core/controller/replicaset"
 	"github.com/wasmkube/wasmkube/core/controller/serviceaccount"
+	"github.com/wasmkube/wasmkube/core/controller/statefulset"
 	"github.com/wasmkube/wasmkube/core/controller/worker"
 	"github.com/wasmkube/wasmkube/core/leaderelect"
 )
@@ -67,6 +71,13 @@ type Options struct {
 	// OnStartedLeading, if set, is called each time this instance has started its
 	// controllers (once per term with LeaderElect).
 	OnStartedLeading func()
+	// JobBackoff is the delay before a Job's failed pod is replaced, doubled per further
+	// failure up to 6 minutes (default 10s, as upstream); tests shorten it.
+	JobBackoff time.Duration
+	// Clock of the controllers that act on times of day or long deadlines: Job (deadlines,
+	// back-off, TTL) and CronJob (schedules, and its queue's delays). Default the real
+	// clock; tests pass a fake one (k8s.io/utils/clock/testing) and step it.
+	Clock clock.WithTicker
 	// Status, if set, follows what Run does (starting, standby, leading, stopping a
 	// term, stopped); its Check is the controller manager's health check.
 	Status *leaderelect.Status
@@ -97,6 +108,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if o.Registerer == nil {
 		o.Registerer = prometheus.DefaultRegisterer
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
 	}
 	worker.RegisterMetrics(o.Registerer)
 	cfg := rest.CopyConfig(o.RESTConfig)
@@ -212,6 +226,18 @@ func runControllers(ctx context.Context, cfg *rest.Config, client kubernetes.Int
 	if err != nil {
 		return err
 	}
+	jobs, err := job.New(client, f, recorder("job-controller"), job.Options{BackoffBase: o.JobBackoff, Now: o.Clock.Now}, log)
+	if err != nil {
+		return fmt.Errorf("controller manager: %s: %w", job.Name, err)
+	}
+	sts, err := statefulset.New(client, f, recorder("statefulset-controller"), log)
+	if err != nil {
+		return fmt.Errorf("controller manager: %s: %w", statefulset.Name, err)
+	}
+	cjs, err := cronjob.New(client, f, recorder("cronjob-controller"), o.Clock, log)
+	if err != nil {
+		return fmt.Errorf("controller manager: %s: %w", cronjob.Name, err)
+	}
 
 	f.Start(ctx.Done())
 	df.Start(ctx.Done())
@@ -231,6 +257,9 @@ func runControllers(ctx context.Context, cfg *rest.Config, client kubernetes.Int
 	run(func() { ep.Run(ctx, o.Workers) })
 	run(func() { sac.Run(ctx, o.Workers) })
 	run(func() { gc.Run(ctx, 2*o.Workers) })
+	run(func() { jobs.Run(ctx, o.Workers) })
+	run(func() { cjs.Run(ctx, o.Workers) })
+	run(func() { sts.Run(ctx, o.Workers) })
 	log.Info("controllers started", "gcResources", len(gc.Resources()))
 	<-ctx.Done()
 	wg.Wait()

@@ -2,7 +2,9 @@
 // process registers N nodes, keeps their Leases fresh, marks pods bound to them
 // Running (with a fake pod IP) and finishes their deletion, without containers.
 // Stopping the process stops the heartbeats, which is how a node failure looks to the
-// node lifecycle controller.
+// node lifecycle controller. Pods that run to completion (restartPolicy Never or
+// OnFailure, as a Job's) end as scripted by their annotations (ExitCodeAnnotation,
+// RunSecondsAnnotation).
 package hollow
 
 import (
@@ -11,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"sync"
 	"time"
 
@@ -356,12 +359,15 @@ func (n *nodes) runPods(ctx context.Context) {
 				if quit {
 					return
 				}
-				err := n.syncPod(ctx, inf.GetStore(), key)
+				after, err := n.syncPod(ctx, inf.GetStore(), key)
 				if err != nil && ctx.Err() == nil {
 					n.log.Debug("pod sync", "pod", key, "err", err)
 					q.AddRateLimited(key)
 				} else {
 					q.Forget(key)
+					if after > 0 {
+						q.AddAfter(key, after)
+					}
 				}
 				q.Done(key)
 			}
@@ -379,26 +385,60 @@ func (n *nodes) needsWork(p *v1.Pod) bool {
 	if p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
 		return false
 	}
+	if p.Status.Phase == v1.PodRunning && runsToCompletion(p) {
+		return true
+	}
 	return p.Status.Phase != v1.PodRunning || p.Status.PodIP == ""
 }
 
-func (n *nodes) syncPod(ctx context.Context, store cache.Store, key string) error {
+// Annotations that script how a pod of a Job (restartPolicy Never or OnFailure) ends on a
+// hollow node: its containers exit with ExitCodeAnnotation (default 0, or 1 when the first
+// container's command is `false`) RunSecondsAnnotation seconds after the pod started
+// (default 0). Pods that restart Always run until deleted.
+const (
+	ExitCodeAnnotation   = "hollow.wasmkube.io/exit-code"
+	RunSecondsAnnotation = "hollow.wasmkube.io/run-seconds"
+)
+
+func runsToCompletion(p *v1.Pod) bool {
+	return p.Spec.RestartPolicy == v1.RestartPolicyNever || p.Spec.RestartPolicy == v1.RestartPolicyOnFailure
+}
+
+// scriptedExit is the exit code and run time of a pod that runs to completion.
+func scriptedExit(p *v1.Pod) (code int32, run time.Duration) {
+	if v, err := strconv.ParseInt(p.Annotations[ExitCodeAnnotation], 10, 32); err == nil {
+		code = int32(v)
+	} else if len(p.Spec.Containers) > 0 && len(p.Spec.Containers[0].Command) == 1 && p.Spec.Containers[0].Command[0] == "false" {
+		code = 1
+	}
+	if v, err := strconv.ParseFloat(p.Annotations[RunSecondsAnnotation], 64); err == nil && v > 0 {
+		run = time.Duration(v * float64(time.Second))
+	}
+	return code, run
+}
+
+// syncPod moves one pod on: finish its deletion, make it Running, or end it when it runs
+// to completion. A positive duration asks to look again then.
+func (n *nodes) syncPod(ctx context.Context, store cache.Store, key string) (time.Duration, error) {
 	obj, ok, err := store.GetByKey(key)
 	if err != nil || !ok {
-		return err
+		return 0, err
 	}
 	p := obj.(*v1.Pod)
 	if !n.needsWork(p) {
-		return nil
+		return 0, nil
 	}
 	pods := n.client.CoreV1().Pods(p.Namespace)
 	if p.DeletionTimestamp != nil {
 		uid := p.UID
 		err := pods.Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), Preconditions: &metav1.Preconditions{UID: &uid}})
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			return nil
+			return 0, nil
 		}
-		return err
+		return 0, err
+	}
+	if p.Status.Phase == v1.PodRunning && p.Status.PodIP != "" {
+		return n.finish(ctx, p)
 	}
 	i := n.index[p.Spec.NodeName]
 	n.mu.Lock()
@@ -407,12 +447,89 @@ func (n *nodes) syncPod(ctx context.Context, store cache.Store, key string) erro
 	n.mu.Unlock()
 	_, err = pods.UpdateStatus(ctx, RunningPod(p, nodeIP(i), ip), metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil
+		return 0, nil
 	}
 	if apierrors.IsConflict(err) {
-		return errors.New("conflict; retrying with the newer pod")
+		return 0, errors.New("conflict; retrying with the newer pod")
 	}
-	return err
+	return 0, err
+}
+
+// finish ends a running pod that runs to completion once its scripted run time is over:
+// Succeeded or Failed with Never; with OnFailure a failing container restarts in place
+// (restartCount goes up, at most once a second) as the kubelet would, and a succeeding one
+// ends the pod.
+func (n *nodes) finish(ctx context.Context, p *v1.Pod) (time.Duration, error) {
+	code, run := scriptedExit(p)
+	started := time.Now()
+	if p.Status.StartTime != nil {
+		started = p.Status.StartTime.Time
+	}
+	if p.Spec.RestartPolicy == v1.RestartPolicyOnFailure && code != 0 {
+		run = max(run, time.Second)
+		// Each restart runs the container again for the run time.
+		var restarts int32
+		for _, cs := range p.Status.ContainerStatuses {
+			restarts = max(restarts, cs.RestartCount)
+		}
+		started = started.Add(time.Duration(restarts) * run)
+	}
+	if wait := time.Until(started.Add(run)); wait > 0 {
+		return wait, nil
+	}
+	_, err := n.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, FinishedPod(p, code), metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if apierrors.IsConflict(err) {
+		return 0, errors.New("conflict; retrying with the newer pod")
+	}
+	if err == nil && p.Spec.RestartPolicy == v1.RestartPolicyOnFailure && code != 0 {
+		return run, nil
+	}
+	return 0, err
+}
+
+// FinishedPod returns a copy of the running pod p whose containers exited with code: the
+// pod Succeeded (code 0) or Failed (restartPolicy Never), or, with OnFailure and a non-zero
+// code, still Running with each container's restartCount one higher and the exit as its
+// last state.
+func FinishedPod(p *v1.Pod, code int32) *v1.Pod {
+	p = p.DeepCopy()
+	now := metav1.Now()
+	reason := "Completed"
+	if code != 0 {
+		reason = "Error"
+	}
+	term := v1.ContainerStateTerminated{ExitCode: code, Reason: reason, StartedAt: now, FinishedAt: now}
+	if p.Status.StartTime != nil {
+		term.StartedAt = *p.Status.StartTime
+	}
+	if p.Spec.RestartPolicy == v1.RestartPolicyOnFailure && code != 0 {
+		for i := range p.Status.ContainerStatuses {
+			cs := &p.Status.ContainerStatuses[i]
+			cs.RestartCount++
+			cs.LastTerminationState = v1.ContainerState{Terminated: &term}
+			cs.State = v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: now}}
+		}
+		return p
+	}
+	p.Status.Phase = v1.PodSucceeded
+	if code != 0 {
+		p.Status.Phase = v1.PodFailed
+	}
+	for i := range p.Status.Conditions {
+		c := &p.Status.Conditions[i]
+		if c.Type == v1.PodReady || c.Type == v1.ContainersReady {
+			c.Status, c.Reason, c.LastTransitionTime = v1.ConditionFalse, "PodCompleted", now
+		}
+	}
+	for i := range p.Status.ContainerStatuses {
+		cs := &p.Status.ContainerStatuses[i]
+		cs.Ready, cs.Started = false, ptr.To(false)
+		cs.State = v1.ContainerState{Terminated: &term}
+	}
+	return p
 }
 
 // RunningPod returns a copy of p whose status says it runs on a node at hostIP with

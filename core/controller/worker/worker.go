@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 )
 
 // Reconcile brings the object named by key to its desired state. It must be idempotent:
@@ -34,10 +35,15 @@ type Queue = workqueue.TypedRateLimitingInterface[string]
 
 // NewQueue returns a rate-limited queue whose metrics carry name (5 ms to 1000 s per-key
 // exponential back-off, and an overall 50 qps / 500 burst bucket for retries).
-func NewQueue(name string) Queue {
+func NewQueue(name string) Queue { return NewQueueWithClock(name, nil) }
+
+// NewQueueWithClock is NewQueue whose delays (AddAfter, back-off) run on clk, so that a
+// controller that waits for times of day (CronJob) can be tested with a fake clock. A nil
+// clk is the real clock.
+func NewQueueWithClock(name string, clk clock.WithTicker) Queue {
 	return workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: name},
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: name, Clock: clk},
 	)
 }
 
