@@ -313,7 +313,7 @@ func (c *Controller) reconcile(ctx context.Context, ss *appsv1.StatefulSet, pods
 		partition = int(*ss.Spec.UpdateStrategy.RollingUpdate.Partition)
 	}
 	members := map[int]*corev1.Pod{} // ordinal in range
-	var condemned []*corev1.Pod       // ordinals out of range, highest first
+	var condemned []*corev1.Pod      // ordinals out of range, highest first
 	for _, p := range pods {
 		n := Ordinal(ss.Name, p.Name)
 		if n >= start && n < start+replicas {
