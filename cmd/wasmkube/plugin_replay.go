@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/wasmkube/wasmkube/core/scheduler/cache"
+	"github.com/wasmkube/wasmkube/plugins/admitwasm"
 	"github.com/wasmkube/wasmkube/plugins/schedwasm"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 	"github.com/wasmkube/wasmkube/plugins/wasmtest"
@@ -23,20 +25,33 @@ import (
 
 func init() {
 	var kubeconfig, output string
-	var cycles int
+	var cycles, requests int
 	var duration time.Duration
+	var admissionResources []string
+	scheduling := true
 	record := &cobra.Command{
-		Use:   "record --kubeconfig FILE -o RECORDING.jsonl",
-		Short: "Record a running cluster's scheduling decisions (and the nodes and pods they were made against)",
+		Use:   "record --kubeconfig FILE -o RECORDING.jsonl [--admission pods,deployments,...] [--scheduling=false]",
+		Short: "Record a running cluster's scheduling decisions and admitted writes",
 		Long: `record watches nodes and pods through the API server and writes the cluster's scheduling
 history as JSON Lines: the nodes, the pods already bound, and every scheduling decision (the
 pod before it was bound and the node it went to), until --cycles decisions, --duration, or
 Ctrl-C. 'plugin replay' rebuilds that history offline and asks a candidate config where each
-pod would have gone.`,
+pod would have gone.
+
+With --admission RESOURCES it also records every write to those resources as an admission
+request (CREATE, UPDATE, DELETE, with the object as stored), and namespaces as context, for
+'plugin replay' to run a candidate config's admission policies on; --requests stops after
+that many. --scheduling=false records admission requests alone.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if kubeconfig == "" || output == "" {
 				return errors.New("--kubeconfig and -o/--output are required")
+			}
+			if !scheduling && len(admissionResources) == 0 {
+				return errors.New("--scheduling=false needs --admission RESOURCES: there is nothing else to record")
+			}
+			if !scheduling && cycles > 0 {
+				return errors.New("--cycles counts scheduling decisions, and --scheduling=false records none: use --requests")
 			}
 			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 			if err != nil {
@@ -45,6 +60,12 @@ pod would have gone.`,
 			client, err := kubernetes.NewForConfig(cfg)
 			if err != nil {
 				return err
+			}
+			var dyn dynamic.Interface
+			if len(admissionResources) > 0 {
+				if dyn, err = dynamic.NewForConfig(cfg); err != nil {
+					return err
+				}
 			}
 			f, err := os.Create(output)
 			if err != nil {
@@ -65,8 +86,16 @@ pod would have gone.`,
 				case <-ctx.Done():
 				}
 			}()
-			n, err := wasmtest.RecordCluster(ctx, client, f, wasmtest.RecordOptions{Cycles: cycles, Ready: ready})
-			fmt.Fprintf(cmd.OutOrStdout(), "recorded %d scheduling decisions to %s\n", n, output)
+			st, err := wasmtest.RecordClusterStats(ctx, client, f, wasmtest.RecordOptions{Cycles: cycles, Ready: ready,
+				NoScheduling: !scheduling, Admission: admissionResources, Dynamic: dyn, Requests: requests})
+			switch {
+			case !scheduling:
+				fmt.Fprintf(cmd.OutOrStdout(), "recorded %d admission requests to %s\n", st.Requests, output)
+			case len(admissionResources) > 0:
+				fmt.Fprintf(cmd.OutOrStdout(), "recorded %d scheduling decisions and %d admission requests to %s\n", st.Cycles, st.Requests, output)
+			default:
+				fmt.Fprintf(cmd.OutOrStdout(), "recorded %d scheduling decisions to %s\n", st.Cycles, output)
+			}
 			if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 				return err
 			}
@@ -78,18 +107,26 @@ pod would have gone.`,
 	rf.StringVarP(&output, "output", "o", "", "recording file to write (required)")
 	rf.IntVar(&cycles, "cycles", 0, "stop after this many decisions (0: until --duration or Ctrl-C)")
 	rf.DurationVar(&duration, "duration", 0, "stop after this long (0: until --cycles or Ctrl-C)")
+	rf.StringSliceVar(&admissionResources, "admission", nil, "record writes to these resources (pods,deployments,configmaps) as admission requests (default: none)")
+	rf.IntVar(&requests, "requests", 0, "stop after this many admission requests (0: no limit)")
+	rf.BoolVar(&scheduling, "scheduling", true, "record scheduling (false: admission requests only, with --admission)")
 	pluginCmd.AddCommand(record)
 
 	ro := &replayOptions{}
 	replay := &cobra.Command{
 		Use:   "replay RECORDING.jsonl --config CANDIDATE.yaml [--baseline CURRENT.yaml]",
-		Short: "Replay a recording against a candidate scheduler config and print what would change",
+		Short: "Replay a recording against a candidate config and print what would change",
 		Long: `replay rebuilds the recorded cluster offline and, before each recorded decision, asks the
 candidate config (its scheduler: section, wasm plugins included) where the pod would go,
 scoring every node. With --baseline it compares with a replay of the baseline config on the
 same history (and says how well the baseline reproduces the recording); without, with the
 recorded decisions themselves. It counts pods that would land on the same node (or a tie),
-on another node, or nowhere, and prints examples.`,
+on another node, or nowhere, and prints examples.
+
+A recording with admission requests (record --admission) is also run through the candidate
+config's admission: section, mutating policies then validating ones, against the recorded
+objects as they were: it counts requests that would be refused, changed or warned, by
+policy, with examples; with --baseline, only where the baseline answers differently.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			ctx, cancel := signalContext()
@@ -125,12 +162,71 @@ func runPluginReplay(ctx context.Context, out io.Writer, recording string, o *re
 	if err != nil {
 		return fmt.Errorf("%s: %w", recording, err)
 	}
-	h, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{schedwasm.Extension},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	var hasSched, hasAdm bool
+	for i := range recs {
+		hasSched = hasSched || recs[i].Scheduling()
+		hasAdm = hasAdm || recs[i].AdmissionPart()
+	}
+	// A recording of neither (empty) is a scheduling one, as before admission was recorded.
+	hasSched = hasSched || !hasAdm
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	h, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{schedwasm.Extension, admitwasm.Extension}, Logger: quiet})
 	if err != nil {
 		return err
 	}
 	defer h.Close(ctx)
+	var admRep *wasmtest.AdmissionReport
+	if hasAdm {
+		load := func(file string) (*admitwasm.Policies, error) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				return nil, err
+			}
+			return wasmtest.AdmissionPolicies(ctx, admitwasm.Options{Host: h, Logger: quiet}, file, data)
+		}
+		cand, err := load(o.config)
+		if err != nil {
+			return err
+		}
+		defer cand.Close(ctx)
+		var base *admitwasm.Policies
+		if o.baseline != "" {
+			if base, err = load(o.baseline); err != nil {
+				return err
+			}
+			defer base.Close(ctx)
+		}
+		if admRep, err = wasmtest.ReplayAdmission(ctx, recs, cand, base); err != nil {
+			return err
+		}
+	}
+	var schedRep *wasmtest.ReplayReport
+	if hasSched {
+		if schedRep, err = replayScheduling(ctx, h, recs, o); err != nil {
+			return err
+		}
+	}
+	if o.output == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		// The scheduling report's fields at the top (as before), the admission report
+		// under "admission".
+		return enc.Encode(struct {
+			*wasmtest.ReplayReport
+			Admission *wasmtest.AdmissionReport `json:"admission,omitempty"`
+		}{schedRep, admRep})
+	}
+	if schedRep != nil {
+		wasmtest.WriteReplay(out, schedRep)
+	}
+	if admRep != nil {
+		wasmtest.WriteAdmissionReplay(out, admRep)
+	}
+	return nil
+}
+
+// replayScheduling replays the scheduling part against the configs' scheduler: sections.
+func replayScheduling(ctx context.Context, h *wasmhost.Host, recs []wasmtest.Record, o *replayOptions) (*wasmtest.ReplayReport, error) {
 	snap := cache.NewSnapshot()
 	build := func(file string) (*wasmtest.Scheduler, error) {
 		data, err := os.ReadFile(file)
@@ -145,23 +241,13 @@ func runPluginReplay(ctx context.Context, out io.Writer, recording string, o *re
 	}
 	cand, err := build(o.config)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var base *wasmtest.Scheduler
 	if o.baseline != "" {
 		if base, err = build(o.baseline); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	rep, err := wasmtest.Replay(ctx, recs, cand, base, snap)
-	if err != nil {
-		return err
-	}
-	if o.output == "json" {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
-	wasmtest.WriteReplay(out, rep)
-	return nil
+	return wasmtest.Replay(ctx, recs, cand, base, snap)
 }

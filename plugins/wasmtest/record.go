@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -31,7 +32,19 @@ type Record struct {
 	PodDeleted string `json:"podDeleted,omitempty"`
 	// Cycle is one scheduling decision.
 	Cycle *Decision `json:"cycle,omitempty"`
+	// Object is context for the admission replay (record_admission.go).
+	Object *ObjectRecord `json:"object,omitempty"`
+	// Admission is one admitted write, replayed as an admission request.
+	Admission *AdmissionRecord `json:"admission,omitempty"`
 }
+
+// Scheduling reports whether the record is part of the scheduling history.
+func (r *Record) Scheduling() bool {
+	return r.Node != nil || r.NodeDeleted != "" || r.Pod != nil || r.PodDeleted != "" || r.Cycle != nil
+}
+
+// AdmissionPart reports whether the record is part of the admission history.
+func (r *Record) AdmissionPart() bool { return r.Object != nil || r.Admission != nil }
 
 // Decision is a pod as it was before binding and the node the cluster bound it to.
 type Decision struct {
@@ -41,8 +54,17 @@ type Decision struct {
 
 // RecordOptions bound a recording.
 type RecordOptions struct {
-	// Cycles stops the recording after this many decisions (0: until ctx ends).
+	// Cycles stops the recording after this many decisions (0: no limit).
 	Cycles int
+	// NoScheduling leaves nodes, pods and decisions out (an admission-only recording).
+	NoScheduling bool
+	// Admission names the resources (pods, deployments, deployments.apps) whose writes are
+	// recorded as admission requests, with namespaces as context; Dynamic must be set.
+	Admission []string
+	Dynamic   dynamic.Interface
+	// Requests stops the recording after this many admission requests (0: no limit).
+	// With Cycles too, the first limit reached stops it.
+	Requests int
 	// Ready, when set, is closed once the recording sees the cluster (nodes and pods
 	// listed): decisions from then on are recorded.
 	Ready chan<- struct{}
@@ -55,6 +77,8 @@ type recorder struct {
 	err    error
 	cycles int
 	max    int
+	reqs   int
+	maxReq int
 	done   chan struct{}
 	once   sync.Once
 }
@@ -62,7 +86,7 @@ type recorder struct {
 func (r *recorder) write(rec Record) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.err != nil || (r.max > 0 && r.cycles >= r.max) {
+	if r.err != nil || r.stopped() {
 		return
 	}
 	if err := r.enc.Encode(rec); err != nil {
@@ -72,18 +96,81 @@ func (r *recorder) write(rec Record) {
 	}
 	if rec.Cycle != nil {
 		r.cycles++
-		if r.max > 0 && r.cycles >= r.max {
-			r.once.Do(func() { close(r.done) })
-		}
+	}
+	if rec.Admission != nil {
+		r.reqs++
+	}
+	if r.stopped() {
+		r.once.Do(func() { close(r.done) })
 	}
 }
 
-// RecordCluster watches nodes and pods through the API server and writes a Record per
-// change to w until ctx ends or o.Cycles decisions were written. It returns the number of
-// decisions recorded.
+// stopped reports whether a limit was reached.
+func (r *recorder) stopped() bool {
+	return (r.max > 0 && r.cycles >= r.max) || (r.maxReq > 0 && r.reqs >= r.maxReq)
+}
+
+// RecordCluster watches nodes and pods (unless o.NoScheduling) and o.Admission's
+// resources through the API server and writes a Record per change to w until ctx ends or
+// a limit is reached. It returns the number of decisions recorded (RecordStats also
+// counts admission requests).
 func RecordCluster(ctx context.Context, client kubernetes.Interface, w io.Writer, o RecordOptions) (int, error) {
+	st, err := RecordClusterStats(ctx, client, w, o)
+	return st.Cycles, err
+}
+
+// RecordStats counts what a recording holds.
+type RecordStats struct {
+	Cycles   int
+	Requests int
+}
+
+// RecordClusterStats is RecordCluster, counting both kinds of records.
+func RecordClusterStats(ctx context.Context, client kubernetes.Interface, w io.Writer, o RecordOptions) (RecordStats, error) {
+	if o.NoScheduling && len(o.Admission) == 0 {
+		return RecordStats{}, fmt.Errorf("record: nothing to record: no scheduling and no admission resources")
+	}
+	var watches []*admissionWatch
+	if len(o.Admission) > 0 {
+		if o.Dynamic == nil {
+			return RecordStats{}, fmt.Errorf("record: admission resources need RecordOptions.Dynamic")
+		}
+		var err error
+		if watches, err = resolveResources(client, o.Admission); err != nil {
+			return RecordStats{}, err
+		}
+	}
 	bw := bufio.NewWriter(w)
-	r := &recorder{enc: json.NewEncoder(bw), max: o.Cycles, done: make(chan struct{})}
+	r := &recorder{enc: json.NewEncoder(bw), max: o.Cycles, maxReq: o.Requests, done: make(chan struct{})}
+	if !o.NoScheduling {
+		if err := startScheduling(ctx, client, r); err != nil {
+			return RecordStats{}, err
+		}
+	}
+	if len(watches) > 0 {
+		if err := startAdmission(ctx, o.Dynamic, r, watches); err != nil {
+			return RecordStats{}, err
+		}
+	}
+	if o.Ready != nil {
+		close(o.Ready)
+	}
+	select {
+	case <-ctx.Done():
+	case <-r.done:
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := RecordStats{Cycles: r.cycles, Requests: r.reqs}
+	if r.err != nil {
+		return st, r.err
+	}
+	r.err = io.ErrClosedPipe // later events are dropped
+	return st, bw.Flush()
+}
+
+// startScheduling starts the node and pod informers and waits for their lists.
+func startScheduling(ctx context.Context, client kubernetes.Interface, r *recorder) error {
 	factory := informers.NewSharedInformerFactory(client, 0)
 	nodes := factory.Core().V1().Nodes().Informer()
 	pods := factory.Core().V1().Pods().Informer()
@@ -101,7 +188,7 @@ func RecordCluster(ctx context.Context, client kubernetes.Interface, w io.Writer
 		},
 	})
 	if err != nil {
-		return 0, err
+		return err
 	}
 	_, err = pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
@@ -126,31 +213,18 @@ func RecordCluster(ctx context.Context, client kubernetes.Interface, w io.Writer
 		},
 	})
 	if err != nil {
-		return 0, err
+		return err
 	}
 	// Nodes first, so that the pods already bound find theirs in a replay.
 	go nodes.Run(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), nodes.HasSynced) {
-		return 0, fmt.Errorf("record: the node list did not sync: %w", ctx.Err())
+		return fmt.Errorf("record: the node list did not sync: %w", ctx.Err())
 	}
 	go pods.Run(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced) {
-		return 0, fmt.Errorf("record: the pod list did not sync: %w", ctx.Err())
+		return fmt.Errorf("record: the pod list did not sync: %w", ctx.Err())
 	}
-	if o.Ready != nil {
-		close(o.Ready)
-	}
-	select {
-	case <-ctx.Done():
-	case <-r.done:
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.err != nil {
-		return r.cycles, r.err
-	}
-	r.err = io.ErrClosedPipe // later events are dropped
-	return r.cycles, bw.Flush()
+	return nil
 }
 
 func slimNode(n *v1.Node) *v1.Node {
