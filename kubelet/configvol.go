@@ -20,7 +20,18 @@ type Objects interface {
 	Secret(ctx context.Context, ns, name string) (*v1.Secret, error)
 }
 
-type apiObjects struct{ c kubernetes.Interface }
+type apiObjects struct {
+	c      kubernetes.Interface
+	tokens *tokenManager // service account tokens of projected volumes
+}
+
+// PodToken implements tokenSource.
+func (o apiObjects) PodToken(ctx context.Context, pod *v1.Pod, volume string, proj *v1.ServiceAccountTokenProjection, mode os.FileMode) ([]byte, error) {
+	if o.tokens == nil {
+		return nil, fmt.Errorf("no token manager")
+	}
+	return o.tokens.PodToken(ctx, pod, volume, proj, mode)
+}
 
 func (o apiObjects) ConfigMap(ctx context.Context, ns, name string) (*v1.ConfigMap, error) {
 	return o.c.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
@@ -89,8 +100,9 @@ func mode(m *int32) int32 {
 	return 0o644
 }
 
-// VolumeFiles computes the files of a configMap, secret, downwardAPI or projected volume.
-// unsupported names sources the kubelet cannot fill (serviceAccountToken).
+// VolumeFiles computes the files of a configMap, secret, downwardAPI or projected volume
+// (serviceAccountToken sources through objs' tokenSource, renewed from then on).
+// unsupported names sources the kubelet cannot fill.
 func VolumeFiles(ctx context.Context, pod *v1.Pod, vol *v1.Volume, objs Objects, podIP, hostIP string) (files map[string]volFile, unsupported []string, err error) {
 	files = map[string]volFile{}
 	cm := func(name string, optional *bool, items []v1.KeyToPath, m int32) error {
@@ -147,6 +159,16 @@ func VolumeFiles(ctx context.Context, pod *v1.Pod, vol *v1.Volume, objs Objects,
 				err = sec(src.Secret.Name, src.Secret.Optional, src.Secret.Items, m)
 			case src.DownwardAPI != nil:
 				err = down(src.DownwardAPI.Items, m)
+			case src.ServiceAccountToken != nil:
+				ts, ok := objs.(tokenSource)
+				if !ok {
+					unsupported = append(unsupported, vol.Name)
+					break
+				}
+				var tok []byte
+				if tok, err = ts.PodToken(ctx, pod, vol.Name, src.ServiceAccountToken, os.FileMode(m)); err == nil {
+					files[src.ServiceAccountToken.Path] = volFile{tok, os.FileMode(m)}
+				}
 			default:
 				unsupported = append(unsupported, vol.Name)
 			}

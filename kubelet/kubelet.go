@@ -105,6 +105,7 @@ type Kubelet struct {
 	postStart hook.PostStartRunner
 	rec       *recorder
 	objects   Objects
+	tokens    *tokenManager // renews projected service account tokens
 	podStore  cache.Indexer
 	listener  net.Listener
 	metrics   *kubeletMetrics
@@ -233,7 +234,8 @@ func New(ctx context.Context, opts Options) (*Kubelet, error) {
 		k.Close()
 		return nil, err
 	}
-	k.objects = apiObjects{k.client}
+	k.tokens = newTokenManager(k.client, opts.RootDir, k.log)
+	k.objects = apiObjects{c: k.client, tokens: k.tokens}
 	if k.listener, err = k.listen(); err != nil {
 		k.Close()
 		return nil, err
@@ -251,6 +253,9 @@ func (k *Kubelet) Port() int { return k.listener.Addr().(*net.TCPAddr).Port }
 func (k *Kubelet) Close() {
 	if k.listener != nil {
 		k.listener.Close()
+	}
+	if k.tokens != nil {
+		k.tokens.Close()
 	}
 	if k.ctrd != nil {
 		k.ctrd.Close()
