@@ -28,6 +28,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/wasmkube/wasmkube/core/controller/cronjob"
+	"github.com/wasmkube/wasmkube/core/controller/daemonset"
 	"github.com/wasmkube/wasmkube/core/controller/deployment"
 	"github.com/wasmkube/wasmkube/core/controller/endpoints"
 	"github.com/wasmkube/wasmkube/core/controller/garbagecollector"
@@ -234,6 +235,10 @@ func runControllers(ctx context.Context, cfg *rest.Config, client kubernetes.Int
 	if err != nil {
 		return fmt.Errorf("controller manager: %s: %w", statefulset.Name, err)
 	}
+	dss, err := daemonset.New(client, f, recorder("daemonset-controller"), log)
+	if err != nil {
+		return fmt.Errorf("controller manager: %s: %w", daemonset.Name, err)
+	}
 	cjs, err := cronjob.New(client, f, recorder("cronjob-controller"), o.Clock, log)
 	if err != nil {
 		return fmt.Errorf("controller manager: %s: %w", cronjob.Name, err)
@@ -260,6 +265,7 @@ func runControllers(ctx context.Context, cfg *rest.Config, client kubernetes.Int
 	run(func() { jobs.Run(ctx, o.Workers) })
 	run(func() { cjs.Run(ctx, o.Workers) })
 	run(func() { sts.Run(ctx, o.Workers) })
+	run(func() { dss.Run(ctx, o.Workers) })
 	log.Info("controllers started", "gcResources", len(gc.Resources()))
 	<-ctx.Done()
 	wg.Wait()
