@@ -59,6 +59,16 @@ type Options struct {
 
 	ServerAddr string // HTTPS listen address; default :10250, 127.0.0.1:0 in tests
 
+	// ServiceCIDR is the API server's service range (default proxy.DefaultServiceCIDR): the
+	// node proxy refuses what is addressed to it and has no backend, so it never leaves
+	// the machine. ClusterDomain is the DNS domain (default cluster.local); DNSUpstreams
+	// (host:port) answer names outside it (none: refused). DisableServiceProxy turns off
+	// the proxy and the DNS server (pods then get the host's resolv.conf). docs/proxy.md.
+	ServiceCIDR         string
+	ClusterDomain       string
+	DNSUpstreams        []string
+	DisableServiceProxy bool
+
 	// ParallelPodStarts bounds how many pods create their sandbox and first containers at
 	// once; default twice the number of CPUs.
 	ParallelPodStarts int
@@ -110,6 +120,7 @@ type Kubelet struct {
 	listener  net.Listener
 	metrics   *kubeletMetrics
 	hookCfg   hookConfig
+	svc       *services
 
 	nsMu    sync.Mutex
 	nsCache map[string]nsEntry
@@ -325,6 +336,19 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	}))
 	inf := factory.Core().V1().Pods().Informer()
 	k.podStore = inf.GetIndexer()
+	if err := k.setupServices(inf); err != nil {
+		k.wg.Wait()
+		<-srvDone
+		return err
+	}
+	k.wg.Add(1)
+	go func() { defer k.wg.Done(); k.svc.run(ctx, k) }()
+	// Containers get the service environment at creation: know the Services first.
+	if !cache.WaitForCacheSync(ctx.Done(), k.svc.synced) {
+		k.wg.Wait()
+		<-srvDone
+		return nil
+	}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { k.dispatch(ctx, o) },
 		UpdateFunc: func(_, o any) { k.dispatch(ctx, o) },

@@ -252,7 +252,7 @@ func (w *podWorker) reconcile(ctx context.Context, pod *v1.Pod, obs *observed) t
 		var err error
 		sb, err = w.k.rt.RunPodSandbox(ctx, runtime.SandboxConfig{
 			Pod: podRef(pod), Hostname: podHostname(pod), Image: w.k.opts.PauseImage,
-			HostNetwork: pod.Spec.HostNetwork, HostIP: w.k.opts.NodeIP,
+			HostNetwork: pod.Spec.HostNetwork, HostIP: w.k.opts.NodeIP, ResolvConf: w.k.resolvConf(pod),
 		})
 		w.k.log.Debug("sandbox created", "pod", podKey(pod), "took", time.Since(tsb), "err", err)
 		if err != nil {
@@ -558,6 +558,7 @@ func (w *podWorker) containerConfig(pod *v1.Pod, sb *runtime.Sandbox, c *v1.Cont
 	if err != nil {
 		return nil, err
 	}
+	env = withServiceEnv(w.k.serviceEnv(pod), env)
 	ref, err := runtime.NormalizeImage(c.Image)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,166 @@
+package proxy
+
+import (
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Ruleset is everything the node's table holds, computed from the API's objects by Plan.
+// It is a value (no I/O), so what the proxy programs can be table-tested.
+type Ruleset struct {
+	Services  []ServicePort // sorted by Name
+	HostPorts []HostPort    // sorted by Pod, then port
+}
+
+// ServicePort is one port of a Service with a cluster IP, and the ready endpoints that serve it.
+type ServicePort struct {
+	Name      string // namespace/service/port-name-or-number/protocol, unique; names the chain
+	ClusterIP string // empty for a headless Service (then only NodePort would apply, and it has none)
+	Protocol  v1.Protocol
+	Port      int32
+	NodePort  int32 // 0: none
+	// Affinity is the ClientIP affinity timeout; 0 is sessionAffinity None.
+	Affinity  time.Duration
+	Endpoints []Endpoint // ready endpoints only, sorted
+}
+
+// Endpoint is a backend of a ServicePort.
+type Endpoint struct {
+	IP   string
+	Port int32
+}
+
+// HostPort is a container port published on the node (spec.containers[].ports[].hostPort).
+type HostPort struct {
+	Pod           string // namespace/name
+	HostIP        string // empty: every node address the proxy serves
+	Protocol      v1.Protocol
+	HostPort      int32
+	PodIP         string
+	ContainerPort int32
+}
+
+// Plan computes the Ruleset for services, their Endpoints (written by the endpoints
+// controller, core/controller/endpoints) and the node's pods. Only an Endpoints subset's
+// ready addresses are backends: notReadyAddresses (a failing readiness probe) are not, and
+// the controller leaves out terminating pods, so either leaves the rotation as soon as its
+// Endpoints change.
+func Plan(services []*v1.Service, endpoints []*v1.Endpoints, pods []*v1.Pod) Ruleset {
+	eps := map[string]*v1.Endpoints{}
+	for _, e := range endpoints {
+		eps[e.Namespace+"/"+e.Name] = e
+	}
+	var rs Ruleset
+	for _, svc := range services {
+		switch svc.Spec.Type {
+		case v1.ServiceTypeClusterIP, v1.ServiceTypeNodePort, v1.ServiceTypeLoadBalancer, "":
+		default:
+			continue // ExternalName: DNS only
+		}
+		clusterIP := svc.Spec.ClusterIP
+		if clusterIP == v1.ClusterIPNone || net.ParseIP(clusterIP).To4() == nil {
+			clusterIP = ""
+		}
+		var affinity time.Duration
+		if svc.Spec.SessionAffinity == v1.ServiceAffinityClientIP {
+			affinity = 3 * time.Hour // upstream's default (10800 s)
+			if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+				affinity = time.Duration(*c.ClientIP.TimeoutSeconds) * time.Second
+			}
+		}
+		for _, sp := range svc.Spec.Ports {
+			proto := sp.Protocol
+			if proto == "" {
+				proto = v1.ProtocolTCP
+			}
+			if clusterIP == "" && sp.NodePort == 0 {
+				continue
+			}
+			portName := sp.Name
+			if portName == "" {
+				portName = fmt.Sprint(sp.Port)
+			}
+			p := ServicePort{
+				Name:      strings.Join([]string{svc.Namespace, svc.Name, portName, strings.ToLower(string(proto))}, "/"),
+				ClusterIP: clusterIP, Protocol: proto, Port: sp.Port, NodePort: sp.NodePort, Affinity: affinity,
+				Endpoints: readyEndpoints(eps[svc.Namespace+"/"+svc.Name], sp.Name, proto),
+			}
+			rs.Services = append(rs.Services, p)
+		}
+	}
+	sort.Slice(rs.Services, func(i, j int) bool { return rs.Services[i].Name < rs.Services[j].Name })
+	for _, pod := range pods {
+		if pod.Status.PodIP == "" || pod.Spec.HostNetwork || pod.DeletionTimestamp != nil ||
+			pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+			continue
+		}
+		for _, c := range pod.Spec.Containers {
+			for _, cp := range c.Ports {
+				if cp.HostPort == 0 {
+					continue
+				}
+				proto := cp.Protocol
+				if proto == "" {
+					proto = v1.ProtocolTCP
+				}
+				hostIP := cp.HostIP
+				if hostIP == "0.0.0.0" {
+					hostIP = ""
+				}
+				rs.HostPorts = append(rs.HostPorts, HostPort{Pod: pod.Namespace + "/" + pod.Name, HostIP: hostIP, Protocol: proto,
+					HostPort: cp.HostPort, PodIP: pod.Status.PodIP, ContainerPort: cp.ContainerPort})
+			}
+		}
+	}
+	sort.Slice(rs.HostPorts, func(i, j int) bool {
+		a, b := rs.HostPorts[i], rs.HostPorts[j]
+		if a.Pod != b.Pod {
+			return a.Pod < b.Pod
+		}
+		return a.HostPort < b.HostPort
+	})
+	return rs
+}
+
+// readyEndpoints are the ready addresses of the subsets that carry the service port named
+// portName (the endpoints controller copies the service's port names) with proto.
+func readyEndpoints(e *v1.Endpoints, portName string, proto v1.Protocol) []Endpoint {
+	if e == nil {
+		return nil
+	}
+	var out []Endpoint
+	seen := map[Endpoint]bool{}
+	for _, ss := range e.Subsets {
+		for _, ep := range ss.Ports {
+			epProto := ep.Protocol
+			if epProto == "" {
+				epProto = v1.ProtocolTCP
+			}
+			if ep.Name != portName || epProto != proto {
+				continue
+			}
+			for _, a := range ss.Addresses {
+				if net.ParseIP(a.IP).To4() == nil {
+					continue
+				}
+				e := Endpoint{IP: a.IP, Port: ep.Port}
+				if !seen[e] {
+					seen[e] = true
+					out = append(out, e)
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].IP != out[j].IP {
+			return out[i].IP < out[j].IP
+		}
+		return out[i].Port < out[j].Port
+	})
+	return out
+}
