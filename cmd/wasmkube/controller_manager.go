@@ -30,7 +30,7 @@ func init() {
 	)
 	cmd := &cobra.Command{
 		Use:   "controller-manager",
-		Short: "Run the controllers: ReplicaSet, Deployment, node lifecycle, garbage collector, pod GC, namespace, endpoints",
+		Short: "Run the controllers: ReplicaSet, Deployment, StatefulSet, DaemonSet, Job, CronJob, node lifecycle, garbage collector, pod GC, namespace, endpoints",
 		Long: `Run wasmkube's controllers against an API server.
 
 With --leader-elect only the holder of the Lease kube-system/wasmkube-controller-manager acts; an

@@ -1,6 +1,7 @@
 // Package controller runs wasmkube's controllers in one process, as kube-controller-manager
-// does: ReplicaSet, Deployment, node lifecycle (with taint-based eviction), garbage
-// collector, pod GC, namespace and endpoints, sharing one set of informers, behind a
+// does: ReplicaSet, Deployment, StatefulSet, DaemonSet, Job, CronJob, node lifecycle (with
+// taint-based eviction), garbage collector, pod GC, namespace and endpoints, sharing one set
+// of informers, behind a
 // Lease-based leader election so that only one controller manager acts at a time.
 package controller
 
