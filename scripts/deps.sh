@@ -41,3 +41,13 @@ for d in sdk/assemblyscript wasm-examples/assemblyscript; do
     (cd "$d" && npm ci --no-audit --no-fund --loglevel=error)
   fi
 done
+
+# helm, for the tests that install a chart (issue 14: helm keeps releases in Secrets and
+# `helm create`'s chart has a ServiceAccount). Built from its Go module, pinned, into bin/.
+# A go-installed helm reports only major.minor (v3.22), hence the match on that.
+HELM_VERSION=v3.22.0
+if [ ! -x bin/helm ] || ! bin/helm version --short 2>/dev/null | grep -q "^${HELM_VERSION%.*}"; then
+  echo "deps: go install helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+  mkdir -p bin
+  GOBIN="$PWD/bin" GOFLAGS=-mod=mod go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+fi
