@@ -115,6 +115,7 @@ quorum) stops its work and campaigns again; the process does not exit. /readyz l
 	f.StringSlice("etcd-endpoints", nil, "external etcd cluster URLs (comma separated); default is an embedded etcd in the data dir")
 	f.Int64("default-toleration-seconds", 300, "tolerationSeconds of the not-ready/unreachable tolerations added to pods")
 	f.String("log-level", "info", "log level: debug, info, warn, error")
+	f.String("encryption-provider-config", "", "EncryptionConfiguration file for encryption at rest (default: <data-dir>/encryption-config.yaml, created with a fresh AES-GCM key for secrets)")
 	f.String("config", "", "YAML config file (keys under server., scheduler., admission., controller.; the scheduler and admission sections are reloaded on change)")
 	f.Bool("apiserver-only", false, "run only the API server, without the in-process scheduler and controller manager")
 	f.String("metrics-addr", defaultSchedulerMetricsAddr, "where the in-process scheduler serves /metrics (empty: off); the API server's /metrics has the rest")
@@ -128,6 +129,7 @@ var serverFlagKeys = []struct{ flag, key, env string }{
 	{"etcd-endpoints", "server.etcdEndpoints", "WASMKUBE_ETCD_ENDPOINTS"},
 	{"default-toleration-seconds", "server.defaultTolerationSeconds", "WASMKUBE_DEFAULT_TOLERATION_SECONDS"},
 	{"log-level", "server.logLevel", "WASMKUBE_LOG_LEVEL"},
+	{"encryption-provider-config", "server.encryptionProviderConfig", "WASMKUBE_ENCRYPTION_PROVIDER_CONFIG"},
 }
 
 // serverOptions resolves flags > environment > config file > defaults.
@@ -151,6 +153,7 @@ func serverOptions(cmd *cobra.Command) (apiserver.Options, slog.Level, error) {
 		DataDir:                  v.GetString("server.dataDir"),
 		Listen:                   v.GetString("server.listen"),
 		DefaultTolerationSeconds: v.GetInt64("server.defaultTolerationSeconds"),
+		EncryptionConfig:         v.GetString("server.encryptionProviderConfig"),
 	}
 	for _, e := range v.GetStringSlice("server.etcdEndpoints") {
 		for _, p := range strings.Split(e, ",") {
