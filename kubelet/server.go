@@ -1,8 +1,6 @@
 package kubelet
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -20,8 +18,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,8 +28,6 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/wasmkube/wasmkube/kubelet/runtime"
 )
 
 const authCacheTTL = 10 * time.Second
@@ -46,7 +41,28 @@ func (k *Kubelet) listen() (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubelet server: listen on %s: %w", k.opts.ServerAddr, err)
 	}
-	return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), nil
+	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	// The API server proxies exec, attach and port-forward with a client certificate from the
+	// cluster CA (SPDY upgrades carry no bearer token), as upstream's kubelet-client
+	// certificate; bearer tokens still work for everything.
+	if pool := k.clientCAs(); pool != nil {
+		tc.ClientCAs, tc.ClientAuth = pool, tls.VerifyClientCertIfGiven
+	}
+	return tls.NewListener(ln, tc), nil
+}
+
+// clientCAs is the cluster CA of the node's credential, which signs the API server's
+// client certificate; nil when the credential names none.
+func (k *Kubelet) clientCAs() *x509.CertPool {
+	data := k.opts.RESTConfig.CAData
+	if len(data) == 0 && k.opts.RESTConfig.CAFile != "" {
+		data, _ = os.ReadFile(k.opts.RESTConfig.CAFile)
+	}
+	pool := x509.NewCertPool()
+	if len(data) == 0 || !pool.AppendCertsFromPEM(data) {
+		return nil
+	}
+	return pool
 }
 
 // servingCert loads RootDir/pki/kubelet.{crt,key}, generating a self-signed pair for the
@@ -100,6 +116,9 @@ func (k *Kubelet) serve(ctx context.Context) <-chan struct{} {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
 	mux.Handle("/containerLogs/", k.authenticated(http.HandlerFunc(k.serveLogs)))
+	mux.Handle("/exec/", k.authenticated(http.HandlerFunc(k.serveExec)))
+	mux.Handle("/attach/", k.authenticated(http.HandlerFunc(k.serveAttach)))
+	mux.Handle("/portForward/", k.authenticated(http.HandlerFunc(k.servePortForward)))
 	if g, ok := k.opts.Registerer.(prometheus.Gatherer); ok {
 		mux.Handle("/metrics", k.authenticated(promhttp.HandlerFor(g, promhttp.HandlerOpts{})))
 	}
@@ -132,6 +151,14 @@ func (k *Kubelet) authenticated(next http.Handler) http.Handler {
 	cache := map[[32]byte]authEntry{}
 	var mu sync.Mutex
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
+			if slices.Contains(r.TLS.PeerCertificates[0].Subject.Organization, "system:masters") {
+				next.ServeHTTP(w, r)
+				return
+			}
+			http.Error(w, "Forbidden: only system:masters may use the kubelet's API", http.StatusForbidden)
+			return
+		}
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok || tok == "" {
 			http.Error(w, "Unauthorized: a bearer token is required", http.StatusUnauthorized)
@@ -170,177 +197,11 @@ func (k *Kubelet) authenticated(next http.Handler) http.Handler {
 			mu.Unlock()
 		}
 		if !e.ok {
-			http.Error(w, "Forbidden: only system:masters may read container logs from the kubelet", http.StatusForbidden)
+			http.Error(w, "Forbidden: only system:masters may use the kubelet's API (logs, exec, attach, port-forward)", http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// LogOptions are the query parameters of /containerLogs.
-type LogOptions struct {
-	Follow, Previous, Timestamps bool
-	TailLines, LimitBytes        int64 // -1: unset
-	SinceSeconds                 int64
-}
-
-// ParseLogOptions reads and checks the query of a /containerLogs request.
-func ParseLogOptions(q map[string][]string) (LogOptions, error) {
-	o := LogOptions{TailLines: -1, LimitBytes: -1}
-	get := func(k string) string {
-		if v := q[k]; len(v) > 0 {
-			return v[0]
-		}
-		return ""
-	}
-	var err error
-	parseBool := func(name string, dst *bool) {
-		if v := get(name); v != "" && err == nil {
-			*dst, err = strconv.ParseBool(v)
-			if err != nil {
-				err = fmt.Errorf("query parameter %s: %q is not a boolean", name, v)
-			}
-		}
-	}
-	parseInt := func(name string, dst *int64) {
-		if v := get(name); v != "" && err == nil {
-			n, perr := strconv.ParseInt(v, 10, 64)
-			if perr != nil || n < 0 {
-				err = fmt.Errorf("query parameter %s: %q is not a non-negative integer", name, v)
-			}
-			*dst = n
-		}
-	}
-	parseBool("follow", &o.Follow)
-	parseBool("previous", &o.Previous)
-	parseBool("timestamps", &o.Timestamps)
-	parseInt("tailLines", &o.TailLines)
-	parseInt("limitBytes", &o.LimitBytes)
-	parseInt("sinceSeconds", &o.SinceSeconds)
-	return o, err
-}
-
-// TailOffset returns the offset in data where its last n lines start.
-func TailOffset(data []byte, n int64) int {
-	if n < 0 {
-		return 0
-	}
-	if n == 0 {
-		return len(data)
-	}
-	end := len(data)
-	if end > 0 && data[end-1] == '\n' {
-		end--
-	}
-	for i := end - 1; i >= 0; i-- {
-		if data[i] == '\n' {
-			n--
-			if n == 0 {
-				return i + 1
-			}
-		}
-	}
-	return 0
-}
-
-func (k *Kubelet) serveLogs(w http.ResponseWriter, r *http.Request) {
-	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/containerLogs/"), "/")
-	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
-		http.Error(w, "path must be /containerLogs/<namespace>/<pod>/<container>", http.StatusBadRequest)
-		return
-	}
-	ns, name, container := parts[0], parts[1], parts[2]
-	opts, err := ParseLogOptions(r.URL.Query())
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	pod := k.podByName(ns, name)
-	if pod == nil {
-		http.Error(w, fmt.Sprintf("pod %s/%s is not on node %s", ns, name, k.opts.NodeName), http.StatusNotFound)
-		return
-	}
-	cs, err := k.rt.ListContainers(r.Context(), string(pod.UID))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	var mine []runtime.ContainerStatus
-	for _, c := range cs {
-		if c.Name == container {
-			mine = append(mine, c)
-		}
-	}
-	sort.Slice(mine, func(i, j int) bool { return mine[i].Attempt > mine[j].Attempt })
-	idx := 0
-	if opts.Previous {
-		idx = 1
-	}
-	if len(mine) <= idx {
-		http.Error(w, MissingLogMessage(pod, container, opts.Previous), http.StatusBadRequest)
-		return
-	}
-	c := mine[idx]
-	f, err := os.Open(c.LogPath)
-	if err != nil {
-		http.Error(w, fmt.Sprintf("log of container %s: %v", container, err), http.StatusNotFound)
-		return
-	}
-	defer f.Close()
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	data, _ := io.ReadAll(f)
-	out := data[TailOffset(data, opts.TailLines):]
-	written := int64(0)
-	write := func(b []byte) bool {
-		if opts.LimitBytes >= 0 && written+int64(len(b)) > opts.LimitBytes {
-			b = b[:opts.LimitBytes-written]
-		}
-		n, err := w.Write(b)
-		written += int64(n)
-		if fl, ok := w.(http.Flusher); ok {
-			fl.Flush()
-		}
-		return err == nil && (opts.LimitBytes < 0 || written < opts.LimitBytes)
-	}
-	if len(out) > 0 && !write(out) {
-		return
-	}
-	if !opts.Follow || opts.Previous {
-		return
-	}
-	// Follow: stream what the shim appends until the container stops and the file is drained.
-	buf := make([]byte, 32<<10)
-	rd := bufio.NewReader(f)
-	lastCheck := time.Now()
-	for {
-		n, err := rd.Read(buf)
-		if n > 0 {
-			if !write(bytes.Clone(buf[:n])) {
-				return
-			}
-			continue
-		}
-		if err != nil && err != io.EOF {
-			return
-		}
-		if time.Since(lastCheck) > 500*time.Millisecond {
-			lastCheck = time.Now()
-			st, err := k.rt.ContainerStatus(r.Context(), c.ID)
-			if err != nil || st.State != runtime.ContainerRunning {
-				// One last drain, then done.
-				rest, _ := io.ReadAll(rd)
-				if len(rest) > 0 {
-					write(rest)
-				}
-				return
-			}
-		}
-		select {
-		case <-r.Context().Done():
-			return
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 // MissingLogMessage says why container of pod has no log to serve, in upstream's words: a

@@ -407,12 +407,7 @@ func TerminationMessage(c *v1.Container, termLog, logPath string, exitCode int32
 		b = b[:maxTerminationMessage]
 	}
 	if len(b) == 0 && exitCode != 0 && c != nil && c.TerminationMessagePolicy == v1.TerminationMessageFallbackToLogsOnError {
-		data, _ := os.ReadFile(logPath)
-		data = data[TailOffset(data, 80):]
-		if len(data) > 2048 {
-			data = data[len(data)-2048:]
-		}
-		b = data
+		b = logTail(logPath, 80, 2048)
 	}
 	return string(b)
 }

@@ -53,10 +53,17 @@ type podWorker struct {
 
 // errImageNeverPull is a missing image under imagePullPolicy Never: not a pull failure, so
 // it is reported as ErrImageNeverPull (as upstream) rather than ErrImagePull/ImagePullBackOff.
-type errImageNeverPull struct{ image string }
+type errImageNeverPull struct {
+	image  string
+	policy v1.PullPolicy // the pod's (defaulted) policy
+	local  bool          // a wasmkube.local/ image, which exists only by import
+}
 
 func (e *errImageNeverPull) Error() string {
-	return fmt.Sprintf("Container image %q is not present with pull policy of Never", e.image)
+	if e.local && e.policy != v1.PullNever {
+		return fmt.Sprintf("Container image %q is not present with pull policy of %s, and wasmkube.local/ images are never pulled: import it on the node (make images, or wasmkube image import)", e.image, e.policy)
+	}
+	return fmt.Sprintf("Container image %q is not present with pull policy of %s", e.image, e.policy)
 }
 
 type containerProbes struct {
@@ -416,12 +423,13 @@ func (w *podWorker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	if policy == "" {
 		policy = v1.PullIfNotPresent
 	}
-	if isLocalOnly(ref) {
+	podPolicy, local := policy, isLocalOnly(ref)
+	if local {
 		policy = v1.PullNever
 	}
 	switch {
 	case policy == v1.PullNever && present == nil:
-		return &errImageNeverPull{image: c.Image}
+		return &errImageNeverPull{image: c.Image, policy: podPolicy, local: local}
 	case policy == v1.PullAlways || present == nil:
 		w.releaseSlot()
 		w.k.rec.event(pod, v1.EventTypeNormal, "Pulling", c.Name, "Pulling image %q", c.Image)
@@ -567,6 +575,7 @@ func (w *podWorker) containerConfig(pod *v1.Pod, sb *runtime.Sandbox, c *v1.Cont
 		Name: c.Name, Attempt: attempt, Image: ref, Command: c.Command, Args: c.Args, Env: env,
 		WorkingDir: c.WorkingDir, Mounts: mounts, Resources: ContainerResources(c), Security: ContainerSecurity(pod, c),
 		LogPath: LogPath(w.k.opts.RootDir, string(pod.UID), c.Name, attempt),
+		Stdin:   c.Stdin, StdinOnce: c.StdinOnce, TTY: c.TTY,
 	}, nil
 }
 

@@ -98,6 +98,7 @@ type Server struct {
 	metricsHandler http.Handler
 	openapi        http.Handler
 	kubeletClient  *http.Client
+	kubeletStreams kubeletStreams // exec, attach, port-forward (streaming.go)
 
 	namespaces *nsCache
 	// saTokens signs and verifies service account tokens (serviceaccounts.go).

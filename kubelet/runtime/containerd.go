@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -46,7 +47,10 @@ const (
 	LabelNetNS        = "io.wasmkube.sandbox.netns"
 	LabelIP           = "io.wasmkube.sandbox.ip"
 	LabelHostNetwork  = "io.wasmkube.sandbox.hostnetwork"
-	LabelClaimedAt    = "io.wasmkube.sandbox.claimed" // when a warm sandbox became the pod's: its CreatedAt
+	LabelClaimedAt    = "io.wasmkube.sandbox.claimed"     // when a warm sandbox became the pod's: its CreatedAt
+	LabelStdin        = "io.wasmkube.container.stdin"     // "true": the container has a stdin to attach to
+	LabelStdinOnce    = "io.wasmkube.container.stdinonce" // "true": the first attach's EOF closes it
+	LabelTTY          = "io.wasmkube.container.tty"
 	// The runc v2 shim serves every container whose OCI spec carries the same group
 	// annotation from one process: one shim per pod instead of one per container.
 	labelShimGroup = "io.containerd.runc.v2.group"
@@ -82,6 +86,9 @@ type Containerd struct {
 	cancel  context.CancelFunc
 	pool    warmPool
 	images  imageCache
+
+	iosMu sync.Mutex
+	ios   map[string]*containerIO // running containers' stdio, by container id
 }
 
 // NewContainerd connects to containerd. It watches task exit and OOM events until ctx ends.
@@ -109,6 +116,7 @@ func NewContainerd(ctx context.Context, opts ContainerdOptions) (*Containerd, er
 	r := &Containerd{c: c, opts: opts, log: opts.Logger, changed: make(chan string, 256), cancel: cancel}
 	r.pool.kick = make(chan struct{}, 1)
 	go r.watchEvents(ctx)
+	go r.recoverIO(ctx)
 	return r, nil
 }
 
@@ -123,6 +131,7 @@ func (r *Containerd) Changed() <-chan string { return r.changed }
 // Close stops watching events and releases the client.
 func (r *Containerd) Close() error {
 	r.cancel()
+	r.releaseIO()
 	return r.c.Close()
 }
 
@@ -630,7 +639,11 @@ func (r *Containerd) CreateContainer(ctx context.Context, sandboxID string, cfg 
 			oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: sbLabels[LabelNetNS]}),
 			oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.UTSNamespace, Path: fmt.Sprintf("/proc/%d/ns/uts", pid)}))
 	}
+	opts = append(opts, cgroupOpts(cfg.Security.Privileged)...)
 	opts = append(opts, securityOpts(cfg.Security)...)
+	if cfg.TTY {
+		opts = append(opts, oci.WithTTY)
+	}
 	if cfg.WorkingDir != "" {
 		opts = append(opts, oci.WithProcessCwd(cfg.WorkingDir))
 	}
@@ -650,6 +663,9 @@ func (r *Containerd) CreateContainer(ctx context.Context, sandboxID string, cfg 
 	labels[LabelName] = cfg.Name
 	labels[LabelAttempt] = strconv.Itoa(cfg.Attempt)
 	labels[LabelLogPath] = cfg.LogPath
+	labels[LabelStdin] = strconv.FormatBool(cfg.Stdin)
+	labels[LabelStdinOnce] = strconv.FormatBool(cfg.StdinOnce)
+	labels[LabelTTY] = strconv.FormatBool(cfg.TTY)
 	labels[LabelImageRef] = img.Name() + "@" + img.Target().Digest.String()
 	labels[labelShimGroup] = sandboxID
 	_, err = r.c.NewContainer(ctx, id,
@@ -666,8 +682,10 @@ func (r *Containerd) CreateContainer(ctx context.Context, sandboxID string, cfg 
 	return id, nil
 }
 
-// StartContainer implements Runtime. Output goes straight from the shim to the log file,
-// so logging survives kubelet restarts.
+// StartContainer implements Runtime. The container's stdio ends in the kubelet (a
+// containerIO): its output is written to the log in the CRI format and to attached
+// clients, as containerd's CRI plugin does; the shim keeps the fifos open, so a kubelet
+// restart only delays output until recoverIO attaches again.
 func (r *Containerd) StartContainer(ctx context.Context, id string) error {
 	defer r.pool.busy()()
 	c, err := r.c.LoadContainer(ctx, id)
@@ -679,14 +697,15 @@ func (r *Containerd) StartContainer(ctx context.Context, id string) error {
 		return fmt.Errorf("start container %s: %w", id, err)
 	}
 	labels := info.Labels
-	ioc := cio.NullIO
-	if p := labels[LabelLogPath]; p != "" {
-		ioc = cio.LogFile(p)
+	ioc, hub, err := r.startIO(id, labels[LabelLogPath], labels[LabelTTY] == "true", labels[LabelStdin] == "true", labels[LabelStdinOnce] == "true")
+	if err != nil {
+		return fmt.Errorf("start container %s (%s): %w", labels[LabelName], id, err)
 	}
 	task, err := c.NewTask(ctx, ioc)
 	if err != nil {
 		return fmt.Errorf("start container %s (%s): %w", labels[LabelName], id, err)
 	}
+	hub.closeIO = func() { _ = task.CloseIO(context.Background(), client.WithStdinCloser) }
 	if err := task.Start(ctx); err != nil {
 		_, _ = task.Delete(context.WithoutCancel(ctx), client.WithProcessKill)
 		return fmt.Errorf("start container %s (%s): %w", labels[LabelName], id, err)

@@ -1,11 +1,14 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -50,4 +53,45 @@ func removeNetNS(path string) error {
 		return fmt.Errorf("remove network namespace %s: %w", path, err)
 	}
 	return nil
+}
+
+// DialInNetNS connects to addr from inside the network namespace at nsPath (a pod's), so
+// that the pod's loopback is reachable. The socket is made on a thread switched into the
+// namespace and keeps it; the thread goes back to the kubelet's namespace afterwards, or is
+// retired if it cannot.
+func DialInNetNS(ctx context.Context, nsPath, network, addr string) (net.Conn, error) {
+	type result struct {
+		c   net.Conn
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		goruntime.LockOSThread()
+		orig, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+		if err != nil {
+			goruntime.UnlockOSThread()
+			ch <- result{err: fmt.Errorf("open own network namespace: %w", err)}
+			return
+		}
+		defer orig.Close()
+		target, err := os.Open(nsPath)
+		if err != nil {
+			goruntime.UnlockOSThread()
+			ch <- result{err: fmt.Errorf("open network namespace %s: %w", nsPath, err)}
+			return
+		}
+		defer target.Close()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			goruntime.UnlockOSThread()
+			ch <- result{err: fmt.Errorf("enter network namespace %s: %w", nsPath, err)}
+			return
+		}
+		c, err := (&net.Dialer{Timeout: 10 * time.Second}).DialContext(ctx, network, addr)
+		if unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET) == nil {
+			goruntime.UnlockOSThread()
+		}
+		ch <- result{c, err}
+	}()
+	r := <-ch
+	return r.c, r.err
 }

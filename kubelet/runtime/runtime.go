@@ -90,9 +90,12 @@ type ContainerConfig struct {
 	Env        []string // KEY=VALUE, appended after the image's
 	WorkingDir string
 	Mounts     []Mount
-	LogPath    string // stdout and stderr go here
-	Resources  Resources
-	Security   Security
+	LogPath    string // stdout and stderr go here, in the CRI log format
+	// Stdin keeps a stdin open for `kubectl attach`; StdinOnce closes it when the first
+	// attached client's input ends; TTY gives the container a terminal.
+	Stdin, StdinOnce, TTY bool
+	Resources             Resources
+	Security              Security
 }
 
 // ContainerState is the lifecycle state of a container.

@@ -1,0 +1,246 @@
+package kubelet_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/apiservertest"
+)
+
+// kubectlRun runs kubectl with stdin and extra environment and returns stdout, stderr and
+// the exit code (an error only when kubectl could not run).
+func kubectlRun(t *testing.T, srv *apiservertest.Server, stdin string, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", srv.KubeconfigPath}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("kubectl %s: %v", strings.Join(args, " "), err)
+	}
+	return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
+}
+
+// TestStreamingWithKubectl runs kubectl's daily loop against a real kubelet on containerd:
+// exec (WebSocket v5 and the SPDY fallback, stdin, TTY, exit codes), cp both ways,
+// port-forward to a server bound to the pod's loopback, attach through run -i --rm, and
+// logs with --timestamps, --since-time, --tail and --limit-bytes. One cluster, subtests.
+func TestStreamingWithKubectl(t *testing.T) {
+	srv := apiservertest.Start(t)
+	n := newNode(t, srv, "node-stream")
+	ctx := context.Background()
+	pods := srv.Client.CoreV1().Pods("default")
+
+	web := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		// No service account token volume: this test starts no controller to publish the
+		// kube-root-ca.crt ConfigMap it needs.
+		Spec: v1.PodSpec{NodeName: n.name, AutomountServiceAccountToken: new(bool), Containers: []v1.Container{busybox("app",
+			"mkdir -p /www; echo hello-from-pod > /www/index.html; echo early; sleep 3; echo late; exec httpd -f -p 127.0.0.1:8080 -h /www")}},
+	}
+	if _, err := pods.Create(ctx, web, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, srv.Client, "default", "web", "running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+
+	t.Run("exec", func(t *testing.T) {
+		for _, env := range [][]string{nil, {"KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false"}} { // v5 WebSocket, then SPDY
+			out, errOut, code := kubectlRun(t, srv, "", env, "exec", "web", "--", "cat", "/www/index.html")
+			if code != 0 || out != "hello-from-pod\n" {
+				t.Errorf("exec cat (%v) = %q, %q, exit %d", env, out, errOut, code)
+			}
+			out, errOut, code = kubectlRun(t, srv, "", env, "exec", "web", "--", "sh", "-c", "echo to-stderr >&2; exit 3")
+			if code != 3 || !strings.Contains(errOut, "to-stderr") || !strings.Contains(errOut, "command terminated with exit code 3") || out != "" {
+				t.Errorf("exec exit 3 (%v) = %q, %q, exit %d", env, out, errOut, code)
+			}
+			out, errOut, code = kubectlRun(t, srv, "abc\n", env, "exec", "-i", "web", "--", "sh", "-c", "cat > /tmp/in; wc -c < /tmp/in")
+			if code != 0 || strings.TrimSpace(out) != "4" {
+				t.Errorf("exec -i (%v) = %q, %q, exit %d", env, out, errOut, code)
+			}
+		}
+		if _, errOut, code := kubectlRun(t, srv, "", nil, "exec", "web", "-c", "nope", "--", "true"); code == 0 || !strings.Contains(errOut, "container nope is not valid for pod web") {
+			t.Errorf("exec into a missing container: exit %d, %q", code, errOut)
+		}
+	})
+
+	t.Run("exec-tty", func(t *testing.T) {
+		// script(1) gives kubectl a terminal; the container's side is a pty too, sized as
+		// kubectl's (resize events) terminal.
+		cmd := exec.Command("script", "-qec", "stty cols 91 rows 17; kubectl --kubeconfig "+srv.KubeconfigPath+" exec -it web -- sh -c "+
+			// kubectl sends its size right after the streams open, maybe after the shell started.
+			`'tty; for i in 1 2 3 4 5 6 7 8 9 10; do s=$(stty size 2>/dev/null); [ "$s" = "17 91" ] && break; sleep 0.3; done; echo "size=$s"'`, "/dev/null")
+		cmd.Stdin = strings.NewReader("")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl exec -it: %v: %s", err, out)
+		}
+		if !regexp.MustCompile(`/dev/pts/\d+`).Match(out) || !strings.Contains(string(out), "size=17 91") {
+			t.Errorf("kubectl exec -it: no pty of kubectl's size in the container:\n%s", out)
+		}
+	})
+
+	t.Run("cp", func(t *testing.T) {
+		dir := t.TempDir()
+		in := filepath.Join(dir, "in.txt")
+		data := strings.Repeat("wasmkube cp\n", 5000)
+		if err := os.WriteFile(in, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, errOut, code := kubectlRun(t, srv, "", nil, "cp", in, "web:/tmp/copied.txt"); code != 0 {
+			t.Fatalf("kubectl cp in: %s", errOut)
+		}
+		back := filepath.Join(dir, "back.txt")
+		if _, errOut, code := kubectlRun(t, srv, "", nil, "cp", "web:/tmp/copied.txt", back); code != 0 {
+			t.Fatalf("kubectl cp out: %s", errOut)
+		}
+		if got, _ := os.ReadFile(back); string(got) != data {
+			t.Errorf("kubectl cp round trip: %d bytes back, want %d", len(got), len(data))
+		}
+	})
+
+	t.Run("port-forward", func(t *testing.T) {
+		for _, env := range [][]string{nil, {"KUBECTL_PORT_FORWARD_WEBSOCKETS=false"}} { // the WebSocket tunnel, then SPDY
+			body := portForwardGet(t, srv, env, "web", 8080, "/index.html")
+			if body != "hello-from-pod\n" {
+				t.Errorf("port-forward (%v): GET = %q", env, body)
+			}
+		}
+	})
+
+	t.Run("run-attach", func(t *testing.T) {
+		overrides := `{"spec":{"nodeName":"` + n.name + `","automountServiceAccountToken":false}}`
+		out, errOut, code := kubectlRun(t, srv, "hello\n", nil, "run", "once", "-i", "--rm", "--restart=Never",
+			"--image=wasmkube.local/busybox:latest", "--overrides="+overrides, "--", "sh", "-c", "read x; echo got-$x")
+		if code != 0 || !strings.Contains(out, "got-hello") {
+			t.Errorf("kubectl run -i --rm = %q, %q, exit %d", out, errOut, code)
+		}
+		waitGone(t, srv, "once")
+	})
+
+	t.Run("logs", func(t *testing.T) {
+		waitPodLog(t, srv, "web", "late")
+		out := kubectl(t, srv, "logs", "web", "--timestamps")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 2 {
+			t.Fatalf("logs --timestamps = %q, want 2 lines", out)
+		}
+		var late time.Time
+		for i, want := range []string{"early", "late"} {
+			ts, text, _ := strings.Cut(lines[i], " ")
+			at, err := time.Parse(time.RFC3339Nano, ts)
+			if err != nil || text != want {
+				t.Fatalf("logs --timestamps line %d = %q (%v)", i, lines[i], err)
+			}
+			late = at
+		}
+		// --since-time is sent with second precision: the line 3 s earlier stays out.
+		if got := kubectl(t, srv, "logs", "web", "--since-time="+late.Truncate(time.Second).Format(time.RFC3339)); got != "late\n" {
+			t.Errorf("logs --since-time = %q, want only the late line", got)
+		}
+		if got := kubectl(t, srv, "logs", "web", "--since=1h"); got != "early\nlate\n" {
+			t.Errorf("logs --since=1h = %q", got)
+		}
+		if got := kubectl(t, srv, "logs", "web", "--tail=1"); got != "late\n" {
+			t.Errorf("logs --tail=1 = %q", got)
+		}
+		if got := kubectl(t, srv, "logs", "web", "--limit-bytes=3"); got != "ear" {
+			t.Errorf("logs --limit-bytes=3 = %q", got)
+		}
+	})
+
+	t.Run("cgroup-mount", func(t *testing.T) {
+		out, errOut, code := kubectlRun(t, srv, "", nil, "exec", "web", "--", "sh", "-c",
+			"grep ' /sys/fs/cgroup' /proc/mounts; cat /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/pids.max 2>/dev/null; "+
+				"for d in /sys/fs/cgroup/pids /sys/fs/cgroup; do [ -e $d/pids.max ] && mkdir $d/x 2>/dev/null && echo WRITABLE; done; true")
+		// The container's own cgroup is there to read (pids.max, on v1 or v2) and not to write.
+		if code != 0 || !strings.Contains(out, "/sys/fs/cgroup") || strings.Contains(out, "WRITABLE") ||
+			!regexp.MustCompile(`cgroup2? /sys/fs/cgroup\S* cgroup2? ro[,\s]`).MatchString(out) || !regexp.MustCompile(`(?m)^(max|\d+)$`).MatchString(out) {
+			t.Errorf("/sys/fs/cgroup in the container: %q %q exit %d", out, errOut, code)
+		}
+	})
+
+	t.Run("authorization", func(t *testing.T) {
+		// A node credential may not exec (nor attach, nor port-forward) into pods.
+		nodeClient := kubernetes.NewForConfigOrDie(srv.NodeConfig(t, n.name))
+		for _, sub := range []string{"exec", "attach", "portforward"} {
+			_, err := nodeClient.CoreV1().RESTClient().Post().Namespace("default").Resource("pods").Name("web").
+				SubResource(sub).Param("command", "true").Param("stdout", "true").Param("ports", "8080").DoRaw(ctx)
+			if !apierrors.IsForbidden(err) {
+				t.Errorf("node credential on pods/%s: %v, want Forbidden", sub, err)
+			}
+		}
+	})
+}
+
+// portForwardGet runs kubectl port-forward to pod's port on a free local port and GETs path.
+func portForwardGet(t *testing.T, srv *apiservertest.Server, env []string, pod string, port int, path string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "kubectl", "--kubeconfig", srv.KubeconfigPath, "port-forward", "pod/"+pod, "--address=127.0.0.1", ":"+strconv.Itoa(port))
+	cmd.Env = append(os.Environ(), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	sc := bufio.NewScanner(stdout)
+	re := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) ->`)
+	local := ""
+	for sc.Scan() {
+		if m := re.FindStringSubmatch(sc.Text()); m != nil {
+			local = m[1]
+			break
+		}
+	}
+	if local == "" {
+		t.Fatalf("kubectl port-forward printed no local port: %s", stderr.String())
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Get("http://127.0.0.1:" + local + path)
+	if err != nil {
+		t.Fatalf("GET through port-forward: %v (%s)", err, stderr.String())
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func waitPodLog(t *testing.T, srv *apiservertest.Server, pod, text string) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		if out, _, code := kubectlRun(t, srv, "", nil, "logs", pod); code == 0 && strings.Contains(out, text) {
+			return
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Fatalf("pod %s never logged %q", pod, text)
+}
