@@ -187,3 +187,27 @@ func (s *Server) getServiceAccount(ctx context.Context, ns, name string) (*corev
 	}
 	return obj.(*corev1.ServiceAccount), nil
 }
+
+// seedServiceAccounts gives the namespaces the server creates their default account and
+// kube-root-ca.crt at start, as the controller manager does for every namespace: pods in
+// them can get their token even before (or without) a controller manager, as on a node
+// test or in the first seconds of `wasmkube up`.
+func (s *Server) seedServiceAccounts(ctx context.Context) error {
+	sas := s.stores[corev1.SchemeGroupVersion.WithResource("serviceaccounts")]
+	cms := s.stores[corev1.SchemeGroupVersion.WithResource("configmaps")]
+	for _, ns := range []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease} {
+		now := metav1.Now()
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: admission.DefaultServiceAccountName, Namespace: ns}}
+		sas.prepareForCreate(sa, now)
+		if _, err := sas.s.Create(ctx, sas.key(ns, sa.Name), sa); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
+			return fmt.Errorf("apiserver: create service account %s/default: %w", ns, err)
+		}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: admission.RootCAConfigMap, Namespace: ns},
+			Data: map[string]string{"ca.crt": string(s.pki.caPEM)}}
+		cms.prepareForCreate(cm, now)
+		if _, err := cms.s.Create(ctx, cms.key(ns, cm.Name), cm); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
+			return fmt.Errorf("apiserver: create configmap %s/%s: %w", ns, cm.Name, err)
+		}
+	}
+	return nil
+}
