@@ -59,14 +59,16 @@ type pluginNewOptions struct {
 // newData is what the templates see.
 type newData struct {
 	Name, Lang, Kind string
-	Module           string // NAME.wasm
-	Crate            string // NAME with - as _
-	Scheduler        bool   // the kind is a scheduler kind (plugin conformance checks it)
-	SDK              string // the wasmkube source tree, relative to the plugin's folder when inside it
-	InTree           bool   // the folder is inside the source tree (a Go plugin is then a package of its module)
-	GoVersion        string // the go line of the source tree's go.mod
-	ASVersion        string // the AssemblyScript version sdk/assemblyscript pins
-	Build            string // how the README says to build
+	Module           string   // NAME.wasm
+	Crate            string   // NAME with - as _
+	Scheduler        bool     // the kind is a scheduler kind (plugin conformance checks it)
+	SDK              string   // the wasmkube source tree, relative to the plugin's folder when inside it
+	InTree           bool     // the folder is inside the source tree (a Go plugin is then a package of its module)
+	GoVersion        string   // the go line of the source tree's go.mod
+	SDKRequires      []string // "module version" of what sdk/go imports besides the standard library
+	GoSum            string   // the source tree's go.sum lines of those modules
+	ASVersion        string   // the AssemblyScript version sdk/assemblyscript pins
+	Build            string   // how the README says to build
 }
 
 func init() {
@@ -157,6 +159,11 @@ func runPluginNew(out io.Writer, dir string, o *pluginNewOptions) error {
 		if d.GoVersion, err = goVersionOf(root); err != nil {
 			return err
 		}
+		if o.lang == "go" {
+			if d.SDKRequires, d.GoSum, err = sdkRequires(root); err != nil {
+				return err
+			}
+		}
 		if o.lang == "assemblyscript" {
 			if d.ASVersion, err = ascVersionOf(root); err != nil {
 				return err
@@ -223,7 +230,7 @@ func renderPlugin(d newData) ([]newFile, error) {
 		if !d.InTree {
 			// Inside the tree the plugin is a package of the wasmkube module, as the
 			// examples are (a go.mod would hide it from `go build ./wasm-examples/go/...`).
-			ts = append(ts, tmpl{"go/go.mod.tmpl", "go.mod"})
+			ts = append(ts, tmpl{"go/go.mod.tmpl", "go.mod"}, tmpl{"go/go.sum.tmpl", "go.sum"})
 		}
 		d.Build = "./build.sh    # GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o " + d.Module + " ."
 	case "c":
@@ -308,6 +315,46 @@ func isSourceTree(dir string) bool {
 	}
 	st, err := os.Stat(filepath.Join(dir, "sdk"))
 	return err == nil && st.IsDir()
+}
+
+// sdkModules are the modules sdk/go imports besides the standard library (gjson for
+// sdk.Request.Get, and what gjson needs). A plugin outside the source tree is its own
+// module, so its go.mod must require them at the tree's versions, and its go.sum carry
+// their hashes for the build to be checked.
+var sdkModules = []string{"github.com/tidwall/gjson", "github.com/tidwall/match", "github.com/tidwall/pretty"}
+
+// sdkRequires reads the versions of sdkModules from the tree's go.mod and their lines of
+// its go.sum.
+func sdkRequires(root string) ([]string, string, error) {
+	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		return nil, "", err
+	}
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		return nil, "", err
+	}
+	var reqs []string
+	var sums strings.Builder
+	for _, m := range sdkModules {
+		version := ""
+		for _, l := range strings.Split(string(mod), "\n") {
+			if f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(l), "require ")); len(f) >= 2 && f[0] == m {
+				version = f[1]
+				break
+			}
+		}
+		if version == "" {
+			return nil, "", fmt.Errorf("%s: no require of %s, which sdk/go imports", filepath.Join(root, "go.mod"), m)
+		}
+		reqs = append(reqs, m+" "+version)
+		for _, l := range strings.Split(string(sum), "\n") {
+			if strings.HasPrefix(l, m+" "+version+" ") || strings.HasPrefix(l, m+" "+version+"/go.mod ") {
+				sums.WriteString(l + "\n")
+			}
+		}
+	}
+	return reqs, sums.String(), nil
 }
 
 // goVersionOf reads the go line of the wasmkube go.mod in dir; an error when dir holds

@@ -187,8 +187,8 @@ type containerIO struct {
 	stdinW    *io.PipeWriter // nil: the container has no stdin
 	log       *os.File
 	lw        *LogWriter
-	closeIO   func() // closes the container's stdin (task CloseIO)
-	cio       cio.IO // the kubelet's ends of the fifos
+	closeIO   func()      // closes the container's stdin (task CloseIO)
+	cio       cio.IO      // the kubelet's ends of the fifos
 	released  atomic.Bool // the runtime closed: the fifos stay for the next kubelet
 
 	mu        sync.Mutex
