@@ -48,6 +48,7 @@ type options struct {
 	compaction time.Duration
 	etcd       []string
 	nodeTTL    time.Duration
+	tokenFile  string
 }
 
 // Option configures Start.
@@ -78,6 +79,9 @@ func WithEtcdEndpoints(urls ...string) Option { return func(o *options) { o.etcd
 // WithNodeCredentialTTL sets how long node credentials are valid.
 func WithNodeCredentialTTL(d time.Duration) Option { return func(o *options) { o.nodeTTL = d } }
 
+// WithTokenAuthFile sets Options.TokenAuthFile (static user tokens, token,user,uid,groups).
+func WithTokenAuthFile(path string) Option { return func(o *options) { o.tokenFile = path } }
+
 // Start runs an API server until the test ends (or Stop is called).
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
@@ -95,7 +99,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 	api, err := apiserver.New(ctx, apiserver.Options{
 		DataDir: o.dataDir, Listen: "127.0.0.1:0", Admission: o.admission, Logger: o.logger,
 		DefaultTolerationSeconds: o.toleration, CompactionInterval: o.compaction,
-		EtcdEndpoints: o.etcd, NodeCredentialTTL: o.nodeTTL,
+		EtcdEndpoints: o.etcd, NodeCredentialTTL: o.nodeTTL, TokenAuthFile: o.tokenFile,
 	})
 	if err != nil {
 		cancel()
