@@ -38,7 +38,7 @@ func testLogger() *slog.Logger {
 }
 
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	wg     *sync.WaitGroup // every goroutine of the test; waited for after ctx is cancelled
 	srv    *apiservertest.Server
 	client kubernetes.Interface
@@ -54,7 +54,7 @@ type envOpts struct {
 
 // newEnv starts a real API server, hollow nodes, the scheduler and (unless ctrl is nil)
 // the controller manager, all stopped when the test ends.
-func newEnv(t *testing.T, o envOpts) *env {
+func newEnv(t testing.TB, o envOpts) *env {
 	t.Helper()
 	var sopts []apiservertest.Option
 	if o.toleration > 0 {

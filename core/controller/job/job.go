@@ -248,6 +248,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		manageErr = c.act(ctx, key, job, p)
 	}
 	if err := c.writeStatus(ctx, key, job, p.Status); err != nil {
+		if apierrors.IsConflict(err) {
+			// Someone else changed the Job: look again soon, without the failure back-off
+			// (which grows per key and would stall a busy Job), and keep the finalizers.
+			return worker.RequeueAfter(20 * time.Millisecond)
+		}
 		return err
 	}
 	// Finalizers come off only once the status that counts their pods is stored.
@@ -467,7 +472,9 @@ func (c *Controller) removeFinalizer(ctx context.Context, p *corev1.Pod) error {
 		return err
 	}
 	_, err = c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	if err == nil || apierrors.IsNotFound(err) {
+	// A conflict means the pod changed since it was listed: its update event queues the Job
+	// again, and the next pass releases it from the newer version.
+	if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
 	}
 	return fmt.Errorf("remove finalizer of pod %s/%s: %w", p.Namespace, p.Name, err)
