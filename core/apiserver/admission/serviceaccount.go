@@ -40,11 +40,20 @@ type ServiceAccount struct {
 
 // Admit implements MutationInterface.
 func (p ServiceAccount) Admit(ctx context.Context, a *Attributes) error {
-	if a.Operation != Create || a.Resource.Resource != "pods" || a.Subresource != "" {
+	pod, ok := a.Object.(*corev1.Pod)
+	if !ok || a.Resource.Resource != "pods" {
 		return nil
 	}
-	pod, ok := a.Object.(*corev1.Pod)
-	if !ok || pod.Annotations[mirrorPodAnnotation] != "" {
+	if a.Operation == Update {
+		// Upstream's conversion keeps the deprecated field equal to the name on every
+		// write, so a replace from a manifest that names neither reads as no change.
+		if pod.Spec.ServiceAccountName == "" {
+			pod.Spec.ServiceAccountName = pod.Spec.DeprecatedServiceAccount
+		}
+		pod.Spec.DeprecatedServiceAccount = pod.Spec.ServiceAccountName
+		return nil
+	}
+	if a.Operation != Create || a.Subresource != "" || pod.Annotations[mirrorPodAnnotation] != "" {
 		return nil
 	}
 	name := pod.Spec.ServiceAccountName
