@@ -150,7 +150,7 @@ func readyIPs(e *v1.Endpoints) []string {
 // (full, namespace-relative and short), by cluster IP (from the service environment
 // variables), by NodePort and by hostPort on the bridge's gateway; a headless Service
 // resolves to its pods, a named port has an SRV record; a cluster IP without endpoints is
-// refused on the node; a pod that turns unready leaves the rotation. Every packet stays
+// refused on the node; ClientIP affinity keeps a client on one backend; a pod that turns unready leaves the rotation. Every packet stays
 // between the test's network namespaces and the node.
 func TestServicesCarryTraffic(t *testing.T) {
 	srv := apiservertest.Start(t)
@@ -174,6 +174,11 @@ func TestServicesCarryTraffic(t *testing.T) {
 	if _, err := svcs.Create(ctx, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web-headless"}, Spec: v1.ServiceSpec{
 		ClusterIP: v1.ClusterIPNone, Selector: map[string]string{"app": "web"},
 		Ports: []v1.ServicePort{{Name: "http", Port: 8080}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svcs.Create(ctx, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "sticky"}, Spec: v1.ServiceSpec{
+		Selector: map[string]string{"app": "web"}, SessionAffinity: v1.ServiceAffinityClientIP,
+		Ports: []v1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	empty, err := svcs.Create(ctx, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "empty"}, Spec: v1.ServiceSpec{
@@ -202,6 +207,7 @@ func TestServicesCarryTraffic(t *testing.T) {
 			loop("ns", "http://web.default/")+
 			loop("env", "http://$WEB_SERVICE_HOST:$WEB_SERVICE_PORT/")+
 			loop("nodeport", fmt.Sprintf("http://%s:%d/", gw, nodePort))+
+			loop("sticky", "http://sticky/")+
 			fmt.Sprintf(`echo "hostport $(timeout 5 wget -qO- http://%s:18080/ 2>&1)"; `, gw)+
 			`echo "empty $(timeout 5 wget -qO- http://$EMPTY_SERVICE_HOST/ 2>&1)"; `+
 			`nslookup web-headless.default.svc.cluster.local; nslookup -type=SRV _http._tcp.web.default.svc.cluster.local; `+
@@ -226,6 +232,9 @@ func TestServicesCarryTraffic(t *testing.T) {
 		if strings.Count(out, tag+" web-") != 12 {
 			t.Errorf("by %s: %d of 12 requests answered", tag, strings.Count(out, tag+" web-"))
 		}
+	}
+	if a, b := strings.Count(out, "sticky web-0\n"), strings.Count(out, "sticky web-1\n"); a+b != 12 || a != 0 && b != 0 {
+		t.Errorf("sessionAffinity ClientIP: web-0 answered %d, web-1 %d of 12 requests; want one of them all", a, b)
 	}
 	if !strings.Contains(out, "hostport web-0\n") {
 		t.Errorf("hostPort 18080 on %s did not reach web-0", gw)

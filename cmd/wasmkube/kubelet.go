@@ -20,7 +20,9 @@ import (
 	"github.com/wasmkube/wasmkube/kubelet"
 	"github.com/wasmkube/wasmkube/kubelet/cni"
 	kcontainerd "github.com/wasmkube/wasmkube/kubelet/containerd"
+	"github.com/wasmkube/wasmkube/kubelet/dns"
 	"github.com/wasmkube/wasmkube/kubelet/nodecred"
+	"github.com/wasmkube/wasmkube/kubelet/proxy"
 	"github.com/wasmkube/wasmkube/plugins/nodewasm"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 )
@@ -31,6 +33,7 @@ type kubeletFlags struct {
 	containerdAddr, containerdNS       string
 	podCIDR, bridge, cniBinDir, images string
 	listen, logLevel, configFile       string
+	serviceCIDR, clusterDomain         string
 	cleanupOnExit, ipMasq              bool
 	warmSandboxes                      int
 }
@@ -70,6 +73,8 @@ restarted kubelet adopts them) unless --cleanup-on-exit is set.`,
 	fl.StringVar(&f.listen, "listen", ":10250", "HTTPS listen address (logs, healthz)")
 	fl.BoolVar(&f.cleanupOnExit, "cleanup-on-exit", false, "stop and remove this node's pods when the kubelet exits")
 	fl.IntVar(&f.warmSandboxes, "warm-sandboxes", kubelet.DefaultWarmSandboxes, "pod sandboxes (network wired, pause running) kept ready for the next pods; 0 turns the pool off")
+	fl.StringVar(&f.serviceCIDR, "service-cidr", proxy.DefaultServiceCIDR, "the API server's service range: traffic to it is load-balanced by the node proxy or refused, never routed off the node")
+	fl.StringVar(&f.clusterDomain, "cluster-domain", dns.DefaultDomain, "the cluster DNS domain the node's DNS server answers")
 	fl.BoolVar(&f.ipMasq, "ip-masq", false, "masquerade pod traffic that leaves the node (off: pods reach only this machine)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fl.StringVar(&f.configFile, "config", "", "wasmkube YAML config file; its kubelet: section declares the wasm probe and preStop plugins (watched for changes)")
@@ -129,6 +134,7 @@ func runKubelet(f kubeletFlags) error {
 		PodCIDR: f.podCIDR, Bridge: f.bridge, CNIBinDir: f.cniBinDir, ImagesDir: f.images,
 		ServerAddr: f.listen, CleanupOnExit: f.cleanupOnExit, IPMasq: f.ipMasq, Logger: log,
 		WarmSandboxes: f.warmSandboxes, ConfigFile: f.configFile, Hooks: hooks, Registerer: reg,
+		ServiceCIDR: f.serviceCIDR, ClusterDomain: f.clusterDomain, DNSUpstreams: dns.HostUpstreams("/etc/resolv.conf"),
 	}
 	if opts.ContainerdAddress == "" {
 		d, err := kcontainerd.Start(ctx, filepath.Join(f.rootDir, "containerd"))

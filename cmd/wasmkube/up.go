@@ -20,6 +20,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/scheduler"
 	"github.com/wasmkube/wasmkube/kubelet"
 	"github.com/wasmkube/wasmkube/kubelet/containerd"
+	"github.com/wasmkube/wasmkube/kubelet/dns"
 	"github.com/wasmkube/wasmkube/kubelet/hollow"
 	"github.com/wasmkube/wasmkube/plugins/schedwasm"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
@@ -292,6 +293,8 @@ func startKubelet(ctx context.Context, srv *apiserver.Server, dataDir string, o 
 		ContainerdAddress: daemon.Address(), Snapshotter: daemon.Snapshotter(),
 		ImagesDir: images, ServerAddr: kubeletAddr(), CleanupOnExit: !o.keepPods, Logger: log,
 		WarmSandboxes: o.warm, ConfigFile: o.configFile, Hooks: hooks, Registerer: prometheus.DefaultRegisterer,
+		// Pods resolve cluster names at the node's DNS server, other names through the host's.
+		DNSUpstreams: dns.HostUpstreams("/etc/resolv.conf"),
 	})
 	if err != nil {
 		_ = daemon.Stop()

@@ -1,0 +1,70 @@
+package proxy
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestPlan(t *testing.T) {
+	timeout := int32(60)
+	now := metav1.Now()
+	svcs := []*v1.Service{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}, Spec: v1.ServiceSpec{ClusterIP: "10.96.0.10",
+			Type: v1.ServiceTypeNodePort, Ports: []v1.ServicePort{{Name: "http", Port: 80, NodePort: 30080}, {Name: "dns", Port: 53, Protocol: v1.ProtocolUDP}}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "sticky"}, Spec: v1.ServiceSpec{ClusterIP: "10.96.0.11",
+			SessionAffinity: v1.ServiceAffinityClientIP, SessionAffinityConfig: &v1.SessionAffinityConfig{ClientIP: &v1.ClientIPConfig{TimeoutSeconds: &timeout}},
+			Ports: []v1.ServicePort{{Port: 8080}}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "headless"}, Spec: v1.ServiceSpec{ClusterIP: v1.ClusterIPNone, Ports: []v1.ServicePort{{Port: 80}}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ext"}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeExternalName, ExternalName: "example.org"}},
+	}
+	eps := []*v1.Endpoints{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}, Subsets: []v1.EndpointSubset{{
+			Addresses:         []v1.EndpointAddress{{IP: "10.42.0.3"}, {IP: "10.42.0.2"}},
+			NotReadyAddresses: []v1.EndpointAddress{{IP: "10.42.0.9"}}, // a failing readiness probe: not a backend
+			Ports:             []v1.EndpointPort{{Name: "http", Port: 8080, Protocol: v1.ProtocolTCP}, {Name: "dns", Port: 5353, Protocol: v1.ProtocolUDP}},
+		}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "sticky"}, Subsets: []v1.EndpointSubset{{
+			Addresses: []v1.EndpointAddress{{IP: "10.42.0.4"}}, Ports: []v1.EndpointPort{{Port: 8080, Protocol: v1.ProtocolTCP}}}}},
+	}
+	pods := []*v1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hp"}, Spec: v1.PodSpec{Containers: []v1.Container{{Ports: []v1.ContainerPort{
+			{ContainerPort: 80, HostPort: 8081}, {ContainerPort: 81}}}}}, Status: v1.PodStatus{PodIP: "10.42.0.5", Phase: v1.PodRunning}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gone", DeletionTimestamp: &now}, Spec: v1.PodSpec{Containers: []v1.Container{{Ports: []v1.ContainerPort{
+			{ContainerPort: 80, HostPort: 8082}}}}}, Status: v1.PodStatus{PodIP: "10.42.0.6", Phase: v1.PodRunning}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "noip"}, Spec: v1.PodSpec{Containers: []v1.Container{{Ports: []v1.ContainerPort{
+			{ContainerPort: 80, HostPort: 8083}}}}}},
+	}
+	got := Plan(svcs, eps, pods)
+	want := Ruleset{
+		Services: []ServicePort{
+			{Name: "default/sticky/8080/tcp", ClusterIP: "10.96.0.11", Protocol: v1.ProtocolTCP, Port: 8080, Affinity: time.Minute,
+				Endpoints: []Endpoint{{IP: "10.42.0.4", Port: 8080}}},
+			{Name: "default/web/dns/udp", ClusterIP: "10.96.0.10", Protocol: v1.ProtocolUDP, Port: 53,
+				Endpoints: []Endpoint{{IP: "10.42.0.2", Port: 5353}, {IP: "10.42.0.3", Port: 5353}}},
+			{Name: "default/web/http/tcp", ClusterIP: "10.96.0.10", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080,
+				Endpoints: []Endpoint{{IP: "10.42.0.2", Port: 8080}, {IP: "10.42.0.3", Port: 8080}}},
+		},
+		HostPorts: []HostPort{{Pod: "default/hp", Protocol: v1.ProtocolTCP, HostPort: 8081, PodIP: "10.42.0.5", ContainerPort: 80}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Plan:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestNewTableRefusesBadNetworks(t *testing.T) {
+	for _, n := range []Network{
+		{Bridge: "", PodCIDR: "10.42.0.0/24", ServiceCIDR: "10.96.0.0/16"},
+		{Bridge: "a-very-long-bridge-name", PodCIDR: "10.42.0.0/24", ServiceCIDR: "10.96.0.0/16"},
+		{Bridge: "br", PodCIDR: "fd00::/64", ServiceCIDR: "10.96.0.0/16"},
+		{Bridge: "br", PodCIDR: "10.42.0.0/24", ServiceCIDR: "nope"},
+		{Bridge: "br", PodCIDR: "10.42.0.0/24", ServiceCIDR: "10.96.0.0/16", NodeIPs: []string{"host"}},
+	} {
+		if _, err := newTable("t", n); err == nil {
+			t.Errorf("newTable(%+v) accepted", n)
+		}
+	}
+}
