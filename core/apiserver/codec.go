@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -90,6 +91,11 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes))
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// The body read timeout (httpguard.go): 408, as net/http answers slow headers.
+		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusRequestTimeout,
+			Reason: metav1.StatusReasonTimeout, Message: fmt.Sprintf("the request body was not received within %s", bodyReadTimeout)}}
 	}
 	if err != nil {
 		return nil, apierrors.NewBadRequest("read request body: " + err.Error())
