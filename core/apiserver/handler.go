@@ -78,7 +78,6 @@ var errNotFoundPath = apierrors.NewGenericServerResponse(http.StatusNotFound, ""
 // everything else behind a bearer token.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	w, r = s.guardRequest(w, r) // body and write deadlines; errors do not wait for a body (httpguard.go)
 	sw := &statusWriter{ResponseWriter: w}
 	userName := ""
 	ml := requestLabels{verb: strings.ToUpper(r.Method)}
@@ -259,6 +258,9 @@ func (s *Server) parsePath(method, path string, q url.Values) (*requestInfo, err
 	if streamSubresources[ri.subresource] && ri.name != "" && (method == http.MethodGet || method == http.MethodPost) {
 		ri.verb = "create" // exec, attach, portforward: a connect, authorized as create (streaming.go)
 	}
+	if streamSubresources[ri.subresource] && ri.name != "" && (method == http.MethodGet || method == http.MethodPost) {
+		ri.verb = "create" // exec, attach, portforward: a connect, authorized as create (streaming.go)
+	}
 	if ri.verb == "" || res.createOnly && ri.verb != "create" || ri.verb == "deletecollection" && res.noDeleteCollection {
 		return nil, apierrors.NewMethodNotSupported(res.gvr.GroupResource(), strings.ToLower(method))
 	}
@@ -267,8 +269,8 @@ func (s *Server) parsePath(method, path string, q url.Values) (*requestInfo, err
 
 // serveResource runs one resource request.
 func (s *Server) serveResource(rq *request) error {
-	if err := validateQuery(rq.info.verb, rq.query); err != nil {
-		return err
+	if streamSubresources[rq.info.subresource] {
+		return s.serveStream(rq, s.stores[rq.info.res.gvr])
 	}
 	if streamSubresources[rq.info.subresource] {
 		return s.serveStream(rq, s.stores[rq.info.res.gvr])

@@ -99,6 +99,7 @@ type Server struct {
 	openapi        http.Handler
 	kubeletClient  *http.Client
 	kubeletStreams kubeletStreams // exec, attach, port-forward (streaming.go)
+	kubeletStreams kubeletStreams // exec, attach, port-forward (streaming.go)
 
 	namespaces *nsCache
 	// saTokens signs and verifies service account tokens (serviceaccounts.go).
@@ -323,9 +324,12 @@ func (s *Server) Run(ctx context.Context) error {
 	var runErr error
 	s.runOnce.Do(func() {
 		started = true
-		srv := s.httpServer() // the timeouts and limits of httpguard.go
-		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{s.pki.serving}, MinVersion: tls.VersionTLS12}
-		srv.ErrorLog = slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)
+		srv := &http.Server{
+			Handler:           s,
+			TLSConfig:         &tls.Config{Certificates: []tls.Certificate{s.pki.serving}, MinVersion: tls.VersionTLS12},
+			ReadHeaderTimeout: 30 * time.Second,
+			ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		}
 		serveErr := make(chan error, 1)
 		go func() { serveErr <- srv.ServeTLS(s.ln, "", "") }()
 		close(s.ready)
