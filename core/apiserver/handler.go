@@ -258,9 +258,6 @@ func (s *Server) parsePath(method, path string, q url.Values) (*requestInfo, err
 	if streamSubresources[ri.subresource] && ri.name != "" && (method == http.MethodGet || method == http.MethodPost) {
 		ri.verb = "create" // exec, attach, portforward: a connect, authorized as create (streaming.go)
 	}
-	if streamSubresources[ri.subresource] && ri.name != "" && (method == http.MethodGet || method == http.MethodPost) {
-		ri.verb = "create" // exec, attach, portforward: a connect, authorized as create (streaming.go)
-	}
 	if ri.verb == "" || res.createOnly && ri.verb != "create" || ri.verb == "deletecollection" && res.noDeleteCollection {
 		return nil, apierrors.NewMethodNotSupported(res.gvr.GroupResource(), strings.ToLower(method))
 	}
@@ -269,9 +266,6 @@ func (s *Server) parsePath(method, path string, q url.Values) (*requestInfo, err
 
 // serveResource runs one resource request.
 func (s *Server) serveResource(rq *request) error {
-	if streamSubresources[rq.info.subresource] {
-		return s.serveStream(rq, s.stores[rq.info.res.gvr])
-	}
 	if streamSubresources[rq.info.subresource] {
 		return s.serveStream(rq, s.stores[rq.info.res.gvr])
 	}

@@ -99,7 +99,6 @@ type Server struct {
 	openapi        http.Handler
 	kubeletClient  *http.Client
 	kubeletStreams kubeletStreams // exec, attach, port-forward (streaming.go)
-	kubeletStreams kubeletStreams // exec, attach, port-forward (streaming.go)
 
 	namespaces *nsCache
 	// saTokens signs and verifies service account tokens (serviceaccounts.go).
