@@ -78,6 +78,7 @@ var errNotFoundPath = apierrors.NewGenericServerResponse(http.StatusNotFound, ""
 // everything else behind a bearer token.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	w, r = s.guardRequest(w, r) // body and write deadlines; errors do not wait for a body (httpguard.go)
 	sw := &statusWriter{ResponseWriter: w}
 	userName := ""
 	ml := requestLabels{verb: strings.ToUpper(r.Method)}
@@ -266,6 +267,9 @@ func (s *Server) parsePath(method, path string, q url.Values) (*requestInfo, err
 
 // serveResource runs one resource request.
 func (s *Server) serveResource(rq *request) error {
+	if err := validateQuery(rq.info.verb, rq.query); err != nil {
+		return err
+	}
 	if streamSubresources[rq.info.subresource] {
 		return s.serveStream(rq, s.stores[rq.info.res.gvr])
 	}

@@ -323,12 +323,9 @@ func (s *Server) Run(ctx context.Context) error {
 	var runErr error
 	s.runOnce.Do(func() {
 		started = true
-		srv := &http.Server{
-			Handler:           s,
-			TLSConfig:         &tls.Config{Certificates: []tls.Certificate{s.pki.serving}, MinVersion: tls.VersionTLS12},
-			ReadHeaderTimeout: 30 * time.Second,
-			ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-		}
+		srv := s.httpServer() // the timeouts and limits of httpguard.go
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{s.pki.serving}, MinVersion: tls.VersionTLS12}
+		srv.ErrorLog = slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)
 		serveErr := make(chan error, 1)
 		go func() { serveErr <- srv.ServeTLS(s.ln, "", "") }()
 		close(s.ready)
