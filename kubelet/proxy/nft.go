@@ -5,10 +5,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"reflect"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
+	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 )
@@ -45,9 +47,10 @@ type table struct {
 	conn        *nftables.Conn
 	t           *nftables.Table
 	chainsCount int
+	last        *Ruleset // what the table holds; nil: unknown
 }
 
-func newTable(name string, n Network) (*table, error) {
+func newTable(name string, n Network, connOpts ...nftables.ConnOption) (*table, error) {
 	if len(n.Bridge) == 0 || len(n.Bridge) >= unix.IFNAMSIZ {
 		return nil, fmt.Errorf("proxy: bridge name %q must be 1-15 bytes", n.Bridge)
 	}
@@ -72,7 +75,7 @@ func newTable(name string, n Network) (*table, error) {
 		}
 		t.nodeIPs = append(t.nodeIPs, ip)
 	}
-	conn, err := nftables.New()
+	conn, err := nftables.New(append([]nftables.ConnOption{nftables.WithSockOptions(bigBuffers)}, connOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("proxy: netlink: %w", err)
 	}
@@ -81,8 +84,24 @@ func newTable(name string, n Network) (*table, error) {
 	return t, nil
 }
 
-// apply replaces the table's contents with rs.
+// apply makes the table hold rs: the changed service chains alone when only endpoints
+// changed, else the whole table.
 func (t *table) apply(rs Ruleset) error {
+	ok, err := t.applyEndpoints(rs)
+	if !ok {
+		err = t.applyAll(rs)
+	}
+	if err != nil {
+		t.last = nil // unknown state: the next apply rewrites everything
+		return err
+	}
+	// a copy: the caller may reuse its slices
+	t.last = &Ruleset{Services: append([]ServicePort(nil), rs.Services...), HostPorts: append([]HostPort(nil), rs.HostPorts...)}
+	return nil
+}
+
+// applyAll replaces the table's contents with rs.
+func (t *table) applyAll(rs Ruleset) error {
 	c := t.conn
 	// add + delete + add: deletes the old table whether or not it exists, in the same
 	// transaction as the new one (a table cannot be replaced in place).
@@ -139,30 +158,16 @@ func (t *table) apply(rs Ruleset) error {
 		if sp.NodePort != 0 {
 			rule(nodePorts, cat(l4proto(proto), dport(sp.NodePort), jump(svc.Name))...)
 		}
-		if t.net.MasqueradeAll {
-			rule(svc, cat(saddrIn(t.podNet), jump(masq.Name))...)
-		}
 		if sp.Affinity > 0 {
+			if t.net.MasqueradeAll {
+				rule(svc, cat(saddrIn(t.podNet), jump(masq.Name))...)
+			}
 			if err := t.affinity(svc, sp, i, proto, chain, rule); err != nil {
 				return err
 			}
 			continue
 		}
-		// A pod reaching itself through its Service (hairpin) must see the reply come from
-		// the gateway, not from its own address.
-		for _, ep := range sp.Endpoints {
-			rule(svc, cat(saddr(net.ParseIP(ep.IP).To4()), jump(masq.Name))...)
-		}
-		// Uniform choice with one random draw per rule: the i-th of n rules takes 1/(n-i)
-		// of what reaches it. Only a connection's first packet walks this chain.
-		n := len(sp.Endpoints)
-		for j, ep := range sp.Endpoints {
-			var e []expr.Any
-			if j < n-1 {
-				e = randomIsZero(uint32(n - j))
-			}
-			rule(svc, cat(e, dnat(net.ParseIP(ep.IP).To4(), ep.Port))...)
-		}
+		t.randomChain(svc, sp)
 	}
 	for _, hp := range rs.HostPorts {
 		podIP := net.ParseIP(hp.PodIP).To4()
@@ -185,6 +190,62 @@ func (t *table) apply(rs Ruleset) error {
 		return fmt.Errorf("proxy: program table %s (%d services, %d hostPorts): %w", t.name, len(rs.Services), len(rs.HostPorts), err)
 	}
 	return nil
+}
+
+// randomChain writes the rules of a sessionAffinity None service's chain.
+func (t *table) randomChain(svc *nftables.Chain, sp ServicePort) {
+	rule := func(e ...expr.Any) { t.conn.AddRule(&nftables.Rule{Table: t.t, Chain: svc, Exprs: e}) }
+	if t.net.MasqueradeAll {
+		rule(cat(saddrIn(t.podNet), jump("mark-for-masquerade"))...)
+	}
+	// A pod reaching itself through its Service (hairpin) must see the reply come from
+	// the gateway, not from its own address.
+	for _, ep := range sp.Endpoints {
+		rule(cat(saddr(net.ParseIP(ep.IP).To4()), jump("mark-for-masquerade"))...)
+	}
+	// Uniform choice with one random draw per rule: the i-th of n rules takes 1/(n-i)
+	// of what reaches it. Only a connection's first packet walks this chain.
+	n := len(sp.Endpoints)
+	for j, ep := range sp.Endpoints {
+		var e []expr.Any
+		if j < n-1 {
+			e = randomIsZero(uint32(n - j))
+		}
+		rule(cat(e, dnat(net.ParseIP(ep.IP).To4(), ep.Port))...)
+	}
+}
+
+// applyEndpoints rewrites, in one transaction, only the chains of services whose
+// endpoints changed, when nothing else did (the common case: a pod turned ready or
+// unready); ok is false when the change needs a full rewrite (a Service or hostPort came
+// or went, a service gained its first or lost its last endpoint, a ClientIP service's
+// endpoints changed: their chains and sets follow the endpoints).
+func (t *table) applyEndpoints(rs Ruleset) (ok bool, err error) {
+	if t.last == nil || len(rs.Services) != len(t.last.Services) || !reflect.DeepEqual(rs.HostPorts, t.last.HostPorts) {
+		return false, nil
+	}
+	var changed []ServicePort
+	for i, sp := range rs.Services {
+		old := t.last.Services[i]
+		if reflect.DeepEqual(sp, old) {
+			continue
+		}
+		sameShape := sp.Name == old.Name && sp.ClusterIP == old.ClusterIP && sp.Protocol == old.Protocol && sp.Port == old.Port &&
+			sp.NodePort == old.NodePort && sp.Affinity == 0 && old.Affinity == 0 && (len(sp.Endpoints) == 0) == (len(old.Endpoints) == 0)
+		if !sameShape {
+			return false, nil
+		}
+		changed = append(changed, sp)
+	}
+	for _, sp := range changed {
+		svc := &nftables.Chain{Name: "svc-" + sp.Name, Table: t.t}
+		t.conn.FlushChain(svc)
+		t.randomChain(svc, sp)
+	}
+	if err := t.conn.Flush(); err != nil {
+		return true, fmt.Errorf("proxy: program table %s (%d services changed): %w", t.name, len(changed), err)
+	}
+	return true, nil
 }
 
 // affinity writes a ClientIP service as upstream's nftables mode does: one chain and one
@@ -221,6 +282,31 @@ func (t *table) affinity(svc *nftables.Chain, sp ServicePort, idx int, proto byt
 		rule(svc, cat(e, []expr.Any{&expr.Verdict{Kind: expr.VerdictGoto, Chain: epChains[j].Name}})...)
 	}
 	return nil
+}
+
+// batchBuffer is the netlink socket's send and receive buffer: a table rewrite is one
+// message batch (one transaction), about 6 MB for 1000 Services x 10 endpoints, and
+// sendmsg refuses a batch larger than the send buffer (the default is 208 KiB).
+const batchBuffer = 64 << 20
+
+// bigBuffers raises the socket's buffers past net.core.{w,r}mem_max (the *FORCE options;
+// the kubelet runs as root). The memory is taken only while a batch is in flight.
+func bigBuffers(c *netlink.Conn) error {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		for _, opt := range []int{unix.SO_SNDBUFFORCE, unix.SO_RCVBUFFORCE} {
+			if e := unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, opt, batchBuffer); e != nil {
+				serr = fmt.Errorf("proxy: netlink buffer: %w", e)
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	return serr
 }
 
 // removeTable deletes table name if it exists.
