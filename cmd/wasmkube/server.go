@@ -42,7 +42,7 @@ the config file keys:
   server.dataDir                    data directory (required)
   server.listen                     host:port (default 127.0.0.1:6443)
   server.etcdEndpoints              list of external etcd URLs (default: embedded etcd)
-  server.defaultTolerationSeconds   not-ready/unreachable toleration of pods (default 300)
+  controller.defaultTolerationSeconds  not-ready/unreachable toleration of pods (default 300)
   server.logLevel                   debug|info|warn|error (default info)
 
 The config file's admission: section declares wasm admission policies (docs/config.md); they
@@ -127,7 +127,7 @@ var serverFlagKeys = []struct{ flag, key, env string }{
 	{"data-dir", "server.dataDir", "WASMKUBE_DATA_DIR"},
 	{"listen", "server.listen", "WASMKUBE_LISTEN"},
 	{"etcd-endpoints", "server.etcdEndpoints", "WASMKUBE_ETCD_ENDPOINTS"},
-	{"default-toleration-seconds", "server.defaultTolerationSeconds", "WASMKUBE_DEFAULT_TOLERATION_SECONDS"},
+	{"default-toleration-seconds", "controller.defaultTolerationSeconds", "WASMKUBE_DEFAULT_TOLERATION_SECONDS"},
 	{"log-level", "server.logLevel", "WASMKUBE_LOG_LEVEL"},
 	{"encryption-provider-config", "server.encryptionProviderConfig", "WASMKUBE_ENCRYPTION_PROVIDER_CONFIG"},
 }
@@ -144,15 +144,14 @@ func serverOptions(cmd *cobra.Command) (apiserver.Options, slog.Level, error) {
 		}
 	}
 	if cfg, _ := cmd.Flags().GetString("config"); cfg != "" {
-		v.SetConfigFile(cfg)
-		if err := v.ReadInConfig(); err != nil {
-			return apiserver.Options{}, 0, fmt.Errorf("read config %s: %w", cfg, err)
+		if err := readConfigInto(v, cfg); err != nil {
+			return apiserver.Options{}, 0, err
 		}
 	}
 	opts := apiserver.Options{
 		DataDir:                  v.GetString("server.dataDir"),
 		Listen:                   v.GetString("server.listen"),
-		DefaultTolerationSeconds: v.GetInt64("server.defaultTolerationSeconds"),
+		DefaultTolerationSeconds: v.GetInt64("controller.defaultTolerationSeconds"),
 		EncryptionConfig:         v.GetString("server.encryptionProviderConfig"),
 	}
 	for _, e := range v.GetStringSlice("server.etcdEndpoints") {
@@ -169,7 +168,7 @@ func serverOptions(cmd *cobra.Command) (apiserver.Options, slog.Level, error) {
 		return opts, 0, errors.New("--data-dir is required (or WASMKUBE_DATA_DIR, or server.dataDir in --config)")
 	}
 	if opts.DefaultTolerationSeconds < 0 {
-		return opts, 0, fmt.Errorf("server.defaultTolerationSeconds: %d must not be negative", opts.DefaultTolerationSeconds)
+		return opts, 0, fmt.Errorf("controller.defaultTolerationSeconds (--default-toleration-seconds): %d must not be negative", opts.DefaultTolerationSeconds)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(v.GetString("server.logLevel"))); err != nil {

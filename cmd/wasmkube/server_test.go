@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ import (
 func TestServerOptionsPrecedence(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "wasmkube.yaml")
-	if err := os.WriteFile(cfg, []byte("server:\n  dataDir: /from/file\n  listen: 127.0.0.1:1111\n  etcdEndpoints: [http://a:2379, http://b:2379]\n  defaultTolerationSeconds: 30\n"), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte("server:\n  dataDir: /from/file\n  listen: 127.0.0.1:1111\n  etcdEndpoints: [http://a:2379, http://b:2379]\ncontroller:\n  defaultTolerationSeconds: 30\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -29,7 +30,7 @@ func TestServerOptionsPrecedence(t *testing.T) {
 		listen   string
 		etcd     []string
 		tolerate int64
-		wantErr  bool
+		wantErr  string // in the error
 	}{
 		{name: "file", args: []string{"--config", cfg}, dataDir: "/from/file", listen: "127.0.0.1:1111", etcd: []string{"http://a:2379", "http://b:2379"}, tolerate: 30},
 		{name: "env over file", env: map[string]string{"WASMKUBE_LISTEN": "127.0.0.1:2222", "WASMKUBE_ETCD_ENDPOINTS": "http://c:2379"},
@@ -38,12 +39,21 @@ func TestServerOptionsPrecedence(t *testing.T) {
 			args:    []string{"--config", cfg, "--listen", "127.0.0.1:3333", "--data-dir", "/from/flag", "--etcd-endpoints", "http://d:2379,http://e:2379"},
 			dataDir: "/from/flag", listen: "127.0.0.1:3333", etcd: []string{"http://d:2379", "http://e:2379"}, tolerate: 30},
 		{name: "defaults", args: []string{"--data-dir", "/d"}, dataDir: "/d", listen: "127.0.0.1:6443", tolerate: 300},
-		{name: "data dir required", args: []string{}, wantErr: true},
-		{name: "bad log level", args: []string{"--data-dir", "/d", "--log-level", "loud"}, wantErr: true},
+		{name: "toleration: env over file", env: map[string]string{"WASMKUBE_DEFAULT_TOLERATION_SECONDS": "40"}, args: []string{"--config", cfg},
+			dataDir: "/from/file", listen: "127.0.0.1:1111", etcd: []string{"http://a:2379", "http://b:2379"}, tolerate: 40},
+		{name: "toleration: flag over env", env: map[string]string{"WASMKUBE_DEFAULT_TOLERATION_SECONDS": "40"}, args: []string{"--config", cfg, "--default-toleration-seconds", "50"},
+			dataDir: "/from/file", listen: "127.0.0.1:1111", etcd: []string{"http://a:2379", "http://b:2379"}, tolerate: 50},
+		{name: "typo in server section", args: []string{"--config", writeConfig(t, "server:\n  dataDir: /d\n  listn: 127.0.0.1:1\n")}, wantErr: "server.listn: unknown key"},
+		{name: "typo in controller section", args: []string{"--config", writeConfig(t, "server:\n  dataDir: /d\ncontroller:\n  nodeMonitorGracePerod: 1m\n")}, wantErr: "controller.nodeMonitorGracePerod: unknown key"},
+		{name: "unknown section", args: []string{"--config", writeConfig(t, "sever:\n  dataDir: /d\n")}, wantErr: "sever: unknown key"},
+		{name: "wrong type", args: []string{"--config", writeConfig(t, "server:\n  dataDir: /d\n  etcdEndpoints: 5\n")}, wantErr: "server.etcdEndpoints: cannot use a number"},
+		{name: "old toleration key", args: []string{"--config", writeConfig(t, "server:\n  dataDir: /d\n  defaultTolerationSeconds: 30\n")}, wantErr: "moved to controller.defaultTolerationSeconds"},
+		{name: "data dir required", args: []string{}, wantErr: "--data-dir is required"},
+		{name: "bad log level", args: []string{"--data-dir", "/d", "--log-level", "loud"}, wantErr: "server.logLevel"},
 		{name: "bare host:port etcd", args: []string{"--data-dir", "/d", "--etcd-endpoints", "127.0.0.1:2379"}, dataDir: "/d", listen: "127.0.0.1:6443", etcd: []string{"127.0.0.1:2379"}, tolerate: 300},
-		{name: "etcd endpoint not a URL", args: []string{"--data-dir", "/d", "--etcd-endpoints", "not a url"}, wantErr: true},
-		{name: "etcd endpoint bad scheme", args: []string{"--data-dir", "/d", "--etcd-endpoints", "ftp://a:2379"}, wantErr: true},
-		{name: "etcd endpoint without host", args: []string{"--data-dir", "/d", "--etcd-endpoints", "http://"}, wantErr: true},
+		{name: "etcd endpoint not a URL", args: []string{"--data-dir", "/d", "--etcd-endpoints", "not a url"}, wantErr: "server.etcdEndpoints"},
+		{name: "etcd endpoint bad scheme", args: []string{"--data-dir", "/d", "--etcd-endpoints", "ftp://a:2379"}, wantErr: "server.etcdEndpoints"},
+		{name: "etcd endpoint without host", args: []string{"--data-dir", "/d", "--etcd-endpoints", "http://"}, wantErr: "server.etcdEndpoints"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -58,9 +68,9 @@ func TestServerOptionsPrecedence(t *testing.T) {
 				t.Fatal(err)
 			}
 			opts, _, err := serverOptions(cmd)
-			if c.wantErr {
-				if err == nil {
-					t.Fatal("want an error")
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("error %v, want one with %q", err, c.wantErr)
 				}
 				return
 			}
@@ -72,6 +82,16 @@ func TestServerOptionsPrecedence(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeConfig writes a config file for one case and returns its path.
+func writeConfig(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "wasmkube.yaml")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // TestServerCommandStopsOnSIGTERMAndRestarts runs `wasmkube server` in process, stops it

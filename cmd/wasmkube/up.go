@@ -171,9 +171,8 @@ func readControllerSettings(configFile string) (controllerSettings, error) {
 	v.SetDefault("controller.nodeMonitorGracePeriod", "40s")
 	v.SetDefault("controller.defaultTolerationSeconds", 300)
 	if configFile != "" {
-		v.SetConfigFile(configFile)
-		if err := v.ReadInConfig(); err != nil {
-			return controllerSettings{}, fmt.Errorf("read config %s: %w", configFile, err)
+		if err := readConfigInto(v, configFile); err != nil {
+			return controllerSettings{}, err
 		}
 	}
 	g, err := time.ParseDuration(v.GetString("controller.nodeMonitorGracePeriod"))
