@@ -151,10 +151,17 @@ func decodeError(err error) error {
 		if te.Struct == "File" && key == "" {
 			key = "(top level)"
 		}
-		return &Error{Key: key, Msg: fmt.Sprintf("cannot use a %s here: want %s", te.Value, jsonKind(te.Type.Kind().String()))}
+		want := jsonKind(te.Type.Kind().String())
+		if durationKeys[key] {
+			want = "a duration such as 40s"
+		}
+		return &Error{Key: key, Msg: fmt.Sprintf("cannot use a %s here: want %s", te.Value, want)}
 	}
 	return &Error{Msg: err.Error()}
 }
+
+// durationKeys are strings holding Go durations, named so in type errors.
+var durationKeys = map[string]bool{"controller.nodeMonitorGracePeriod": true}
 
 func jsonKind(goKind string) string {
 	switch goKind {

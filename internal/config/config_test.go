@@ -47,6 +47,7 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"server:\n  etcdEndpoints: http://a:2379\n", "server.etcdEndpoints", "want a list"},
 		{"controller:\n  defaultTolerationSeconds: soon\n", "controller.defaultTolerationSeconds", "want an integer"},
 		{"controller:\n  defaultTolerationSeconds: -1\n", "controller.defaultTolerationSeconds", "must not be negative"},
+		{"controller:\n  nodeMonitorGracePeriod: 40\n", "controller.nodeMonitorGracePeriod", "want a duration such as 40s"},
 		{"controller:\n  nodeMonitorGracePeriod: forty\n", "controller.nodeMonitorGracePeriod", "not a positive duration"},
 		{"server:\n  defaultTolerationSeconds: 30\n", "server.defaultTolerationSeconds", "moved to controller.defaultTolerationSeconds"},
 		{"server: 3\n", "server", "want a mapping"},
