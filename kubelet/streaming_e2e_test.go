@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,8 +21,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/apiservertest"
+	"github.com/wasmkube/wasmkube/kubelet/internal/nodetest"
 )
 
 // kubectlRun runs kubectl with stdin and extra environment and returns stdout, stderr and
@@ -243,4 +247,72 @@ func waitPodLog(t *testing.T, srv *apiservertest.Server, pod, text string) {
 		time.Sleep(300 * time.Millisecond)
 	}
 	t.Fatalf("pod %s never logged %q", pod, text)
+}
+
+// BenchmarkKubectlExec measures `kubectl exec POD -- true` end to end (kubectl's own start,
+// TLS to the API server, the WebSocket v5 upgrade and its translation to SPDY, the kubelet,
+// a containerd exec): p50 and p99 per round trip.
+//
+//	go test -run '^$' -bench KubectlExec -benchtime 50x ./kubelet/
+func BenchmarkKubectlExec(b *testing.B) {
+	srv := apiservertest.Start(b)
+	n := &node{name: "node-exec-bench", root: b.TempDir(), daemon: nodetest.Containerd(b)}
+	n.net = nodetest.Network(b, filepath.Join(n.root, "cni"))
+	startKubeletB(b, srv, n)
+	ctx := context.Background()
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "target", Namespace: "default"},
+		Spec: v1.PodSpec{NodeName: n.name, AutomountServiceAccountToken: new(bool),
+			Containers: []v1.Container{busybox("app", "exec sleep 3600")}},
+	}
+	if _, err := srv.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		p, err := srv.Client.CoreV1().Pods("default").Get(ctx, "target", metav1.GetOptions{})
+		if err == nil && p.Status.Phase == v1.PodRunning {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("pod never running")
+		}
+	}
+	run := func() time.Duration {
+		start := time.Now()
+		out, err := exec.Command("kubectl", "--kubeconfig", srv.KubeconfigPath, "exec", "target", "--", "true").CombinedOutput()
+		if err != nil {
+			b.Fatalf("kubectl exec: %v: %s", err, out)
+		}
+		return time.Since(start)
+	}
+	run() // kubectl's discovery cache filled
+	var all []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		all = append(all, run())
+	}
+	b.StopTimer()
+	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	b.ReportMetric(float64(all[len(all)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1000, "p99-ms")
+	start := time.Now()
+	_ = exec.Command("kubectl", "version", "--client").Run()
+	b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "kubectl-start-ms")
+	// The same round trip from client-go's WebSocket executor, without kubectl's start.
+	u := srv.Client.CoreV1().RESTClient().Post().Namespace("default").Resource("pods").Name("target").SubResource("exec").
+		VersionedParams(&v1.PodExecOptions{Command: []string{"true"}, Stdout: true, Stderr: true}, scheme.ParameterCodec).URL()
+	var lib []time.Duration
+	for i := 0; i < max(b.N, 10); i++ {
+		start := time.Now()
+		ex, err := remotecommand.NewWebSocketExecutor(srv.Config, "GET", u.String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: io.Discard, Stderr: io.Discard}); err != nil {
+			b.Fatal(err)
+		}
+		lib = append(lib, time.Since(start))
+	}
+	sort.Slice(lib, func(i, j int) bool { return lib[i] < lib[j] })
+	b.ReportMetric(float64(lib[len(lib)/2].Microseconds())/1000, "client-go-p50-ms")
 }
