@@ -357,6 +357,11 @@ func (s *Server) serveResource(rq *request) error {
 		if err != nil {
 			return err
 		}
+		if st.res.kind == "Namespace" && !rq.dryRun {
+			if err := s.seedServiceAccounts(ctx, objMeta(out).GetName()); err != nil {
+				s.log.Warn("default service account of a new namespace (the controller manager retries)", "err", err)
+			}
+		}
 		return s.respond(rq, http.StatusCreated, out)
 	case "update":
 		in, err := s.decodeRequest(rq, st.res)

@@ -188,14 +188,19 @@ func (s *Server) getServiceAccount(ctx context.Context, ns, name string) (*corev
 	return obj.(*corev1.ServiceAccount), nil
 }
 
-// seedServiceAccounts gives the namespaces the server creates their default account and
-// kube-root-ca.crt at start, as the controller manager does for every namespace: pods in
-// them can get their token even before (or without) a controller manager, as on a node
-// test or in the first seconds of `wasmkube up`.
-func (s *Server) seedServiceAccounts(ctx context.Context) error {
+// seedServiceAccounts gives namespaces (by default the ones the server creates at start)
+// their default account and kube-root-ca.crt, as the controller manager does for every
+// namespace. The server also does it when a namespace is created, so a pod created right
+// after its namespace gets its token without racing the controller (upstream refuses such
+// a pod until the account exists), and a cluster without a controller manager (a node
+// test) still works; the controller restores them when deleted.
+func (s *Server) seedServiceAccounts(ctx context.Context, namespaces ...string) error {
 	sas := s.stores[corev1.SchemeGroupVersion.WithResource("serviceaccounts")]
 	cms := s.stores[corev1.SchemeGroupVersion.WithResource("configmaps")]
-	for _, ns := range []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease} {
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
+	}
+	for _, ns := range namespaces {
 		now := metav1.Now()
 		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: admission.DefaultServiceAccountName, Namespace: ns}}
 		sas.prepareForCreate(sa, now)
