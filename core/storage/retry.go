@@ -25,9 +25,10 @@ var (
 const (
 	retryFirstWait = 50 * time.Millisecond
 	retryMaxWait   = time.Second
-	// defaultRetryWindow bounds the retries of a request whose context has no deadline
-	// (the API server's requests always have one, 60 s at most).
-	defaultRetryWindow = 30 * time.Second
+	// maxRetryWindow bounds the retries of one call whatever its context's deadline
+	// (the API server's requests have one of 60 s at most, but a watch's lasts its
+	// timeoutSeconds, up to an hour).
+	maxRetryWindow = time.Minute
 )
 
 // failure is what a failed etcd request proves about its effect.
@@ -100,9 +101,9 @@ type retrier struct {
 }
 
 func (s *store) retrier(ctx context.Context, write bool) *retrier {
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(defaultRetryWindow)
+	deadline := time.Now().Add(maxRetryWindow)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
 	}
 	return &retrier{ctx: ctx, resource: s.resource, write: write, deadline: deadline, wait: retryFirstWait}
 }
