@@ -6,7 +6,7 @@ set -euo pipefail
 
 PKGS=(containerd runc containernetworking-plugins busybox-static iproute2 iptables
       clang lld wasi-libc libclang-rt-14-dev-wasm32 wabt etcd-server
-      rustc libstd-rust-dev-wasm32 cargo)
+      rustc libstd-rust-dev-wasm32 cargo curl)
 
 missing=()
 for p in "${PKGS[@]}"; do
