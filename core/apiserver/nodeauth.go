@@ -39,6 +39,9 @@ var nodeRules = []rbacv1.PolicyRule{
 	// Services and endpoints for service env vars and proxying.
 	{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{""}, Resources: []string{"services", "endpoints"}},
 	{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}},
+	// Namespaces' labels, which the kubelet's wasm hook selectors match (kubelet/hooks.go);
+	// upstream's kubelet reads none, wasmkube's does.
+	{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{""}, Resources: []string{"namespaces"}},
 	// Its Node (NodeRestriction: only its own).
 	{Verbs: []string{"create", "delete", "get", "list", "patch", "update", "watch"}, APIGroups: []string{""}, Resources: []string{"nodes"}},
 	{Verbs: []string{"patch", "update"}, APIGroups: []string{""}, Resources: []string{"nodes/status"}},
