@@ -372,7 +372,7 @@ func TestSecurityContextAndHostNetwork(t *testing.T) {
 	}
 	st := waitState(t, r, id, runtime.ContainerExited)
 	host, _ := os.Hostname()
-	out, _ := os.ReadFile(logPath)
+	out := logContent(t, logPath)
 	want := "1000\n2000\n" + host + "\nread-only\nCapEff:\t0000000000000000\n"
 	if st.ExitCode != 0 || string(out) != want {
 		t.Errorf("exit %d, output %q, want %q", st.ExitCode, out, want)
@@ -380,4 +380,28 @@ func TestSecurityContextAndHostNetwork(t *testing.T) {
 	if err := r.RemovePodSandbox(ctx, sb.ID); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// logContent is what a CRI log file says, without the records' times and streams.
+func logContent(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(string(data), "\n") {
+		if line == "" {
+			continue
+		}
+		r, err := runtime.ParseLogRecord([]byte(strings.TrimSuffix(line, "\n")))
+		if err != nil {
+			t.Fatalf("log %s: %q is not a CRI record: %v", path, line, err)
+		}
+		b.Write(r.Content)
+		if !r.Partial {
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
 }
