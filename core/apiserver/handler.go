@@ -78,7 +78,8 @@ var errNotFoundPath = apierrors.NewGenericServerResponse(http.StatusNotFound, ""
 // everything else behind a bearer token.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	w, r = s.guardRequest(w, r) // body and write deadlines; errors do not wait for a body (httpguard.go)
+	w, r, guarded := s.guardRequest(w, r) // body and write deadlines; errors do not wait for a body (httpguard.go)
+	defer guarded()
 	sw := &statusWriter{ResponseWriter: w}
 	userName := ""
 	ml := requestLabels{verb: strings.ToUpper(r.Method)}

@@ -29,9 +29,9 @@ var (
 	idleTimeout = 90 * time.Second
 	// maxHeaderBytes, as upstream.
 	maxHeaderBytes int = 1 << 20
-	// maxDrainBytes bounds what an HTTP/2 413 reads of the rest of a body before it
-	// answers (see unreadBodyWriter).
-	maxDrainBytes int64 = 16 << 20
+	// maxDrainBytes bounds what is read of the rest of a body after an HTTP/2 413 (see
+	// unreadBodyWriter).
+	maxDrainBytes int64 = 64 << 20
 )
 
 // httpServer is the API server's net/http server with the limits above. Body and write
@@ -72,10 +72,11 @@ func longRunning(r *http.Request) bool {
 // guardRequest applies the per-request limits: for a request with a body that is not
 // long-running, a read deadline for the body and a write deadline for the response;
 // and a writer that, when an error is answered before the body was read (401, 403,
-// 413, ...), does not wait for the rest of it.
-func (s *Server) guardRequest(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *http.Request) {
+// 413, ...), does not wait for the rest of it. The handler calls done when it returns.
+func (s *Server) guardRequest(w http.ResponseWriter, r *http.Request) (_ http.ResponseWriter, _ *http.Request, done func()) {
+	nothing := func() {}
 	if longRunning(r) {
-		return w, r
+		return w, r, nothing
 	}
 	rc := http.NewResponseController(w)
 	now := time.Now()
@@ -83,12 +84,13 @@ func (s *Server) guardRequest(w http.ResponseWriter, r *http.Request) (http.Resp
 	if r.Body == nil || r.Body == http.NoBody {
 		// No body to wait for: a read deadline would only cut the connection's
 		// background read (and so the request's context) short.
-		return w, r
+		return w, r, nothing
 	}
 	_ = rc.SetReadDeadline(now.Add(bodyReadTimeout))
 	b := &trackedBody{ReadCloser: r.Body, rc: rc}
 	r.Body = b
-	return &unreadBodyWriter{ResponseWriter: w, r: r, body: b, rc: rc}, r
+	u := &unreadBodyWriter{ResponseWriter: w, r: r, body: b, rc: rc}
+	return u, r, u.finish
 }
 
 // trackedBody records whether the body was read to its end, and lifts the read
@@ -112,17 +114,18 @@ func (b *trackedBody) Read(p []byte) (int, error) {
 // HTTP/1.1 net/http would otherwise read up to 256 KiB of the rest of the body before
 // the next request, at the client's pace (a body dribbled at a byte per 5 s held the
 // connection for as long as the client liked, 401 or not): the answer says
-// `Connection: close` and the body's read deadline is now. Over HTTP/2 a response that
-// ends while the client is still sending is followed by RST_STREAM, and clients then
-// drop the response they got: a 413's Status body was lost. So a 413 over HTTP/2 first
-// reads (and discards) the rest of the body, bounded by maxDrainBytes and the body's
-// read deadline, then answers.
+// `Connection: close` and the body's read deadline is now. Over HTTP/2 a handler that
+// returns while the client is still sending ends the stream with RST_STREAM, and curl
+// then drops the response it got: a 413's Status body was lost. So after a 413 over
+// HTTP/2 the response is flushed and the handler (finish) reads and discards the rest of
+// the body before it returns, bounded by maxDrainBytes and the body's read deadline.
 type unreadBodyWriter struct {
 	http.ResponseWriter
-	r    *http.Request
-	body *trackedBody
-	rc   *http.ResponseController
-	done bool
+	r     *http.Request
+	body  *trackedBody
+	rc    *http.ResponseController
+	done  bool
+	drain bool
 }
 
 func (u *unreadBodyWriter) WriteHeader(code int) {
@@ -133,10 +136,18 @@ func (u *unreadBodyWriter) WriteHeader(code int) {
 			u.Header().Set("Connection", "close")
 			_ = u.rc.SetReadDeadline(time.Now())
 		case code == http.StatusRequestEntityTooLarge:
-			_, _ = io.CopyN(io.Discard, u.body.ReadCloser, maxDrainBytes)
+			u.drain = true
 		}
 	}
 	u.ResponseWriter.WriteHeader(code)
+}
+
+// finish runs when the handler returns.
+func (u *unreadBodyWriter) finish() {
+	if u.drain {
+		_ = u.rc.Flush()
+		_, _ = io.CopyN(io.Discard, u.body.ReadCloser, maxDrainBytes)
+	}
 }
 
 func (u *unreadBodyWriter) Write(p []byte) (int, error) { return u.ResponseWriter.Write(p) }

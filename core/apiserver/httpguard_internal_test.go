@@ -35,7 +35,8 @@ func guardedServer(t *testing.T, h2 bool) *httptest.Server {
 	s := &Server{}
 	srv := s.httpServer()
 	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w, r = s.guardRequest(w, r)
+		w, r, done := s.guardRequest(w, r)
+		defer done()
 		if bearerToken(r.Header.Get("Authorization")) != "ok" {
 			writeError(w, apierrors.NewUnauthorized("Unauthorized"))
 			return
