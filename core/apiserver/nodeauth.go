@@ -170,8 +170,8 @@ func podRefs(p *corev1.Pod) []refKey {
 type nodeGraph struct {
 	s      *Server
 	mu     sync.RWMutex
-	podOf  map[string]podEntry              // pod key -> its node and references
-	refs   map[refKey]map[string]int        // object -> node -> how many of its pods reference it
+	podOf  map[string]podEntry       // pod key -> its node and references
+	refs   map[refKey]map[string]int // object -> node -> how many of its pods reference it
 	synced chan struct{}
 	once   sync.Once
 }

@@ -59,7 +59,7 @@ func (a *authzAttrs) resName() string { return subName(a.resource, a.subresource
 
 // rbacAuthorizer answers from the cached roles and bindings.
 type rbacAuthorizer struct {
-	s                                              *Server
+	s                                             *Server
 	roles, clusterRoles, roleBindings, clusterRBs *objectCache
 }
 

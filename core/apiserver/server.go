@@ -109,7 +109,7 @@ type Server struct {
 	nodeAuthz    *nodeGraph
 	staticTokens map[[32]byte]admission.UserInfo
 	bgCancel     context.CancelFunc
-	health     healthChecks
+	health       healthChecks
 
 	ready    chan struct{}
 	stopping chan struct{}
