@@ -71,6 +71,25 @@ export class Request {
     if (again(n)) n = sys.old_object_json(sbuf, scap);
     return text(n);
   }
+  /**
+   * One value of the new object by a gjson path (spec.hostNetwork,
+   * spec.containers.#.{name,resources}), as JSON text, evaluated by the host natively
+   * (docs/abi.md 4.6.1); null when the path is not there (lastResult() -1) or there is
+   * no new object (-2).
+   */
+  get(path: string): string | null {
+    let k = keyA(path);
+    let n = sys.object_get(kp, k, sbuf, scap);
+    if (again(n)) n = sys.object_get(kp, k, sbuf, scap);
+    return text(n);
+  }
+  /** get on the stored object (null on CREATE). */
+  oldGet(path: string): string | null {
+    let k = keyA(path);
+    let n = sys.old_object_get(kp, k, sbuf, scap);
+    if (again(n)) n = sys.old_object_get(kp, k, sbuf, scap);
+    return text(n);
+  }
   /** Label key of the new object; null when absent (lastResult() -1) or no object (-2). */
   objectLabel(key: string): string | null {
     let k = keyA(key);

@@ -49,6 +49,8 @@
 @external("wasmkube", "request_groups") export declare function request_groups(buf: usize, cap: i32): i32;
 @external("wasmkube", "object_json") export declare function object_json(buf: usize, cap: i32): i32;
 @external("wasmkube", "old_object_json") export declare function old_object_json(buf: usize, cap: i32): i32;
+@external("wasmkube", "object_get") export declare function object_get(path: usize, pathLen: i32, buf: usize, cap: i32): i32;
+@external("wasmkube", "old_object_get") export declare function old_object_get(path: usize, pathLen: i32, buf: usize, cap: i32): i32;
 @external("wasmkube", "object_label") export declare function object_label(key: usize, keyLen: i32, buf: usize, cap: i32): i32;
 @external("wasmkube", "object_annotation") export declare function object_annotation(key: usize, keyLen: i32, buf: usize, cap: i32): i32;
 @external("wasmkube", "old_object_label") export declare function old_object_label(key: usize, keyLen: i32, buf: usize, cap: i32): i32;

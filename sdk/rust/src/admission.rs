@@ -101,6 +101,19 @@ impl Request {
     pub fn old_object_json<'b, B: Buffer + ?Sized>(&self, buf: &'b mut B) -> Result<&'b [u8], Error> {
         buf::read(buf, |p, c| unsafe { sys::old_object_json(p, c) })
     }
+    /// One value of the new object by a [gjson path](https://github.com/tidwall/gjson/blob/master/SYNTAX.md)
+    /// (`spec.hostNetwork`, `spec.containers.#.{name,resources}`), as JSON, evaluated by the
+    /// host natively (docs/abi.md 4.6.1); `None` when the path is not there,
+    /// `Err(Unavailable)` when the request has no new object.
+    pub fn get<'b, B: Buffer + ?Sized>(&self, path: &str, buf: &'b mut B) -> Result<Option<&'b [u8]>, Error> {
+        let (pp, pl) = buf::arg(path.as_bytes());
+        buf::lookup(buf, |p, c| unsafe { sys::object_get(pp, pl, p, c) })
+    }
+    /// `get` on the stored object (`Err(Unavailable)` on CREATE).
+    pub fn old_get<'b, B: Buffer + ?Sized>(&self, path: &str, buf: &'b mut B) -> Result<Option<&'b [u8]>, Error> {
+        let (pp, pl) = buf::arg(path.as_bytes());
+        buf::lookup(buf, |p, c| unsafe { sys::old_object_get(pp, pl, p, c) })
+    }
     /// The pod accessors, which answer when the object is a Pod (on DELETE: the stored
     /// pod) and return `Err(Unavailable)` otherwise.
     pub fn pod(&self) -> Pod {

@@ -55,6 +55,8 @@ extern "C" {
     pub fn request_groups(buf: *mut u8, cap: i32) -> i32;
     pub fn object_json(buf: *mut u8, cap: i32) -> i32;
     pub fn old_object_json(buf: *mut u8, cap: i32) -> i32;
+    pub fn object_get(path: *const u8, path_len: i32, buf: *mut u8, cap: i32) -> i32;
+    pub fn old_object_get(path: *const u8, path_len: i32, buf: *mut u8, cap: i32) -> i32;
     pub fn object_label(key: *const u8, key_len: i32, buf: *mut u8, cap: i32) -> i32;
     pub fn object_annotation(key: *const u8, key_len: i32, buf: *mut u8, cap: i32) -> i32;
     pub fn old_object_label(key: *const u8, key_len: i32, buf: *mut u8, cap: i32) -> i32;

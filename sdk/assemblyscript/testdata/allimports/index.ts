@@ -52,7 +52,7 @@ function prescore(p: Pod, nodes: Nodes): Status { return Status.skip(); }
 function score(p: Pod, n: Node): i64 { return 1; }
 function validate(r: Request): Status {
   r.operation(); r.kind(); r.resource(); r.name(); r.namespace(); r.user(); r.groups();
-  r.podImages(); r.json(); r.objectJSON(); r.oldObjectJSON(); r.objectLabel("a");
+  r.podImages(); r.json(); r.objectJSON(); r.oldObjectJSON(); r.get("spec"); r.oldGet("spec"); r.objectLabel("a");
   r.objectAnnotation("a"); r.oldObjectLabel("a"); r.oldObjectAnnotation("a");
   r.getObject("configmaps", "x"); r.listObjects("configmaps"); r.warning("w");
   r.auditAnnotation("k", "v");

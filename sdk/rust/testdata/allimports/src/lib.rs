@@ -81,6 +81,8 @@ fn validate(r: &Request) -> Status {
     let _ = r.json(&mut b);
     let _ = r.object_json(&mut b);
     let _ = r.old_object_json(&mut b);
+    let _ = r.get("spec.hostNetwork", &mut b);
+    let _ = r.old_get("spec.hostNetwork", &mut b);
     let _ = r.object_label("a", &mut b);
     let _ = r.object_annotation("a", &mut b);
     let _ = r.old_object_label("a", &mut b);
