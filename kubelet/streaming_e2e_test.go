@@ -128,6 +128,19 @@ func TestStreamingWithKubectl(t *testing.T) {
 	})
 
 	t.Run("port-forward", func(t *testing.T) {
+		// httpd starts 3 s after the container: wait until it answers inside the pod.
+		waitPodLog(t, srv, "web", "late")
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			out, _, code := kubectlRun(t, srv, "", nil, "exec", "web", "--", "wget", "-q", "-O-", "http://127.0.0.1:8080/index.html")
+			if code == 0 && out == "hello-from-pod\n" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("httpd in pod web does not answer: %q, exit %d", out, code)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
 		for _, env := range [][]string{nil, {"KUBECTL_PORT_FORWARD_WEBSOCKETS=false"}} { // the WebSocket tunnel, then SPDY
 			body := portForwardGet(t, srv, env, "web", 8080, "/index.html")
 			if body != "hello-from-pod\n" {

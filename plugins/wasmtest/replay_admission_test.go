@@ -77,7 +77,9 @@ func TestRecordAndReplayAdmission(t *testing.T) {
 	recDone := make(chan error, 1)
 	rctx, rcancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer rcancel()
-	const requests = 5 // three pods, two configmaps
+	// Three pods, two configmaps, and the kube-root-ca.crt ConfigMap the controller manager
+	// publishes into team-b.
+	const requests = 6
 	go func() {
 		_, err := wasmtest.RecordClusterStats(rctx, srv.Client, &rec, wasmtest.RecordOptions{NoScheduling: true,
 			Admission: []string{"pods", "configmaps"}, Dynamic: dyn, Requests: requests, Ready: recReady})
@@ -129,7 +131,7 @@ func TestRecordAndReplayAdmission(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"CREATE pods team-a/web-1", "CREATE pods team-b/web-2", "CREATE configmaps team-b/settings"} {
+	for _, want := range []string{"CREATE pods team-a/web-1", "CREATE pods team-b/web-2", "CREATE configmaps team-b/settings", "CREATE configmaps team-b/kube-root-ca.crt"} {
 		if !strings.Contains(strings.Join(got, "\n"), want) {
 			t.Fatalf("recording: want %q among the requests, got\n%s", want, strings.Join(got, "\n"))
 		}
