@@ -3,7 +3,6 @@ package apiserver_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"os"
@@ -37,7 +36,7 @@ func dataDirWithKey(t *testing.T, from *apiservertest.Server) string {
 	return dir
 }
 
-// rawIdentity is the identity record as etcd holds it (JSON, its data base64), with the
+// rawIdentity is the identity record as etcd holds it (a protobuf Secret), with the
 // data decoded appended, so a test can look for a secret in either form.
 func rawIdentity(t *testing.T, ep string) []byte {
 	t.Helper()
@@ -54,7 +53,7 @@ func rawIdentity(t *testing.T, ep string) []byte {
 	}
 	raw := resp.Kvs[0].Value
 	var sec corev1.Secret
-	if err := json.Unmarshal(raw, &sec); err != nil {
+	if err := storage.DecodeValue(raw, &sec); err != nil {
 		t.Fatalf("identity record: %v", err)
 	}
 	out := append([]byte(nil), raw...)

@@ -62,6 +62,9 @@ type Config struct {
 
 	// dialOptions are added to the etcd client's (tests inject faults with interceptors).
 	dialOptions []grpc.DialOption
+	// legacyJSON writes built-in types as JSON, as builds before protobuf storage did
+	// (tests write such a data dir and read it back).
+	legacyJSON bool
 }
 
 func (c *Config) setDefaults() {
@@ -307,7 +310,7 @@ func (b *Backend) ForResource(resource string, newFunc, newListFunc func() runti
 	s := &store{
 		b:           b,
 		resource:    resource,
-		codec:       newCodec(newFunc),
+		codec:       newCodec(newFunc, b.cfg.legacyJSON),
 		newListFunc: newListFunc,
 		cacher:      c,
 	}

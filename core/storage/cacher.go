@@ -197,7 +197,7 @@ func newCacher(b *Backend, resource string, newFunc func() runtime.Object) *cach
 		b:         b,
 		resource:  resource,
 		prefix:    Prefix(resource, ""),
-		codec:     newCodec(newFunc),
+		codec:     newCodec(newFunc, b.cfg.legacyJSON),
 		newFunc:   newFunc,
 		ring:      ring{buf: make([]*event, b.cfg.WatchCacheSize)},
 		watchers:  map[*cacheWatcher]struct{}{},

@@ -116,7 +116,7 @@ func TestRing(t *testing.T) {
 
 func podEvent(t *testing.T, typ mvccpb.Event_EventType, cur, prev *corev1.Pod) *event {
 	t.Helper()
-	c := newCodec(func() runtime.Object { return &corev1.Pod{} })
+	c := newCodec(func() runtime.Object { return &corev1.Pod{} }, false)
 	kv := func(p *corev1.Pod, rev, create int64) *mvccpb.KeyValue {
 		if p == nil {
 			return &mvccpb.KeyValue{Key: []byte("/registry/pods/ns/a"), ModRevision: rev}

@@ -1,8 +1,8 @@
 package storage
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -136,8 +136,9 @@ func testCRUD(t *testing.T, newBackend backendFactory) {
 	}
 }
 
-// testStoredForm checks what lands in etcd: the key layout and JSON with apiVersion and
-// kind but without resourceVersion.
+// testStoredForm checks what lands in etcd: the key layout and, for a built-in type,
+// protobuf as upstream stores it ("k8s\x00", then apiVersion and kind in a
+// runtime.Unknown) without resourceVersion.
 func testStoredForm(t *testing.T, newBackend backendFactory) {
 	b := newBackend(t, Config{})
 	s := podStore(b)
@@ -146,15 +147,23 @@ func testStoredForm(t *testing.T, newBackend backendFactory) {
 	if err != nil || len(resp.Kvs) != 1 {
 		t.Fatalf("raw get: %v, %d kvs", err, len(resp.Kvs))
 	}
-	var raw map[string]any
-	if err := json.Unmarshal(resp.Kvs[0].Value, &raw); err != nil {
-		t.Fatalf("stored value is not JSON: %v", err)
+	raw := resp.Kvs[0].Value
+	if !bytes.HasPrefix(raw, []byte("k8s\x00")) {
+		t.Fatalf("stored value is not upstream's protobuf: %q", raw)
 	}
-	if raw["kind"] != "Pod" || raw["apiVersion"] != "v1" {
-		t.Errorf("stored kind/apiVersion = %v/%v", raw["kind"], raw["apiVersion"])
+	var unk runtime.Unknown
+	if err := unk.Unmarshal(raw[4:]); err != nil {
+		t.Fatalf("stored value is not a runtime.Unknown: %v", err)
 	}
-	if _, ok := raw["metadata"].(map[string]any)["resourceVersion"]; ok {
-		t.Errorf("stored object carries a resourceVersion: %s", resp.Kvs[0].Value)
+	if unk.Kind != "Pod" || unk.APIVersion != "v1" {
+		t.Errorf("stored kind/apiVersion = %v/%v", unk.Kind, unk.APIVersion)
+	}
+	var p corev1.Pod
+	if err := DecodeValue(raw, &p); err != nil {
+		t.Fatalf("DecodeValue: %v", err)
+	}
+	if p.Name != "a" || p.Namespace != "ns1" || p.ResourceVersion != "" {
+		t.Errorf("stored pod: name %q namespace %q resourceVersion %q (want a, ns1, none)", p.Name, p.Namespace, p.ResourceVersion)
 	}
 }
 
