@@ -27,7 +27,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -41,6 +40,7 @@ import (
 
 	"github.com/wasmkube/wasmkube/core/controller/expectations"
 	"github.com/wasmkube/wasmkube/core/controller/history"
+	"github.com/wasmkube/wasmkube/core/controller/podcontrol"
 	"github.com/wasmkube/wasmkube/core/controller/podstate"
 	"github.com/wasmkube/wasmkube/core/controller/replicaset"
 	"github.com/wasmkube/wasmkube/core/controller/worker"
@@ -62,9 +62,8 @@ const (
 type Controller struct {
 	client     kubernetes.Interface
 	dsLister   appslisters.DaemonSetLister
-	podLister  corelisters.PodLister
+	pods       *podcontrol.Pods
 	nodeLister corelisters.NodeLister
-	podIndex   cache.Indexer
 	hist       *history.History
 	synced     []cache.InformerSynced
 	queue      worker.Queue
@@ -79,34 +78,31 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, recorde
 	if log == nil {
 		log = slog.Default()
 	}
-	dsInf, podInf, nodeInf, crInf := f.Apps().V1().DaemonSets(), f.Core().V1().Pods(), f.Core().V1().Nodes(), f.Apps().V1().ControllerRevisions()
-	if err := replicaset.AddControllerUIDIndex(podInf.Informer()); err != nil {
+	dsInf, nodeInf, crInf := f.Apps().V1().DaemonSets(), f.Core().V1().Nodes(), f.Apps().V1().ControllerRevisions()
+	pods, err := podcontrol.NewPods(client, f.Core().V1().Pods())
+	if err != nil {
 		return nil, err
 	}
 	c := &Controller{
-		client: client, dsLister: dsInf.Lister(), podLister: podInf.Lister(), nodeLister: nodeInf.Lister(),
-		podIndex: podInf.Informer().GetIndexer(), hist: history.New(client, f),
-		synced: []cache.InformerSynced{dsInf.Informer().HasSynced, podInf.Informer().HasSynced,
+		client: client, dsLister: dsInf.Lister(), pods: pods, nodeLister: nodeInf.Lister(),
+		hist: history.New(client, f),
+		synced: []cache.InformerSynced{dsInf.Informer().HasSynced, pods.Synced,
 			nodeInf.Informer().HasSynced, crInf.Informer().HasSynced},
 		queue: worker.NewQueue(Name), exp: expectations.New(),
 		recorder: recorder, log: log.With("controller", Name), now: time.Now,
 	}
-	if _, err := dsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: c.enqueue, UpdateFunc: func(_, n any) { c.enqueue(n) },
-		DeleteFunc: func(obj any) {
-			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-				c.exp.Forget(key)
-				c.queue.Add(key)
-			}
-		},
-	}); err != nil {
+	if _, err := dsInf.Informer().AddEventHandler(podcontrol.OwnerHandler(c.queue, c.exp, nil)); err != nil {
 		return nil, err
 	}
-	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.podChanged(obj, true) },
-		UpdateFunc: func(_, n any) { c.podChanged(n, false) },
-		DeleteFunc: func(obj any) { c.podChanged(obj, false) },
-	}); err != nil {
+	events := &podcontrol.Events[*appsv1.DaemonSet]{
+		Kind: "DaemonSet", Queue: c.queue, Expectations: c.exp,
+		Get: func(ns, name string) (*appsv1.DaemonSet, error) { return c.dsLister.DaemonSets(ns).Get(name) },
+		List: func(ns string) ([]*appsv1.DaemonSet, error) {
+			return c.dsLister.DaemonSets(ns).List(labels.Everything())
+		},
+		Selector: func(ds *appsv1.DaemonSet) *metav1.LabelSelector { return ds.Spec.Selector },
+	}
+	if _, err := f.Core().V1().Pods().Informer().AddEventHandler(events.Handler()); err != nil {
 		return nil, err
 	}
 	// Any node change may change where daemon pods belong: look at every DaemonSet.
@@ -148,29 +144,6 @@ func (c *Controller) enqueueAll() {
 	for _, ds := range sets {
 		c.enqueue(ds)
 	}
-}
-
-func (c *Controller) podChanged(obj any, added bool) {
-	deleted := false
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj, deleted = t.Obj, true
-	}
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	ref := metav1.GetControllerOfNoCopy(p)
-	if ref == nil || ref.Kind != "DaemonSet" {
-		return
-	}
-	key := p.Namespace + "/" + ref.Name
-	if added && p.DeletionTimestamp == nil {
-		c.exp.CreationObserved(key)
-	}
-	if p.DeletionTimestamp != nil || deleted {
-		c.exp.DeletionObserved(key, string(p.UID))
-	}
-	c.queue.Add(key)
 }
 
 // daemonTolerations are the tolerations upstream adds to every daemon pod.
@@ -349,31 +322,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 }
 
 func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, sel labels.Selector) ([]*corev1.Pod, error) {
-	seen := map[types.UID]bool{}
-	var candidates []*corev1.Pod
-	owned, err := c.podIndex.ByIndex(replicaset.ControllerUIDIndex, string(ds.UID))
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range owned {
-		pod := o.(*corev1.Pod)
-		seen[pod.UID] = true
-		candidates = append(candidates, pod)
-	}
-	matching, err := c.podLister.Pods(ds.Namespace).List(sel)
-	if err != nil {
-		return nil, err
-	}
-	for _, pod := range matching {
-		if !seen[pod.UID] {
-			candidates = append(candidates, pod)
-		}
-	}
-	ref := podstate.ControllerRef(ds, "apps/v1", "DaemonSet")
-	return podstate.ClaimAll(ctx, candidates, ds, ref, sel, "pod", func(ctx context.Context, ns, name string, patch []byte) error {
-		_, err := c.client.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-		return err
-	})
+	return c.pods.Claim(ctx, ds, podstate.ControllerRef(ds, "apps/v1", "DaemonSet"), sel, nil)
 }
 
 // Decision is one pass over a DaemonSet: the nodes to start a pod on, the pods to delete,

@@ -26,8 +26,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/wasmkube/wasmkube/core/controller/podcontrol"
 	"github.com/wasmkube/wasmkube/core/controller/podstate"
-	"github.com/wasmkube/wasmkube/core/controller/replicaset"
 	"github.com/wasmkube/wasmkube/core/controller/worker"
 )
 
@@ -53,7 +53,7 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, recorde
 		log = slog.Default()
 	}
 	dInf, rsInf, podInf := f.Apps().V1().Deployments(), f.Apps().V1().ReplicaSets(), f.Core().V1().Pods()
-	if err := replicaset.AddControllerUIDIndex(podInf.Informer()); err != nil {
+	if err := podcontrol.AddControllerUIDIndex(podInf.Informer()); err != nil {
 		return nil, err
 	}
 	c := &Controller{
@@ -462,7 +462,7 @@ func (c *Controller) rolloutRecreate(ctx context.Context, d *appsv1.Deployment, 
 	// Recreate promises that old and new pods never run together: wait until every old
 	// pod is gone, terminating ones included.
 	for _, rs := range old {
-		pods, err := c.podIndex.ByIndex(replicaset.ControllerUIDIndex, string(rs.UID))
+		pods, err := c.podIndex.ByIndex(podcontrol.ControllerUIDIndex, string(rs.UID))
 		if err != nil {
 			return err
 		}

@@ -34,11 +34,11 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/wasmkube/wasmkube/core/controller/expectations"
+	"github.com/wasmkube/wasmkube/core/controller/podcontrol"
 	"github.com/wasmkube/wasmkube/core/controller/podstate"
 	"github.com/wasmkube/wasmkube/core/controller/replicaset"
 	"github.com/wasmkube/wasmkube/core/controller/worker"
@@ -72,8 +72,7 @@ type Options struct {
 type Controller struct {
 	client    kubernetes.Interface
 	jobLister batchlisters.JobLister
-	podLister corelisters.PodLister
-	podIndex  cache.Indexer
+	pods      *podcontrol.Pods
 	synced    []cache.InformerSynced
 	queue     worker.Queue
 	exp       *expectations.Expectations
@@ -103,38 +102,39 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, recorde
 		opts.Now = time.Now
 	}
 	jobInf := f.Batch().V1().Jobs()
-	podInf := f.Core().V1().Pods()
-	if err := replicaset.AddControllerUIDIndex(podInf.Informer()); err != nil {
+	pods, err := podcontrol.NewPods(client, f.Core().V1().Pods())
+	if err != nil {
 		return nil, err
 	}
 	c := &Controller{
-		client: client, jobLister: jobInf.Lister(), podLister: podInf.Lister(), podIndex: podInf.Informer().GetIndexer(),
-		synced:   []cache.InformerSynced{jobInf.Informer().HasSynced, podInf.Informer().HasSynced},
+		client: client, jobLister: jobInf.Lister(), pods: pods,
+		synced:   []cache.InformerSynced{jobInf.Informer().HasSynced, pods.Synced},
 		queue:    worker.NewQueue(Name),
 		exp:      expectations.New(),
 		recorder: recorder, log: log.With("controller", Name), opts: opts,
 		written: map[string]*batchv1.Job{},
 	}
-	if _, err := jobInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, n any) { c.enqueue(n) },
-		DeleteFunc: func(obj any) {
-			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-				c.exp.Forget(key)
-				c.mu.Lock()
-				delete(c.written, key)
-				c.mu.Unlock()
-				c.queue.Add(key)
-			}
-		},
-	}); err != nil {
+	if _, err := jobInf.Informer().AddEventHandler(podcontrol.OwnerHandler(c.queue, c.exp, func(key string) {
+		c.mu.Lock()
+		delete(c.written, key)
+		c.mu.Unlock()
+	})); err != nil {
 		return nil, err
 	}
-	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.podChanged(obj, true) },
-		UpdateFunc: func(_, n any) { c.podChanged(n, false) },
-		DeleteFunc: func(obj any) { c.podChanged(obj, false) },
-	}); err != nil {
+	events := &podcontrol.Events[*batchv1.Job]{
+		Kind: "Job", Queue: c.queue, Expectations: c.exp,
+		Get:      func(ns, name string) (*batchv1.Job, error) { return c.jobLister.Jobs(ns).Get(name) },
+		List:     func(ns string) ([]*batchv1.Job, error) { return c.jobLister.Jobs(ns).List(labels.Everything()) },
+		Selector: func(j *batchv1.Job) *metav1.LabelSelector { return j.Spec.Selector },
+		// A pod that still carries the tracking finalizer of a Job that is gone: only
+		// its finalizer is removed.
+		Gone: func(obj metav1.Object) {
+			if p, ok := obj.(*corev1.Pod); ok && hasFinalizer(p) {
+				c.queue.Add(orphanPrefix + p.Namespace + "/" + p.Name)
+			}
+		},
+	}
+	if _, err := f.Core().V1().Pods().Informer().AddEventHandler(events.Handler()); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -146,42 +146,6 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		return
 	}
 	worker.Run(ctx, Name, c.queue, workers, c.sync, c.log)
-}
-
-func (c *Controller) enqueue(obj any) {
-	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-		c.queue.Add(key)
-	}
-}
-
-func (c *Controller) podChanged(obj any, added bool) {
-	deleted := false
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj, deleted = t.Obj, true
-	}
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	ref := metav1.GetControllerOfNoCopy(p)
-	if ref == nil || ref.Kind != "Job" {
-		return
-	}
-	j, err := c.jobLister.Jobs(p.Namespace).Get(ref.Name)
-	if err != nil || j.UID != ref.UID {
-		if hasFinalizer(p) {
-			c.queue.Add(orphanPrefix + p.Namespace + "/" + p.Name)
-		}
-		return
-	}
-	key := p.Namespace + "/" + j.Name
-	if added && p.DeletionTimestamp == nil {
-		c.exp.CreationObserved(key)
-	}
-	if p.DeletionTimestamp != nil || deleted {
-		c.exp.DeletionObserved(key, string(p.UID))
-	}
-	c.queue.Add(key)
 }
 
 func hasFinalizer(p *corev1.Pod) bool {
@@ -280,31 +244,7 @@ func (c *Controller) emit(job *batchv1.Job, p *Decision) {
 }
 
 func (c *Controller) claimPods(ctx context.Context, job *batchv1.Job, sel labels.Selector) ([]*corev1.Pod, error) {
-	seen := map[types.UID]bool{}
-	var candidates []*corev1.Pod
-	owned, err := c.podIndex.ByIndex(replicaset.ControllerUIDIndex, string(job.UID))
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range owned {
-		p := o.(*corev1.Pod)
-		seen[p.UID] = true
-		candidates = append(candidates, p)
-	}
-	matching, err := c.podLister.Pods(job.Namespace).List(sel)
-	if err != nil {
-		return nil, err
-	}
-	for _, p := range matching {
-		if !seen[p.UID] {
-			candidates = append(candidates, p)
-		}
-	}
-	ref := podstate.ControllerRef(job, "batch/v1", "Job")
-	return podstate.ClaimAll(ctx, candidates, job, ref, sel, "pod", func(ctx context.Context, ns, name string, patch []byte) error {
-		_, err := c.client.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-		return err
-	})
+	return c.pods.Claim(ctx, job, podstate.ControllerRef(job, "batch/v1", "Job"), sel, nil)
 }
 
 // act creates and deletes the pods the plan asks for.
@@ -487,7 +427,7 @@ func (c *Controller) releaseOrphan(ctx context.Context, key string) error {
 	if err != nil {
 		return nil
 	}
-	p, err := c.podLister.Pods(ns).Get(name)
+	p, err := c.pods.Lister().Pods(ns).Get(name)
 	if apierrors.IsNotFound(err) || (err == nil && !hasFinalizer(p)) {
 		return nil
 	}

@@ -18,15 +18,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/wasmkube/wasmkube/core/controller/expectations"
+	"github.com/wasmkube/wasmkube/core/controller/podcontrol"
 	"github.com/wasmkube/wasmkube/core/controller/podstate"
 	"github.com/wasmkube/wasmkube/core/controller/worker"
 )
@@ -38,21 +37,17 @@ const Name = "replicaset"
 // scale step is spread over several passes so one ReplicaSet cannot starve the others.
 const BurstReplicas = 500
 
-// ControllerUIDIndex indexes pods by the uid of their controller.
-const ControllerUIDIndex = "controllerUID"
-
 // Controller is the ReplicaSet controller.
 type Controller struct {
-	client    kubernetes.Interface
-	rsLister  appslisters.ReplicaSetLister
-	podLister corelisters.PodLister
-	podIndex  cache.Indexer
-	synced    []cache.InformerSynced
-	queue     worker.Queue
-	exp       *expectations.Expectations
-	recorder  record.EventRecorder
-	log       *slog.Logger
-	now       func() time.Time
+	client   kubernetes.Interface
+	rsLister appslisters.ReplicaSetLister
+	pods     *podcontrol.Pods
+	synced   []cache.InformerSynced
+	queue    worker.Queue
+	exp      *expectations.Expectations
+	recorder record.EventRecorder
+	log      *slog.Logger
+	now      func() time.Time
 }
 
 // New wires the controller to the factory's ReplicaSet and Pod informers. Start the factory
@@ -62,77 +57,43 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, recorde
 		log = slog.Default()
 	}
 	rsInf := f.Apps().V1().ReplicaSets()
-	podInf := f.Core().V1().Pods()
-	if err := AddControllerUIDIndex(podInf.Informer()); err != nil {
+	pods, err := podcontrol.NewPods(client, f.Core().V1().Pods())
+	if err != nil {
 		return nil, err
 	}
 	c := &Controller{
-		client:    client,
-		rsLister:  rsInf.Lister(),
-		podLister: podInf.Lister(),
-		podIndex:  podInf.Informer().GetIndexer(),
-		synced:    []cache.InformerSynced{rsInf.Informer().HasSynced, podInf.Informer().HasSynced},
-		queue:     worker.NewQueue(Name),
-		exp:       expectations.New(),
-		recorder:  recorder,
-		log:       log.With("controller", Name),
-		now:       time.Now,
+		client:   client,
+		rsLister: rsInf.Lister(),
+		pods:     pods,
+		synced:   []cache.InformerSynced{rsInf.Informer().HasSynced, pods.Synced},
+		queue:    worker.NewQueue(Name),
+		exp:      expectations.New(),
+		recorder: recorder,
+		log:      log.With("controller", Name),
+		now:      time.Now,
 	}
-	if _, err := rsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, n any) { c.enqueue(n) },
-		DeleteFunc: func(obj any) {
-			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-				c.exp.Forget(key)
-				c.queue.Add(key)
-			}
-		},
-	}); err != nil {
+	if _, err := rsInf.Informer().AddEventHandler(podcontrol.OwnerHandler(c.queue, c.exp, nil)); err != nil {
 		return nil, err
 	}
-	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.addPod,
-		UpdateFunc: c.updatePod,
-		DeleteFunc: c.deletePod,
-	}); err != nil {
+	events := &podcontrol.Events[*appsv1.ReplicaSet]{
+		Kind: "ReplicaSet", Queue: c.queue, Expectations: c.exp,
+		Get: func(ns, name string) (*appsv1.ReplicaSet, error) { return c.rsLister.ReplicaSets(ns).Get(name) },
+		List: func(ns string) ([]*appsv1.ReplicaSet, error) {
+			return c.rsLister.ReplicaSets(ns).List(labels.Everything())
+		},
+		Selector: func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector },
+		Updated: func(key string, rs *appsv1.ReplicaSet, old, cur metav1.Object) {
+			// A pod that just became ready becomes available minReadySeconds later.
+			o, n := old.(*corev1.Pod), cur.(*corev1.Pod)
+			if rs.Spec.MinReadySeconds > 0 && !podstate.IsReady(o) && podstate.IsReady(n) {
+				c.queue.AddAfter(key, time.Duration(rs.Spec.MinReadySeconds)*time.Second+time.Second)
+			}
+		},
+	}
+	if _, err := f.Core().V1().Pods().Informer().AddEventHandler(events.Handler()); err != nil {
 		return nil, err
 	}
 	return c, nil
-}
-
-// AddControllerUIDIndex adds the pod-by-controller-uid index to a pod informer, once.
-func AddControllerUIDIndex(inf cache.SharedIndexInformer) error {
-	if _, ok := inf.GetIndexer().GetIndexers()[ControllerUIDIndex]; ok {
-		return nil
-	}
-	err := inf.AddIndexers(cache.Indexers{ControllerUIDIndex: func(obj any) ([]string, error) {
-		m, err := metaOf(obj)
-		if err != nil {
-			return nil, err
-		}
-		if ref := metav1.GetControllerOfNoCopy(m); ref != nil {
-			return []string{string(ref.UID)}, nil
-		}
-		return nil, nil
-	}})
-	if err != nil && inf.HasSynced() {
-		return err
-	}
-	if _, ok := inf.GetIndexer().GetIndexers()[ControllerUIDIndex]; ok {
-		return nil
-	}
-	return err
-}
-
-func metaOf(obj any) (metav1.Object, error) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	m, ok := obj.(metav1.Object)
-	if !ok {
-		return nil, fmt.Errorf("object %T has no metadata", obj)
-	}
-	return m, nil
 }
 
 // Run reconciles ReplicaSets with workers workers until ctx is done.
@@ -141,101 +102,6 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		return
 	}
 	worker.Run(ctx, Name, c.queue, workers, c.sync, c.log)
-}
-
-func (c *Controller) enqueue(obj any) {
-	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-		c.queue.Add(key)
-	}
-}
-
-// ownerOf returns the key of the ReplicaSet that controls pod, if it exists in the cache.
-func (c *Controller) ownerOf(ns string, ref *metav1.OwnerReference) (string, *appsv1.ReplicaSet) {
-	if ref == nil || ref.Kind != "ReplicaSet" {
-		return "", nil
-	}
-	rs, err := c.rsLister.ReplicaSets(ns).Get(ref.Name)
-	if err != nil || rs.UID != ref.UID {
-		return "", nil
-	}
-	return ns + "/" + rs.Name, rs
-}
-
-// enqueueMatching queues every ReplicaSet whose selector matches an orphan pod, so one of
-// them adopts it.
-func (c *Controller) enqueueMatching(p *corev1.Pod) {
-	rss, err := c.rsLister.ReplicaSets(p.Namespace).List(labels.Everything())
-	if err != nil {
-		return
-	}
-	for _, rs := range rss {
-		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(p.Labels)) {
-			continue
-		}
-		c.enqueue(rs)
-	}
-}
-
-func (c *Controller) addPod(obj any) {
-	p := obj.(*corev1.Pod)
-	if p.DeletionTimestamp != nil {
-		c.deletePod(p)
-		return
-	}
-	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
-		if key, _ := c.ownerOf(p.Namespace, ref); key != "" {
-			c.exp.CreationObserved(key)
-			c.queue.Add(key)
-		}
-		return
-	}
-	c.enqueueMatching(p)
-}
-
-func (c *Controller) updatePod(oldObj, newObj any) {
-	old, cur := oldObj.(*corev1.Pod), newObj.(*corev1.Pod)
-	if old.ResourceVersion == cur.ResourceVersion {
-		return
-	}
-	if cur.DeletionTimestamp != nil {
-		c.deletePod(cur)
-		return
-	}
-	oldRef, curRef := metav1.GetControllerOfNoCopy(old), metav1.GetControllerOfNoCopy(cur)
-	if oldRef != nil && (curRef == nil || oldRef.UID != curRef.UID) {
-		if key, _ := c.ownerOf(old.Namespace, oldRef); key != "" {
-			c.queue.Add(key)
-		}
-	}
-	if curRef != nil {
-		if key, rs := c.ownerOf(cur.Namespace, curRef); key != "" {
-			c.queue.Add(key)
-			// A pod that just became ready becomes available minReadySeconds later.
-			if rs.Spec.MinReadySeconds > 0 && !podstate.IsReady(old) && podstate.IsReady(cur) {
-				c.queue.AddAfter(key, time.Duration(rs.Spec.MinReadySeconds)*time.Second+time.Second)
-			}
-		}
-		return
-	}
-	if !equality.Semantic.DeepEqual(old.Labels, cur.Labels) || oldRef != nil {
-		c.enqueueMatching(cur)
-	}
-}
-
-func (c *Controller) deletePod(obj any) {
-	m, err := metaOf(obj)
-	if err != nil {
-		return
-	}
-	ref := metav1.GetControllerOfNoCopy(m)
-	if ref == nil {
-		return
-	}
-	if key, _ := c.ownerOf(m.GetNamespace(), ref); key != "" {
-		c.exp.DeletionObserved(key, string(m.GetUID()))
-		c.queue.Add(key)
-	}
 }
 
 // sync reconciles one ReplicaSet.
@@ -289,31 +155,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 // claimPods returns the pods rs controls after adopting matching orphans and releasing
 // owned pods that no longer match.
 func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, sel labels.Selector) ([]*corev1.Pod, error) {
-	seen := map[types.UID]bool{}
-	var candidates []*corev1.Pod
-	owned, err := c.podIndex.ByIndex(ControllerUIDIndex, string(rs.UID))
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range owned {
-		p := o.(*corev1.Pod)
-		seen[p.UID] = true
-		candidates = append(candidates, p)
-	}
-	matching, err := c.podLister.Pods(rs.Namespace).List(sel)
-	if err != nil {
-		return nil, err
-	}
-	for _, p := range matching {
-		if !seen[p.UID] {
-			candidates = append(candidates, p)
-		}
-	}
-	ref := podstate.ControllerRef(rs, "apps/v1", "ReplicaSet")
-	return podstate.ClaimAll(ctx, candidates, rs, ref, sel, "pod", func(ctx context.Context, ns, name string, patch []byte) error {
-		_, err := c.client.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-		return err
-	})
+	return c.pods.Claim(ctx, rs, podstate.ControllerRef(rs, "apps/v1", "ReplicaSet"), sel, nil)
 }
 
 // Diff is the number of pods to create (positive) or delete (negative), capped at

@@ -30,17 +30,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/wasmkube/wasmkube/core/controller/history"
+	"github.com/wasmkube/wasmkube/core/controller/podcontrol"
 	"github.com/wasmkube/wasmkube/core/controller/podstate"
-	"github.com/wasmkube/wasmkube/core/controller/replicaset"
 	"github.com/wasmkube/wasmkube/core/controller/worker"
 )
 
@@ -56,16 +54,15 @@ const (
 
 // Controller is the StatefulSet controller.
 type Controller struct {
-	client    kubernetes.Interface
-	ssLister  appslisters.StatefulSetLister
-	podLister corelisters.PodLister
-	podIndex  cache.Indexer
-	hist      *history.History
-	synced    []cache.InformerSynced
-	queue     worker.Queue
-	recorder  record.EventRecorder
-	log       *slog.Logger
-	now       func() time.Time
+	client   kubernetes.Interface
+	ssLister appslisters.StatefulSetLister
+	pods     *podcontrol.Pods
+	hist     *history.History
+	synced   []cache.InformerSynced
+	queue    worker.Queue
+	recorder record.EventRecorder
+	log      *slog.Logger
+	now      func() time.Time
 }
 
 // New wires the controller to the factory's StatefulSet, Pod and ControllerRevision informers.
@@ -74,45 +71,36 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, recorde
 		log = slog.Default()
 	}
 	ssInf := f.Apps().V1().StatefulSets()
-	podInf := f.Core().V1().Pods()
 	crInf := f.Apps().V1().ControllerRevisions()
-	if err := replicaset.AddControllerUIDIndex(podInf.Informer()); err != nil {
+	pods, err := podcontrol.NewPods(client, f.Core().V1().Pods())
+	if err != nil {
 		return nil, err
 	}
 	c := &Controller{
-		client: client, ssLister: ssInf.Lister(), podLister: podInf.Lister(), podIndex: podInf.Informer().GetIndexer(),
+		client: client, ssLister: ssInf.Lister(), pods: pods,
 		hist:     history.New(client, f),
-		synced:   []cache.InformerSynced{ssInf.Informer().HasSynced, podInf.Informer().HasSynced, crInf.Informer().HasSynced},
+		synced:   []cache.InformerSynced{ssInf.Informer().HasSynced, pods.Synced, crInf.Informer().HasSynced},
 		queue:    worker.NewQueue(Name),
 		recorder: recorder, log: log.With("controller", Name), now: time.Now,
 	}
-	if _, err := ssInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: c.enqueue, UpdateFunc: func(_, n any) { c.enqueue(n) }, DeleteFunc: c.enqueue,
-	}); err != nil {
+	if _, err := ssInf.Informer().AddEventHandler(podcontrol.OwnerHandler(c.queue, nil, nil)); err != nil {
 		return nil, err
 	}
-	onOwned := func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		m, ok := obj.(metav1.Object)
-		if !ok {
-			return
-		}
-		if ref := metav1.GetControllerOfNoCopy(m); ref != nil && ref.Kind == "StatefulSet" {
-			c.queue.Add(m.GetNamespace() + "/" + ref.Name)
-			return
-		}
-		if p, ok := obj.(*corev1.Pod); ok {
-			c.enqueueMatching(p)
-		}
+	get := func(ns, name string) (*appsv1.StatefulSet, error) { return c.ssLister.StatefulSets(ns).Get(name) }
+	podEvents := &podcontrol.Events[*appsv1.StatefulSet]{
+		Kind: "StatefulSet", Queue: c.queue, Get: get,
+		List: func(ns string) ([]*appsv1.StatefulSet, error) {
+			return c.ssLister.StatefulSets(ns).List(labels.Everything())
+		},
+		Selector: func(ss *appsv1.StatefulSet) *metav1.LabelSelector { return ss.Spec.Selector },
 	}
-	for _, inf := range []cache.SharedIndexInformer{podInf.Informer(), crInf.Informer()} {
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: onOwned, UpdateFunc: func(_, n any) { onOwned(n) }, DeleteFunc: onOwned,
-		}); err != nil {
-			return nil, err
-		}
+	// A revision's change (or loss) may change the set's status and rollout.
+	revEvents := &podcontrol.Events[*appsv1.StatefulSet]{Kind: "StatefulSet", Queue: c.queue, Get: get}
+	if _, err := f.Core().V1().Pods().Informer().AddEventHandler(podEvents.Handler()); err != nil {
+		return nil, err
+	}
+	if _, err := crInf.Informer().AddEventHandler(revEvents.Handler()); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -123,24 +111,6 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		return
 	}
 	worker.Run(ctx, Name, c.queue, workers, c.sync, c.log)
-}
-
-func (c *Controller) enqueue(obj any) {
-	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-		c.queue.Add(key)
-	}
-}
-
-func (c *Controller) enqueueMatching(p *corev1.Pod) {
-	sets, err := c.ssLister.StatefulSets(p.Namespace).List(labels.Everything())
-	if err != nil {
-		return
-	}
-	for _, ss := range sets {
-		if sel, err := metav1.LabelSelectorAsSelector(ss.Spec.Selector); err == nil && !sel.Empty() && sel.Matches(labels.Set(p.Labels)) {
-			c.enqueue(ss)
-		}
-	}
 }
 
 // Ordinal parses the ordinal of a pod named <set>-<n>; -1 if the name is not one.
@@ -265,32 +235,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 }
 
 func (c *Controller) claimPods(ctx context.Context, ss *appsv1.StatefulSet, sel labels.Selector) ([]*corev1.Pod, error) {
-	seen := map[types.UID]bool{}
-	var candidates []*corev1.Pod
-	owned, err := c.podIndex.ByIndex(replicaset.ControllerUIDIndex, string(ss.UID))
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range owned {
-		p := o.(*corev1.Pod)
-		seen[p.UID] = true
-		candidates = append(candidates, p)
-	}
-	matching, err := c.podLister.Pods(ss.Namespace).List(sel)
-	if err != nil {
-		return nil, err
-	}
-	for _, p := range matching {
-		// Only pods named as this set's members are adopted, as upstream.
-		if !seen[p.UID] && Ordinal(ss.Name, p.Name) >= 0 {
-			candidates = append(candidates, p)
-		}
-	}
-	ref := podstate.ControllerRef(ss, "apps/v1", "StatefulSet")
-	return podstate.ClaimAll(ctx, candidates, ss, ref, sel, "pod", func(ctx context.Context, ns, name string, patch []byte) error {
-		_, err := c.client.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-		return err
-	})
+	// Only pods named as this set's members are adopted, as upstream.
+	member := func(p *corev1.Pod) bool { return Ordinal(ss.Name, p.Name) >= 0 }
+	return c.pods.Claim(ctx, ss, podstate.ControllerRef(ss, "apps/v1", "StatefulSet"), sel, member)
 }
 
 // reconcile makes one monotonic step towards the spec and returns the status. With
