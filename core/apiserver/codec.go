@@ -162,7 +162,12 @@ func decodeInto(data []byte, res *resource, kind string, gv schema.GroupVersion,
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the apiVersion in the body (%s) does not match the expected apiVersion %s of %s", av.String(), gv.String(), res.gvr.Resource))
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gv.WithKind(kind))
-	return warnings, nil
+	// Custom objects are pruned and defaulted by their schema (customresources.go).
+	ws, err := customDecoded(res, obj, fv)
+	if err != nil {
+		return nil, err
+	}
+	return append(warnings, ws...), nil
 }
 
 // outputFormat is what the client asked for in Accept.

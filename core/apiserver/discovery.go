@@ -32,9 +32,9 @@ var subresourceDiscovery = map[string]struct {
 	"scale":    {gvk: schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, verbs: metav1.Verbs{"get", "patch", "update"}},
 }
 
-func resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
+func resourceList(gv schema.GroupVersion, served []*resource) *metav1.APIResourceList {
 	l := &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv.String()}
-	for _, r := range resources {
+	for _, r := range served {
 		if r.gvr.GroupVersion() != gv {
 			continue
 		}
@@ -58,9 +58,9 @@ func resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 	return l
 }
 
-func apiGroup(group string) *metav1.APIGroup {
+func apiGroup(group string, served []*resource) *metav1.APIGroup {
 	var g *metav1.APIGroup
-	for _, gv := range groupVersions() {
+	for _, gv := range groupVersionsOf(served) {
 		if gv.Group != group {
 			continue
 		}
@@ -80,8 +80,9 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, path str
 	if r.Method != http.MethodGet {
 		return false
 	}
+	served := s.servedResources() // the static table and the custom resources (customresources.go)
 	if (path == "/api" || path == "/apis") && wantsAggregated(r.Header.Get("Accept")) {
-		writeAggregated(w, path == "/api")
+		writeAggregated(w, path == "/api", served)
 		return true
 	}
 	switch {
@@ -90,23 +91,23 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, path str
 			ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: s.ln.Addr().String()}}}, outJSON)
 		return true
 	case path == "/api/v1":
-		writeJSON(w, http.StatusOK, resourceList(schema.GroupVersion{Version: "v1"}), outJSON)
+		writeJSON(w, http.StatusOK, resourceList(schema.GroupVersion{Version: "v1"}, served), outJSON)
 		return true
 	case path == "/apis":
 		gl := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
 		seen := map[string]bool{}
-		for _, gv := range groupVersions() {
+		for _, gv := range groupVersionsOf(served) {
 			if gv.Group == "" || seen[gv.Group] {
 				continue
 			}
 			seen[gv.Group] = true
-			gl.Groups = append(gl.Groups, *apiGroup(gv.Group))
+			gl.Groups = append(gl.Groups, *apiGroup(gv.Group, served))
 		}
 		writeJSON(w, http.StatusOK, gl, outJSON)
 		return true
 	}
 	parts := strings.Split(strings.TrimPrefix(path, "/apis/"), "/")
-	g := apiGroup(parts[0])
+	g := apiGroup(parts[0], served)
 	if g == nil || parts[0] == "" {
 		writeError(w, errNotFoundPath)
 		return true
@@ -115,7 +116,7 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, path str
 		writeJSON(w, http.StatusOK, g, outJSON)
 		return true
 	}
-	l := resourceList(schema.GroupVersion{Group: parts[0], Version: parts[1]})
+	l := resourceList(schema.GroupVersion{Group: parts[0], Version: parts[1]}, served)
 	if len(l.APIResources) == 0 {
 		writeError(w, errNotFoundPath)
 		return true

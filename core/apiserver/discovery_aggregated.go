@@ -33,10 +33,10 @@ func wantsAggregated(accept string) bool {
 }
 
 // aggregatedDiscovery is the document for /api (core: true) or /apis.
-func aggregatedDiscovery(core bool) *apidiscoveryv2.APIGroupDiscoveryList {
+func aggregatedDiscovery(core bool, served []*resource) *apidiscoveryv2.APIGroupDiscoveryList {
 	list := &apidiscoveryv2.APIGroupDiscoveryList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/v2"}}
 	index := map[string]int{}
-	for _, r := range resources {
+	for _, r := range served {
 		g, v := r.gvr.Group, r.gvr.Version
 		if (g == "") != core {
 			continue
@@ -84,8 +84,8 @@ func aggregatedDiscovery(core bool) *apidiscoveryv2.APIGroupDiscoveryList {
 	return list
 }
 
-func writeAggregated(w http.ResponseWriter, core bool) {
-	b, err := json.Marshal(aggregatedDiscovery(core))
+func writeAggregated(w http.ResponseWriter, core bool, served []*resource) {
+	b, err := json.Marshal(aggregatedDiscovery(core, served))
 	if err != nil {
 		writeError(w, err)
 		return

@@ -144,7 +144,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(sw, errNotFoundPath)
 			return
 		}
-		s.openapi.ServeHTTP(sw, r)
+		s.serveOpenAPI(sw, r) // the static documents and the custom resources' (customresources.go)
 		return
 	case path == "/api" || path == "/apis" || strings.HasPrefix(path, "/apis/") && strings.Count(path, "/") <= 3 || path == "/api/v1":
 		if s.serveDiscovery(sw, r, path) {
@@ -199,14 +199,14 @@ func (s *Server) parsePath(method, path string, q url.Values) (*requestInfo, err
 	}
 	ri := &requestInfo{resourceRequest: true}
 	if len(rest) >= 3 && rest[0] == "namespaces" {
-		if r, ok := s.reg[gv.WithResource(rest[2])]; ok && r.namespaced {
+		if r, ok := s.lookup(gv.WithResource(rest[2])); ok && r.namespaced {
 			ri.namespace, rest = rest[1], rest[2:]
 		}
 	}
 	if len(rest) == 0 || len(rest) > 3 {
 		return nil, errNotFoundPath
 	}
-	res, ok := s.reg[gv.WithResource(rest[0])]
+	res, ok := s.lookup(gv.WithResource(rest[0])) // static, then custom resources (customresources.go)
 	if !ok {
 		return nil, errNotFoundPath
 	}
@@ -272,7 +272,7 @@ func (s *Server) serveResource(rq *request) error {
 		return err
 	}
 	if streamSubresources[rq.info.subresource] {
-		return s.serveStream(rq, s.stores[rq.info.res.gvr])
+		return s.serveStream(rq, s.storeOf(rq.info.res))
 	}
 	var err error
 	if rq.format, err = negotiate(rq.r.Header.Get("Accept")); err != nil {
@@ -293,7 +293,7 @@ func (s *Server) serveResource(rq *request) error {
 		}
 	}
 	info := rq.info
-	st := s.stores[info.res.gvr]
+	st := s.storeOf(info.res)
 	ctx := rq.r.Context()
 	// Requests other than watches and log streams are bounded, as upstream: 60s, or the
 	// client's ?timeout= (kubectl --request-timeout) if shorter.
@@ -319,6 +319,9 @@ func (s *Server) serveResource(rq *request) error {
 	case "log":
 		return s.servePodLog(ctx, rq, st)
 	case "scale":
+		if st.res.custom != nil {
+			return s.serveCustomScale(ctx, rq, st)
+		}
 		return s.serveScale(ctx, rq, st)
 	case "token":
 		return s.serveTokenRequest(ctx, rq, st)
@@ -338,6 +341,9 @@ func (s *Server) serveResource(rq *request) error {
 		return s.serveLocalSubjectAccessReview(rq)
 	}
 
+	if info.res.gvr == crdGVR && info.verb != "get" && info.verb != "list" && info.verb != "watch" && !rq.dryRun {
+		defer s.crdWritten(ctx) // serve the new kinds before answering (customresources.go)
+	}
 	switch info.verb {
 	case "get":
 		obj, err := st.s.Get(ctx, st.key(info.namespace, info.name))
@@ -452,6 +458,9 @@ func (s *Server) patcher(rq *request, res *resource) (func(cur runtime.Object) (
 		}
 		apply = func(cur []byte) ([]byte, error) { return jsonpatch.MergePatch(cur, body) }
 	case types.StrategicMergePatchType:
+		if res.custom != nil {
+			return nil, errCustomStrategic(res)
+		}
 		var m map[string]any
 		if err := json.Unmarshal(body, &m); err != nil {
 			return nil, apierrors.NewBadRequest("malformed strategic merge patch: " + err.Error())

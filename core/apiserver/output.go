@@ -49,6 +49,7 @@ func (s *Server) respond(rq *request, code int, obj runtime.Object) error {
 // or PartialObjectMetadata.
 func (s *Server) transform(rq *request, obj runtime.Object) (any, error) {
 	res := rq.info.res
+	obj = customView(res, obj) // a custom object in the request's version (customresources.go)
 	isList := meta.IsListType(obj)
 	if isList {
 		ensureKind(obj, res.gvr.GroupVersion().WithKind(res.kind+"List"))
@@ -82,7 +83,13 @@ func (s *Server) transform(rq *request, obj runtime.Object) (any, error) {
 		}
 		return pl, nil
 	}
-	t, err := printers.Table(res.gvk(), items)
+	var t *metav1.Table
+	var err error
+	if res.custom != nil {
+		t, err = res.custom.Table(rq.r.Context(), items) // the CRD's additionalPrinterColumns
+	} else {
+		t, err = printers.Table(res.gvk(), items)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("render %s as a table: %w", res.gvr.Resource, err)
 	}
@@ -130,6 +137,8 @@ func partial(obj runtime.Object) *metav1.PartialObjectMetadata {
 		if om, ok := a.GetObjectMeta().(*metav1.ObjectMeta); ok {
 			p.ObjectMeta = *om
 		}
+	} else if om, ok := partialOf(obj); ok {
+		p.ObjectMeta = om
 	}
 	return p
 }

@@ -11,9 +11,12 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/crd"
 )
 
 // resource describes one served resource; the generic store and discovery are driven
@@ -45,6 +48,9 @@ type resource struct {
 	// indexOf returns an object's value of it.
 	watchIndex string
 	indexOf    func(obj runtime.Object) string
+	// custom is the compiled CRD version of a custom resource (customresources.go); nil
+	// for the built-in ones.
+	custom *crd.Version
 }
 
 func (r *resource) gvk() schema.GroupVersionKind { return r.gvr.GroupVersion().WithKind(r.kind) }
@@ -226,6 +232,11 @@ var resources = []*resource{
 		newFunc: newOf[rbacv1.Role](), newList: newOf[rbacv1.RoleList]()},
 	{gvr: rbacv1.SchemeGroupVersion.WithResource("rolebindings"), kind: "RoleBinding", singular: "rolebinding", namespaced: true,
 		newFunc: newOf[rbacv1.RoleBinding](), newList: newOf[rbacv1.RoleBindingList]()},
+	// CustomResourceDefinitions (issue 15; customresources.go, crd/, docs/crds.md): each
+	// served version of each becomes a resource of its own at run time.
+	{gvr: crd.Resource, kind: "CustomResourceDefinition", singular: "customresourcedefinition",
+		shortNames: []string{"crd", "crds"}, categories: []string{"api-extensions"}, subresources: []string{"status"}, generation: true,
+		newFunc: newOf[apiextensionsv1.CustomResourceDefinition](), newList: newOf[apiextensionsv1.CustomResourceDefinitionList]()},
 }
 
 // registry finds resources by group, version and plural name.

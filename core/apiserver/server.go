@@ -84,7 +84,9 @@ type Server struct {
 	backend *storage.Backend
 	reg     registry
 	stores  map[schema.GroupVersionResource]*store
-	auth    *authenticator
+	// crds are the custom resources, which change at run time (customresources.go).
+	crds *customResources
+	auth *authenticator
 	// joinFailures and bearerFailures budget failed join secrets and bearer tokens per
 	// source IP (ratelimit.go).
 	joinFailures   *failureLimiter
@@ -207,7 +209,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	// As upstream: mutating plugins (the built-in ones, then the caller's: wasm mutating
 	// policies), then built-in validation of the mutated object, then the caller's
 	// validating plugins. The chain runs every Admit before any Validate.
-	plugins = append(plugins, admission.Validation{Create: validation.Validate, Update: validation.ValidateUpdate}, rbacEscalation{s})
+	plugins = append(plugins, admission.Validation{Create: validation.Validate, Update: validation.ValidateUpdate}, rbacEscalation{s}, customAdmission{s})
 	plugins = append(plugins, opts.Admission...)
 	if s.chain, err = admission.NewChain(plugins...); err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)
@@ -240,6 +242,10 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		}
 		s.stores[r.gvr] = st
 	}
+	s.crds = newCustomResources(s)
+	if err := s.crds.refresh(ctx); err != nil {
+		return nil, fmt.Errorf("apiserver: custom resources: %w", err)
+	}
 	if err := s.seedNamespaces(ctx); err != nil {
 		return nil, err
 	}
@@ -250,6 +256,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	s.bgCancel = bgCancel
 	s.namespaces = &nsCache{st: s.stores[corev1.SchemeGroupVersion.WithResource("namespaces")]}
 	go s.namespaces.run(bg)
+	go s.crds.run(bg)
 	go s.auth.resync(bg, sharedResyncInterval)
 	if err := s.startAuthorizers(ctx, bg); err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)

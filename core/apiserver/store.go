@@ -5,13 +5,11 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,14 +41,14 @@ func (st *store) key(ns, name string) string {
 	if !st.res.namespaced {
 		ns = ""
 	}
-	return storage.Key(st.res.gvr.Resource, ns, name)
+	return storage.Key(st.res.storageResource(), ns, name)
 }
 
 func (st *store) prefix(ns string) string {
 	if !st.res.namespaced {
 		ns = ""
 	}
-	return storage.Prefix(st.res.gvr.Resource, ns)
+	return storage.Prefix(st.res.storageResource(), ns)
 }
 
 // apiError maps storage errors to API statuses naming the object.
@@ -161,9 +159,7 @@ func (st *store) prepareForCreate(obj runtime.Object, now metav1.Time) {
 		// a kubelet registers its node with status: keep it.
 	default:
 		if st.res.hasStatus() {
-			if f := fieldOf(obj, "Status"); f.IsValid() && f.CanSet() {
-				f.Set(reflect.Zero(f.Type()))
-			}
+			clearStatus(obj) // customresources.go: typed or unstructured
 		}
 	}
 }
@@ -267,7 +263,7 @@ func (st *store) mergeUpdate(cur, in runtime.Object, mode updateMode) (runtime.O
 	switch mode {
 	case updateStatus:
 		out = cur.DeepCopyObject()
-		fieldOf(out, "Status").Set(fieldOf(in, "Status"))
+		copyStatus(out, in)
 	case updateFinalize:
 		ns := cur.DeepCopyObject().(*corev1.Namespace)
 		ns.Spec.Finalizers = in.(*corev1.Namespace).Spec.Finalizers
@@ -283,10 +279,10 @@ func (st *store) mergeUpdate(cur, in runtime.Object, mode updateMode) (runtime.O
 		om.SetManagedFields(nil)
 		om.SetSelfLink("")
 		if st.res.hasStatus() {
-			fieldOf(out, "Status").Set(fieldOf(cur, "Status"))
+			copyStatus(out, cur)
 		}
 		if st.res.generation {
-			if !apiequality.Semantic.DeepEqual(fieldOf(cur, "Spec").Interface(), fieldOf(out, "Spec").Interface()) {
+			if specChanged(st.res, cur, out) {
 				om.SetGeneration(cm.GetGeneration() + 1)
 			}
 		}

@@ -199,6 +199,7 @@ func (v *Version) Table(ctx context.Context, items []runtime.Object) (*metav1.Ta
 	if err != nil {
 		return nil, err
 	}
+	t.TypeMeta = metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "Table"}
 	// The convertor's rows point at copies in list: point them at the callers' objects.
 	for i := range t.Rows {
 		if i < len(items) {

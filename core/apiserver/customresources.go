@@ -1,0 +1,635 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/sha512"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/version"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/apiserver/crd"
+	"github.com/wasmkube/wasmkube/core/storage"
+)
+
+// Custom resources (docs/crds.md): every served version of every CustomResourceDefinition
+// becomes a resource of the same generic store, its objects unstructured, stored under
+// /registry/<group>/<plural>/. The set changes at run time, so it lives beside the static
+// table, behind a lock, rebuilt from the CRDs in etcd whenever one changes (a watch, so
+// the servers of an HA pair agree; and at once after a CRD write on this server).
+
+// cleanupFinalizer holds a deleted CRD until its custom objects are gone (upstream's).
+const cleanupFinalizer = "customresourcecleanup.apiextensions.k8s.io"
+
+var crdGVR = crd.Resource
+
+type customResources struct {
+	s  *Server
+	mu sync.RWMutex
+	// byGVR, stores and list are replaced whole by refresh (readers keep what they got).
+	byGVR  map[schema.GroupVersionResource]*resource
+	stores map[schema.GroupVersionResource]*store
+	list   []*resource // discovery order: by group, then version priority, then plural
+	defs   []*apiextensionsv1.CustomResourceDefinition
+	// compiled caches compiled versions per CRD name and resourceVersion.
+	compiled  map[string]compiledDef
+	refreshMu sync.Mutex
+	kick      chan struct{}
+}
+
+type compiledDef struct {
+	rv       string
+	versions []*crd.Version
+}
+
+func newCustomResources(s *Server) *customResources {
+	return &customResources{s: s, byGVR: map[schema.GroupVersionResource]*resource{}, stores: map[schema.GroupVersionResource]*store{},
+		compiled: map[string]compiledDef{}, kick: make(chan struct{}, 1)}
+}
+
+// lookup finds a resource: the static table first, then the custom ones.
+func (s *Server) lookup(gvr schema.GroupVersionResource) (*resource, bool) {
+	if r, ok := s.reg[gvr]; ok {
+		return r, true
+	}
+	if s.crds == nil {
+		return nil, false
+	}
+	s.crds.mu.RLock()
+	defer s.crds.mu.RUnlock()
+	r, ok := s.crds.byGVR[gvr]
+	return r, ok
+}
+
+// storeOf is the store of a resource lookup returned.
+func (s *Server) storeOf(res *resource) *store {
+	if st, ok := s.stores[res.gvr]; ok {
+		return st
+	}
+	s.crds.mu.RLock()
+	defer s.crds.mu.RUnlock()
+	if st, ok := s.crds.stores[res.gvr]; ok && st.res == res {
+		return st
+	}
+	// The definition changed between lookup and now: serve with what the request found.
+	return s.crds.newStore(res)
+}
+
+// storageResource names the resource's etcd prefix: its plural, or <group>/<plural> for
+// a custom resource (upstream's layout; every version of a CRD shares it).
+func (r *resource) storageResource() string {
+	if r.custom != nil {
+		return r.custom.StorageResource
+	}
+	return r.gvr.Resource
+}
+
+// servedResources is the static table followed by the custom resources.
+func (s *Server) servedResources() []*resource {
+	if s.crds == nil {
+		return resources
+	}
+	s.crds.mu.RLock()
+	defer s.crds.mu.RUnlock()
+	out := make([]*resource, 0, len(resources)+len(s.crds.list))
+	return append(append(out, resources...), s.crds.list...)
+}
+
+// groupVersionsOf lists the group versions of rs in order of first appearance.
+func groupVersionsOf(rs []*resource) []schema.GroupVersion {
+	var out []schema.GroupVersion
+	seen := map[schema.GroupVersion]bool{}
+	for _, r := range rs {
+		gv := r.gvr.GroupVersion()
+		if !seen[gv] {
+			seen[gv] = true
+			out = append(out, gv)
+		}
+	}
+	return out
+}
+
+func (c *customResources) newStore(res *resource) *store {
+	v := res.custom
+	return &store{res: res, chain: c.s.chain,
+		s: c.s.backend.ForResource(v.StorageResource, v.New, v.NewList)}
+}
+
+func resourceOf(v *crd.Version) *resource {
+	r := &resource{
+		gvr: v.GVR, kind: v.Kind, singular: v.Singular, namespaced: v.Namespaced,
+		shortNames: v.ShortNames, categories: v.Categories, generation: true,
+		newFunc: v.New, newList: v.NewList, custom: v,
+	}
+	if v.Status {
+		r.subresources = append(r.subresources, "status")
+	}
+	if v.Scale != nil {
+		r.subresources = append(r.subresources, "scale")
+	}
+	return r
+}
+
+// refresh rebuilds the custom resources from the CRDs in etcd and starts the cleanup of
+// deleted ones.
+func (c *customResources) refresh(ctx context.Context) error {
+	c.refreshMu.Lock()
+	defer c.refreshMu.Unlock()
+	st := c.s.stores[crdGVR]
+	list, err := st.s.List(ctx, st.prefix(""), storage.ListOptions{})
+	if err != nil {
+		return err
+	}
+	defs := list.(*apiextensionsv1.CustomResourceDefinitionList).Items
+	compiled := map[string]compiledDef{}
+	byGVR := map[schema.GroupVersionResource]*resource{}
+	stores := map[schema.GroupVersionResource]*store{}
+	var rs []*resource
+	var served []*apiextensionsv1.CustomResourceDefinition
+	for i := range defs {
+		def := &defs[i]
+		if def.DeletionTimestamp != nil {
+			go c.cleanup(context.WithoutCancel(ctx), def.DeepCopy())
+			continue
+		}
+		cd, ok := c.compiled[def.Name]
+		if !ok || cd.rv != def.ResourceVersion {
+			vs, err := crd.Compile(def)
+			if err != nil {
+				c.s.log.Warn("customresourcedefinition not served", "name", def.Name, "err", err)
+				continue
+			}
+			cd = compiledDef{rv: def.ResourceVersion, versions: vs}
+		}
+		compiled[def.Name] = cd
+		served = append(served, def)
+		for _, v := range cd.versions {
+			r := resourceOf(v)
+			c.mu.RLock()
+			old, had := c.stores[v.GVR]
+			c.mu.RUnlock()
+			if had && old.res.custom == v {
+				r = old.res
+				stores[v.GVR] = old
+			} else {
+				stores[v.GVR] = c.newStore(r)
+			}
+			byGVR[v.GVR] = r
+			rs = append(rs, r)
+		}
+	}
+	sort.SliceStable(rs, func(i, j int) bool {
+		a, b := rs[i].gvr, rs[j].gvr
+		if a.Group != b.Group {
+			return a.Group < b.Group
+		}
+		if a.Version != b.Version {
+			return version.CompareKubeAwareVersionStrings(a.Version, b.Version) > 0
+		}
+		return a.Resource < b.Resource
+	})
+	c.mu.Lock()
+	c.byGVR, c.stores, c.list, c.defs, c.compiled = byGVR, stores, rs, served, compiled
+	c.mu.Unlock()
+	return nil
+}
+
+// run keeps the custom resources in step with the CRDs in etcd until ctx ends.
+func (c *customResources) run(ctx context.Context) {
+	st := c.s.stores[crdGVR]
+	for ctx.Err() == nil {
+		w, err := st.s.Watch(ctx, st.prefix(""), storage.WatchOptions{})
+		if err != nil {
+			c.s.log.Warn("watch customresourcedefinitions", "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		for ok := true; ok; {
+			select {
+			case <-ctx.Done():
+				w.Stop()
+				return
+			case _, ok = <-w.ResultChan():
+			case <-c.kick:
+			}
+			if err := c.refresh(ctx); err != nil && ctx.Err() == nil {
+				c.s.log.Warn("refresh custom resources", "err", err)
+			}
+		}
+		w.Stop()
+	}
+}
+
+// cleanup deletes every object of a deleted CRD, then its finalizer, then the CRD.
+func (c *customResources) cleanup(ctx context.Context, def *apiextensionsv1.CustomResourceDefinition) {
+	if !hasString(def.Finalizers, cleanupFinalizer) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	group, plural := def.Spec.Group, def.Spec.Names.Plural
+	objs := c.s.backend.ForResource(group+"/"+plural, newUnstructured, newUnstructuredList)
+	list, err := objs.List(ctx, storage.Prefix(group+"/"+plural, ""), storage.ListOptions{})
+	if err != nil {
+		c.s.log.Warn("delete custom objects of a deleted customresourcedefinition", "name", def.Name, "err", err)
+		return
+	}
+	for _, it := range list.(*unstructured.UnstructuredList).Items {
+		if _, err := objs.Delete(ctx, storage.Key(group+"/"+plural, it.GetNamespace(), it.GetName()), nil); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			c.s.log.Warn("delete custom object", "crd", def.Name, "namespace", it.GetNamespace(), "name", it.GetName(), "err", err)
+			return
+		}
+	}
+	st := c.s.stores[crdGVR]
+	key := st.key("", def.Name)
+	uid := def.UID
+	var gone runtime.Object
+	_, err = st.s.GuaranteedUpdate(ctx, key, &storage.Preconditions{UID: &uid}, func(cur runtime.Object) (runtime.Object, error) {
+		next := cur.DeepCopyObject().(*apiextensionsv1.CustomResourceDefinition)
+		var keep []string
+		for _, f := range next.Finalizers {
+			if f != cleanupFinalizer {
+				keep = append(keep, f)
+			}
+		}
+		next.Finalizers = keep
+		if readyToVanish(next) {
+			gone = next
+			return nil, errVanish
+		}
+		return next, nil
+	})
+	if errors.Is(err, errVanish) {
+		rv := objMeta(gone).GetResourceVersion()
+		_, err = st.s.Delete(ctx, key, &storage.Preconditions{UID: &uid, ResourceVersion: &rv})
+	}
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		c.s.log.Warn("finish deleting customresourcedefinition", "name", def.Name, "err", err)
+	}
+}
+
+func newUnstructured() runtime.Object     { return &unstructured.Unstructured{} }
+func newUnstructuredList() runtime.Object { return &unstructured.UnstructuredList{} }
+
+func hasString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// crdWritten is called after a write to customresourcedefinitions on this server, so
+// that the new resources are served before the response reaches the client.
+func (s *Server) crdWritten(ctx context.Context) {
+	if err := s.crds.refresh(ctx); err != nil {
+		s.log.Warn("refresh custom resources", "err", err)
+	}
+}
+
+// ---- admission: the CRD itself and custom objects ----
+
+// customAdmission defaults and validates CRDs (upstream's rules, through
+// apiextensions-apiserver) and custom objects (their version's schema and CEL rules).
+type customAdmission struct{ s *Server }
+
+func (p customAdmission) Admit(ctx context.Context, a *admission.Attributes) error {
+	switch o := a.Object.(type) {
+	case *apiextensionsv1.CustomResourceDefinition:
+		if a.Operation != admission.Create && a.Operation != admission.Update {
+			return nil
+		}
+		if a.Subresource == "" {
+			crd.Default(o)
+		}
+		if a.Operation == admission.Create {
+			o.Finalizers = addString(o.Finalizers, cleanupFinalizer)
+		}
+		crd.SetStatus(o, metav1.Now())
+	case *unstructured.Unstructured:
+		if res, ok := p.s.lookup(a.Resource); ok && res.custom != nil && a.Subresource != "scale" {
+			res.custom.ForStorage(o)
+		}
+	}
+	return nil
+}
+
+func (p customAdmission) Validate(ctx context.Context, a *admission.Attributes) error {
+	if a.Operation != admission.Create && a.Operation != admission.Update {
+		return nil
+	}
+	switch o := a.Object.(type) {
+	case *apiextensionsv1.CustomResourceDefinition:
+		var old *apiextensionsv1.CustomResourceDefinition
+		if a.OldObject != nil {
+			old = a.OldObject.(*apiextensionsv1.CustomResourceDefinition)
+		}
+		if errs := crd.ValidateDefinition(ctx, o, old); len(errs) > 0 {
+			return apierrors.NewInvalid(schema.GroupKind{Group: crdGVR.Group, Kind: "CustomResourceDefinition"}, o.Name, errs)
+		}
+	case *unstructured.Unstructured:
+		res, ok := p.s.lookup(a.Resource)
+		if !ok || res.custom == nil {
+			return nil
+		}
+		var old *unstructured.Unstructured
+		if a.OldObject != nil {
+			old, _ = a.OldObject.(*unstructured.Unstructured)
+		}
+		if errs := res.custom.Validate(ctx, o, old); len(errs) > 0 {
+			return apierrors.NewInvalid(res.custom.GVK().GroupKind(), o.GetName(), errs)
+		}
+	}
+	return nil
+}
+
+// ---- store hooks: status, generation, output ----
+
+// clearStatus drops status from a new object of a resource with the status subresource.
+func clearStatus(obj runtime.Object) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		delete(u.Object, "status")
+		return
+	}
+	if f := fieldOf(obj, "Status"); f.IsValid() && f.CanSet() {
+		f.Set(reflect.Zero(f.Type()))
+	}
+}
+
+// copyStatus sets dst's status to src's.
+func copyStatus(dst, src runtime.Object) {
+	if du, ok := dst.(*unstructured.Unstructured); ok {
+		if su, ok := src.(*unstructured.Unstructured); ok {
+			crd.CopyStatus(du, su)
+		}
+		return
+	}
+	fieldOf(dst, "Status").Set(fieldOf(src, "Status"))
+}
+
+// specChanged reports whether an update changes what metadata.generation counts.
+func specChanged(res *resource, cur, out runtime.Object) bool {
+	if cu, ok := cur.(*unstructured.Unstructured); ok {
+		ou := out.(*unstructured.Unstructured)
+		return !apiequality.Semantic.DeepEqual(crd.WithoutMeta(cu, res.hasStatus()), crd.WithoutMeta(ou, res.hasStatus()))
+	}
+	return !apiequality.Semantic.DeepEqual(fieldOf(cur, "Spec").Interface(), fieldOf(out, "Spec").Interface())
+}
+
+// customView converts a stored custom object or list to the request's version (None
+// conversion: apiVersion only), leaving shared cached objects untouched.
+func customView(res *resource, obj runtime.Object) runtime.Object {
+	v := res.custom
+	if v == nil {
+		return obj
+	}
+	if l, ok := obj.(*unstructured.UnstructuredList); ok {
+		want := v.GVR.GroupVersion().String()
+		same := true
+		for i := range l.Items {
+			same = same && l.Items[i].GetAPIVersion() == want
+		}
+		if same {
+			return obj
+		}
+		c := &unstructured.UnstructuredList{Object: l.Object, Items: make([]unstructured.Unstructured, len(l.Items))}
+		for i := range l.Items {
+			c.Items[i] = *v.Converted(&l.Items[i]).(*unstructured.Unstructured)
+		}
+		return c
+	}
+	return v.Converted(obj)
+}
+
+// customDecoded prunes and defaults a decoded custom object; the pruned fields are
+// errors under fieldValidation=Strict and warnings under Warn (as upstream's "unknown
+// field" messages).
+func customDecoded(res *resource, obj runtime.Object, fv fieldValidation) ([]string, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || res.custom == nil {
+		return nil, nil
+	}
+	unknown := res.custom.Decode(u)
+	if len(unknown) == 0 || fv == fvIgnore {
+		return nil, nil
+	}
+	msgs := make([]string, len(unknown))
+	for i, p := range unknown {
+		msgs[i] = fmt.Sprintf("unknown field %q", p)
+	}
+	if fv == fvStrict {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: strict decoding error: %s",
+			res.kind, res.gvr.Version, res.kind, joinComma(msgs)))
+	}
+	return msgs, nil
+}
+
+func joinComma(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += ", "
+		}
+		out += x
+	}
+	return out
+}
+
+// partialOf is the metadata of an unstructured object (PartialObjectMetadata).
+func partialOf(obj runtime.Object) (metav1.ObjectMeta, bool) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return metav1.ObjectMeta{}, false
+	}
+	m := metav1.ObjectMeta{
+		Name: u.GetName(), GenerateName: u.GetGenerateName(), Namespace: u.GetNamespace(), UID: u.GetUID(),
+		ResourceVersion: u.GetResourceVersion(), Generation: u.GetGeneration(), CreationTimestamp: u.GetCreationTimestamp(),
+		DeletionTimestamp: u.GetDeletionTimestamp(), DeletionGracePeriodSeconds: u.GetDeletionGracePeriodSeconds(),
+		Labels: u.GetLabels(), Annotations: u.GetAnnotations(), OwnerReferences: u.GetOwnerReferences(), Finalizers: u.GetFinalizers(),
+	}
+	return m, true
+}
+
+// ---- the scale subresource of custom resources ----
+
+func customScaleOf(v *crd.Version, obj runtime.Object) (*autoscalingv1.Scale, error) {
+	u := obj.(*unstructured.Unstructured)
+	spec, status, sel, err := v.Replicas(u)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return &autoscalingv1.Scale{
+		TypeMeta: metav1.TypeMeta{APIVersion: "autoscaling/v1", Kind: "Scale"},
+		ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(),
+			ResourceVersion: u.GetResourceVersion(), CreationTimestamp: u.GetCreationTimestamp()},
+		Spec:   autoscalingv1.ScaleSpec{Replicas: spec},
+		Status: autoscalingv1.ScaleStatus{Replicas: status, Selector: sel},
+	}, nil
+}
+
+// serveCustomScale is serveScale for a custom resource: replicas live at the paths its
+// CRD's scale subresource names.
+func (s *Server) serveCustomScale(ctx context.Context, rq *request, st *store) error {
+	v := st.res.custom
+	name := rq.info.name
+	var toScale func(cur runtime.Object) (*autoscalingv1.Scale, error)
+	switch rq.info.verb {
+	case "get":
+		obj, err := st.s.Get(ctx, st.key(rq.info.namespace, name))
+		if err != nil {
+			return st.apiError(err, name)
+		}
+		sc, err := customScaleOf(v, obj)
+		if err != nil {
+			return err
+		}
+		return writeScale(rq, sc)
+	case "update":
+		obj, err := s.decodeAs(rq, scaleRes)
+		if err != nil {
+			return err
+		}
+		in := obj.(*autoscalingv1.Scale)
+		toScale = func(runtime.Object) (*autoscalingv1.Scale, error) { return in, nil }
+	case "patch":
+		apply, err := s.patcher(rq, scaleRes)
+		if err != nil {
+			return err
+		}
+		toScale = func(cur runtime.Object) (*autoscalingv1.Scale, error) {
+			sc, err := customScaleOf(v, cur)
+			if err != nil {
+				return nil, err
+			}
+			out, err := apply(sc)
+			if err != nil {
+				return nil, err
+			}
+			return out.(*autoscalingv1.Scale), nil
+		}
+	default:
+		return apierrors.NewMethodNotSupported(st.res.gvr.GroupResource(), rq.info.verb)
+	}
+	irq := *rq
+	ii := *rq.info
+	ii.subresource = ""
+	irq.info = &ii
+	out, err := st.update(ctx, &irq, name, nil, func(cur runtime.Object) (runtime.Object, error) {
+		sc, err := toScale(cur)
+		if err != nil {
+			return nil, err
+		}
+		if sc.Spec.Replicas < 0 {
+			return nil, apierrors.NewInvalid(scaleRes.gvk().GroupKind(), name, field.ErrorList{
+				field.Invalid(field.NewPath("spec", "replicas"), sc.Spec.Replicas, "must be greater than or equal to 0")})
+		}
+		if sc.ResourceVersion != "" && sc.ResourceVersion != objMeta(cur).GetResourceVersion() {
+			return nil, apierrors.NewConflict(st.res.gvr.GroupResource(), name, errors.New(optimisticLockMsg))
+		}
+		next := cur.DeepCopyObject().(*unstructured.Unstructured)
+		if err := v.SetReplicas(next, sc.Spec.Replicas); err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		return next, nil
+	})
+	if err != nil {
+		return err
+	}
+	sc, err := customScaleOf(v, out)
+	if err != nil {
+		return err
+	}
+	return writeScale(rq, sc)
+}
+
+// errCustomStrategic is upstream's answer to a strategic merge patch of a custom object.
+func errCustomStrategic(res *resource) error {
+	return apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", res.gvr.GroupResource(), "",
+		"the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json (strategic merge patch is not supported for custom resources)", 0, false)
+}
+
+// ---- OpenAPI ----
+
+// serveOpenAPI adds the custom resources' group versions to /openapi/v3 (the index and
+// one document each, built by crd.OpenAPIV3); everything else is the static documents'.
+func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	s.crds.mu.RLock()
+	defs := s.crds.defs
+	gvs := groupVersionsOf(s.crds.list)
+	s.crds.mu.RUnlock()
+	if len(gvs) == 0 || !strings.HasPrefix(path, "/openapi/v3") || r.Method != http.MethodGet {
+		s.openapi.ServeHTTP(w, r)
+		return
+	}
+	if path == "/openapi/v3" {
+		rec := httptest.NewRecorder()
+		s.openapi.ServeHTTP(rec, r)
+		var index struct {
+			Paths map[string]any `json:"paths"`
+		}
+		if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &index) != nil {
+			s.openapi.ServeHTTP(w, r)
+			return
+		}
+		for _, gv := range gvs {
+			doc, err := crd.OpenAPIV3(gv, defs)
+			if err != nil || doc == nil {
+				continue
+			}
+			key := "apis/" + gv.Group + "/" + gv.Version
+			index.Paths[key] = map[string]string{"serverRelativeURL": "/openapi/v3/" + key + "?hash=" + openapiHash(doc)}
+		}
+		w.Header().Set("Cache-Control", "no-cache, private")
+		writeJSON(w, http.StatusOK, index, outJSON)
+		return
+	}
+	for _, gv := range gvs {
+		if path != "/openapi/v3/apis/"+gv.Group+"/"+gv.Version {
+			continue
+		}
+		doc, err := crd.OpenAPIV3(gv, defs)
+		if err != nil {
+			writeError(w, apierrors.NewInternalError(err))
+			return
+		}
+		hash := openapiHash(doc)
+		if h := r.URL.Query().Get("hash"); h != "" && h != hash {
+			w.Header().Set("Location", path+"?hash="+hash)
+			w.WriteHeader(http.StatusMovedPermanently)
+			return
+		}
+		w.Header().Set("ETag", `"`+hash+`"`)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(doc)
+		return
+	}
+	s.openapi.ServeHTTP(w, r)
+}
+
+func openapiHash(b []byte) string { return fmt.Sprintf("%X", sha512.Sum512(b)) }
