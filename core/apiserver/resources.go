@@ -10,7 +10,10 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -237,6 +240,33 @@ var resources = []*resource{
 	{gvr: crd.Resource, kind: "CustomResourceDefinition", singular: "customresourcedefinition",
 		shortNames: []string{"crd", "crds"}, categories: []string{"api-extensions"}, subresources: []string{"status"}, generation: true,
 		newFunc: newOf[apiextensionsv1.CustomResourceDefinition](), newList: newOf[apiextensionsv1.CustomResourceDefinitionList]()},
+	// Policy objects and the kinds kubectl touches by default (issue 15; docs/api-objects.md):
+	// disruption budgets (pods/eviction honours them), priority classes, quotas and limit
+	// ranges (built-in admission), replication controllers (stored for apply --prune and
+	// cluster-info dump, not reconciled), ingresses and network policies (served, not enforced).
+	{gvr: policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"), kind: "PodDisruptionBudget", singular: "poddisruptionbudget", namespaced: true,
+		shortNames: []string{"pdb"}, subresources: []string{"status"}, generation: true,
+		newFunc: newOf[policyv1.PodDisruptionBudget](), newList: newOf[policyv1.PodDisruptionBudgetList]()},
+	{gvr: schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"), kind: "PriorityClass", singular: "priorityclass",
+		shortNames: []string{"pc"},
+		newFunc:    newOf[schedulingv1.PriorityClass](), newList: newOf[schedulingv1.PriorityClassList]()},
+	{gvr: corev1.SchemeGroupVersion.WithResource("resourcequotas"), kind: "ResourceQuota", singular: "resourcequota", namespaced: true,
+		shortNames: []string{"quota"}, subresources: []string{"status"},
+		newFunc: newOf[corev1.ResourceQuota](), newList: newOf[corev1.ResourceQuotaList]()},
+	{gvr: corev1.SchemeGroupVersion.WithResource("limitranges"), kind: "LimitRange", singular: "limitrange", namespaced: true,
+		shortNames: []string{"limits"},
+		newFunc:    newOf[corev1.LimitRange](), newList: newOf[corev1.LimitRangeList]()},
+	{gvr: corev1.SchemeGroupVersion.WithResource("replicationcontrollers"), kind: "ReplicationController", singular: "replicationcontroller", namespaced: true,
+		shortNames: []string{"rc"}, categories: allCategory, subresources: []string{"status"}, generation: true,
+		newFunc: newOf[corev1.ReplicationController](), newList: newOf[corev1.ReplicationControllerList]()},
+	{gvr: networkingv1.SchemeGroupVersion.WithResource("ingresses"), kind: "Ingress", singular: "ingress", namespaced: true,
+		shortNames: []string{"ing"}, subresources: []string{"status"}, generation: true,
+		newFunc: newOf[networkingv1.Ingress](), newList: newOf[networkingv1.IngressList]()},
+	{gvr: networkingv1.SchemeGroupVersion.WithResource("ingressclasses"), kind: "IngressClass", singular: "ingressclass",
+		newFunc: newOf[networkingv1.IngressClass](), newList: newOf[networkingv1.IngressClassList]()},
+	{gvr: networkingv1.SchemeGroupVersion.WithResource("networkpolicies"), kind: "NetworkPolicy", singular: "networkpolicy", namespaced: true,
+		shortNames: []string{"netpol"}, generation: true,
+		newFunc: newOf[networkingv1.NetworkPolicy](), newList: newOf[networkingv1.NetworkPolicyList]()},
 }
 
 // registry finds resources by group, version and plural name.

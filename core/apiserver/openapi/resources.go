@@ -11,7 +11,9 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -90,13 +92,26 @@ var resources = []resource{
 	{gv: rbacv1.SchemeGroupVersion, plural: "clusterrolebindings", kind: "ClusterRoleBinding", obj: &rbacv1.ClusterRoleBinding{}, list: &rbacv1.ClusterRoleBindingList{}},
 	{gv: rbacv1.SchemeGroupVersion, plural: "roles", kind: "Role", namespaced: true, obj: &rbacv1.Role{}, list: &rbacv1.RoleList{}},
 	{gv: rbacv1.SchemeGroupVersion, plural: "rolebindings", kind: "RoleBinding", namespaced: true, obj: &rbacv1.RoleBinding{}, list: &rbacv1.RoleBindingList{}},
+	// Policy objects, replication controllers, ingresses and network policies (issue 15).
+	{gv: policyv1.SchemeGroupVersion, plural: "poddisruptionbudgets", kind: "PodDisruptionBudget", namespaced: true, obj: &policyv1.PodDisruptionBudget{}, list: &policyv1.PodDisruptionBudgetList{},
+		subresources: []subresource{statusOf(policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"), &policyv1.PodDisruptionBudget{})}},
+	{gv: schedulingv1.SchemeGroupVersion, plural: "priorityclasses", kind: "PriorityClass", obj: &schedulingv1.PriorityClass{}, list: &schedulingv1.PriorityClassList{}},
+	{gv: corev1.SchemeGroupVersion, plural: "resourcequotas", kind: "ResourceQuota", namespaced: true, obj: &corev1.ResourceQuota{}, list: &corev1.ResourceQuotaList{},
+		subresources: []subresource{statusOf(corev1.SchemeGroupVersion.WithKind("ResourceQuota"), &corev1.ResourceQuota{})}},
+	{gv: corev1.SchemeGroupVersion, plural: "limitranges", kind: "LimitRange", namespaced: true, obj: &corev1.LimitRange{}, list: &corev1.LimitRangeList{}},
+	{gv: corev1.SchemeGroupVersion, plural: "replicationcontrollers", kind: "ReplicationController", namespaced: true, obj: &corev1.ReplicationController{}, list: &corev1.ReplicationControllerList{},
+		subresources: []subresource{statusOf(corev1.SchemeGroupVersion.WithKind("ReplicationController"), &corev1.ReplicationController{})}},
+	{gv: networkingv1.SchemeGroupVersion, plural: "ingresses", kind: "Ingress", namespaced: true, obj: &networkingv1.Ingress{}, list: &networkingv1.IngressList{},
+		subresources: []subresource{statusOf(networkingv1.SchemeGroupVersion.WithKind("Ingress"), &networkingv1.Ingress{})}},
+	{gv: networkingv1.SchemeGroupVersion, plural: "ingressclasses", kind: "IngressClass", obj: &networkingv1.IngressClass{}, list: &networkingv1.IngressClassList{}},
+	{gv: networkingv1.SchemeGroupVersion, plural: "networkpolicies", kind: "NetworkPolicy", namespaced: true, obj: &networkingv1.NetworkPolicy{}, list: &networkingv1.NetworkPolicyList{}},
 }
 
 // groupVersions are the documents served under /openapi/v3, in a stable order. autoscaling/v1
 // has no resources of its own here but owns the Scale kind of the scale subresources.
 var groupVersions = []schema.GroupVersion{
 	corev1.SchemeGroupVersion, appsv1.SchemeGroupVersion, autoscalingv1.SchemeGroupVersion, batchv1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion,
-	rbacv1.SchemeGroupVersion,
+	rbacv1.SchemeGroupVersion, policyv1.SchemeGroupVersion, schedulingv1.SchemeGroupVersion, networkingv1.SchemeGroupVersion,
 }
 
 // gvPath is the document key of a group version: api/v1, apis/apps/v1.
