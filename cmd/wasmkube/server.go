@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -37,13 +38,16 @@ kubelets on other hosts obtain their node credential. A restart on the same data
 every object and credential.
 
 Settings, highest priority first: flags, environment (WASMKUBE_DATA_DIR, WASMKUBE_LISTEN,
-WASMKUBE_ETCD_ENDPOINTS, WASMKUBE_DEFAULT_TOLERATION_SECONDS, WASMKUBE_LOG_LEVEL), then
+WASMKUBE_ETCD_ENDPOINTS, WASMKUBE_DEFAULT_TOLERATION_SECONDS, WASMKUBE_LOG_LEVEL,
+WASMKUBE_ENCRYPTION_PROVIDER_CONFIG, WASMKUBE_TOKEN_AUTH_FILE), then
 the config file keys:
   server.dataDir                    data directory (required)
   server.listen                     host:port (default 127.0.0.1:6443)
   server.etcdEndpoints              list of external etcd URLs (default: embedded etcd)
   controller.defaultTolerationSeconds  not-ready/unreachable toleration of pods (default 300)
   server.logLevel                   debug|info|warn|error (default info)
+  server.encryptionProviderConfig   EncryptionConfiguration file (default <data-dir>/encryption-config.yaml)
+  server.tokenAuthFile              static user tokens, CSV token,user,uid[,"groups"] (default none)
 
 The config file's admission: section declares wasm admission policies (docs/config.md); they
 are swapped live when the file changes.
@@ -116,6 +120,7 @@ quorum) stops its work and campaigns again; the process does not exit. /readyz l
 	f.Int64("default-toleration-seconds", 300, "tolerationSeconds of the not-ready/unreachable tolerations added to pods")
 	f.String("log-level", "info", "log level: debug, info, warn, error")
 	f.String("encryption-provider-config", "", "EncryptionConfiguration file for encryption at rest (default: <data-dir>/encryption-config.yaml, created with a fresh AES-GCM key for secrets)")
+	f.String("token-auth-file", "", "CSV file of static user tokens (token,user,uid[,\"group1,group2\"]), as kube-apiserver's --token-auth-file; read at start (docs/security.md)")
 	f.String("config", "", "YAML config file (keys under server., scheduler., admission., controller.; the scheduler and admission sections are reloaded on change)")
 	f.Bool("apiserver-only", false, "run only the API server, without the in-process scheduler and controller manager")
 	f.String("metrics-addr", defaultSchedulerMetricsAddr, "where the in-process scheduler serves /metrics (empty: off); the API server's /metrics has the rest")
@@ -130,6 +135,7 @@ var serverFlagKeys = []struct{ flag, key, env string }{
 	{"default-toleration-seconds", "controller.defaultTolerationSeconds", "WASMKUBE_DEFAULT_TOLERATION_SECONDS"},
 	{"log-level", "server.logLevel", "WASMKUBE_LOG_LEVEL"},
 	{"encryption-provider-config", "server.encryptionProviderConfig", "WASMKUBE_ENCRYPTION_PROVIDER_CONFIG"},
+	{"token-auth-file", "server.tokenAuthFile", "WASMKUBE_TOKEN_AUTH_FILE"},
 }
 
 // serverOptions resolves flags > environment > config file > defaults.
@@ -154,6 +160,11 @@ func serverOptions(cmd *cobra.Command) (apiserver.Options, slog.Level, error) {
 		DefaultTolerationSeconds: v.GetInt64("controller.defaultTolerationSeconds"),
 		EncryptionConfig:         v.GetString("server.encryptionProviderConfig"),
 	}
+	tokenFile, err := checkTokenAuthFile(v.GetString("server.tokenAuthFile"))
+	if err != nil {
+		return opts, 0, err
+	}
+	opts.TokenAuthFile = tokenFile
 	for _, e := range v.GetStringSlice("server.etcdEndpoints") {
 		for _, p := range strings.Split(e, ",") {
 			if p = strings.TrimSpace(p); p != "" {
@@ -266,4 +277,25 @@ func checkEtcdEndpoint(e string) error {
 		return fmt.Errorf("%q: scheme %q is not http, https, unix or unixs", e, u.Scheme)
 	}
 	return nil
+}
+
+// checkTokenAuthFile resolves server.tokenAuthFile (empty: none) to an absolute path and
+// checks that it is a readable regular file, so a typo is an error naming the key at
+// once rather than a failure deep in the API server's start.
+func checkTokenAuthFile(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("server.tokenAuthFile (--token-auth-file): %w", err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return "", fmt.Errorf("server.tokenAuthFile (--token-auth-file): %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("server.tokenAuthFile (--token-auth-file): %s is not a regular file", abs)
+	}
+	return abs, nil
 }

@@ -39,6 +39,7 @@ type upOptions struct {
 	keepPods    bool
 	metricsAddr string
 	logLevel    string
+	tokenFile   string
 }
 
 func init() {
@@ -74,6 +75,7 @@ shims outlive containerd), and the next up on the same data dir adopts them with
 	f.BoolVar(&o.keepPods, "keep-pods", false, "on Ctrl-C leave the real node's containers running (their shims outlive containerd); the next up on the same data dir adopts them")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&o.metricsAddr, "metrics-addr", defaultSchedulerMetricsAddr, "where the scheduler serves /metrics (empty: off); the API server's /metrics has the rest")
+	f.StringVar(&o.tokenFile, "token-auth-file", "", "CSV file of static user tokens (token,user,uid[,\"group1,group2\"]), as kube-apiserver's --token-auth-file (default: the config file's server.tokenAuthFile, else none)")
 	rootCmd.AddCommand(cmd)
 }
 
@@ -91,6 +93,10 @@ func runUp(o upOptions) error {
 	if err != nil {
 		return err
 	}
+	tokenFile, err := upTokenAuthFile(o)
+	if err != nil {
+		return err
+	}
 
 	ctx, stop := signalContext()
 	defer stop()
@@ -104,7 +110,7 @@ func runUp(o upOptions) error {
 	}
 	srv, err := startAPIServer(apiCtx, apiserver.Options{
 		DataDir: dataDir, Listen: o.listen, DefaultTolerationSeconds: cs.tolerationSeconds, Logger: log,
-		Admission: admPlugins,
+		Admission: admPlugins, TokenAuthFile: tokenFile,
 	})
 	if err != nil {
 		return err
@@ -160,6 +166,25 @@ func runUp(o upOptions) error {
 	return nil
 }
 
+// upTokenAuthFile is --token-auth-file, else WASMKUBE_TOKEN_AUTH_FILE, else the config
+// file's server.tokenAuthFile (the one server.* key up reads: its other settings are
+// flags of its own), checked as `wasmkube server` checks it.
+func upTokenAuthFile(o upOptions) (string, error) {
+	v := viper.New()
+	if err := v.BindEnv("server.tokenAuthFile", "WASMKUBE_TOKEN_AUTH_FILE"); err != nil {
+		return "", err
+	}
+	if o.configFile != "" {
+		if err := readConfigInto(v, o.configFile); err != nil {
+			return "", err
+		}
+	}
+	if o.tokenFile != "" {
+		v.Set("server.tokenAuthFile", o.tokenFile)
+	}
+	return checkTokenAuthFile(v.GetString("server.tokenAuthFile"))
+}
+
 // controllerSettings are the config file's controller.* keys.
 type controllerSettings struct {
 	nodeMonitorGracePeriod time.Duration
@@ -201,8 +226,19 @@ func startControlPlane(ctx context.Context, srv *apiserver.Server, dataDir, conf
 	if err != nil {
 		return err
 	}
+	// Each component acts as its own user (upstream's system:kube-scheduler and
+	// system:kube-controller-manager), limited by the bootstrap RBAC roles of those names,
+	// not as the admin (docs/security.md).
+	schedCfg, err := srv.ComponentRESTConfig(apiserver.SchedulerUser)
+	if err != nil {
+		return err
+	}
+	cmCfg, err := srv.ComponentRESTConfig(apiserver.ControllerManagerUser)
+	if err != nil {
+		return err
+	}
 	sched, err := scheduler.New(ctx, scheduler.Options{
-		RESTConfig: srv.AdminRESTConfig(), ConfigFile: configFile,
+		RESTConfig: schedCfg, ConfigFile: configFile,
 		WasmLoader: schedwasm.NewLoader(host).Load, LeaderElect: leaderElect, Logger: log,
 	})
 	if err != nil {
@@ -228,7 +264,7 @@ func startControlPlane(ctx context.Context, srv *apiserver.Server, dataDir, conf
 	tol := cs.tolerationSeconds
 	go func() {
 		err := controller.Run(ctx, controller.Options{
-			RESTConfig: srv.AdminRESTConfig(), NodeMonitorGracePeriod: cs.nodeMonitorGracePeriod,
+			RESTConfig: cmCfg, NodeMonitorGracePeriod: cs.nodeMonitorGracePeriod,
 			DefaultTolerationSeconds: &tol, LeaderElect: leaderElect, Logger: log, Status: cmStatus,
 		})
 		if err != nil && ctx.Err() == nil {

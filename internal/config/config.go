@@ -38,6 +38,8 @@ type Server struct {
 	EtcdEndpoints            []string `json:"etcdEndpoints,omitempty"`
 	LogLevel                 string   `json:"logLevel,omitempty"`
 	EncryptionProviderConfig string   `json:"encryptionProviderConfig,omitempty"`
+	// TokenAuthFile: static user tokens, upstream's --token-auth-file CSV.
+	TokenAuthFile string `json:"tokenAuthFile,omitempty"`
 	// DefaultTolerationSeconds is the old key of controller.defaultTolerationSeconds: a
 	// setting has one key, so it is refused with a message saying where it went.
 	DefaultTolerationSeconds *int64 `json:"defaultTolerationSeconds,omitempty"`
@@ -113,7 +115,7 @@ func Parse(data []byte) (*File, []byte, error) {
 // known lists a struct level's keys for the unknown-key message.
 var known = map[string][]string{
 	"":           {"server", "controller", "scheduler", "admission", "kubelet"},
-	"server":     {"dataDir", "listen", "etcdEndpoints", "logLevel", "encryptionProviderConfig"},
+	"server":     {"dataDir", "listen", "etcdEndpoints", "logLevel", "encryptionProviderConfig", "tokenAuthFile"},
 	"controller": {"nodeMonitorGracePeriod", "defaultTolerationSeconds"},
 }
 
