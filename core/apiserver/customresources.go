@@ -311,6 +311,31 @@ func (s *Server) crdWritten(ctx context.Context) {
 	}
 }
 
+// refreshFirst refreshes the custom resources when a CRD write succeeds, before its
+// response is written: a client that creates a CRD can use its kind at once.
+type refreshFirst struct {
+	http.ResponseWriter
+	refresh func()
+	done    bool
+}
+
+func (w *refreshFirst) WriteHeader(code int) {
+	if !w.done && code < 300 {
+		w.refresh()
+	}
+	w.done = true
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *refreshFirst) Write(b []byte) (int, error) {
+	if !w.done {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *refreshFirst) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // ---- admission: the CRD itself and custom objects ----
 
 // customAdmission defaults and validates CRDs (upstream's rules, through

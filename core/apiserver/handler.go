@@ -342,7 +342,7 @@ func (s *Server) serveResource(rq *request) error {
 	}
 
 	if info.res.gvr == crdGVR && info.verb != "get" && info.verb != "list" && info.verb != "watch" && !rq.dryRun {
-		defer s.crdWritten(ctx) // serve the new kinds before answering (customresources.go)
+		rq.w = &refreshFirst{ResponseWriter: rq.w, refresh: func() { s.crdWritten(ctx) }} // serve the new kinds before answering (customresources.go)
 	}
 	switch info.verb {
 	case "get":
