@@ -86,6 +86,10 @@ type authenticator struct {
 	path   string
 	file   tokenFile
 	byHash map[[32]byte]tokenEntry
+	// components are the in-memory tokens of the in-process scheduler and controller
+	// manager (components.go), by token hash and by user.
+	components      map[[32]byte]admission.UserInfo
+	componentTokens map[string]string
 
 	// writeMu serialises changes to node credentials (which may wait on etcd) without
 	// holding mu, so authentication never waits for etcd.
@@ -158,6 +162,9 @@ func (a *authenticator) rebuildLocked() {
 func (a *authenticator) lookup(h [32]byte) (admission.UserInfo, bool) {
 	a.mu.RLock()
 	e, ok := a.byHash[h]
+	if cu, isComponent := a.components[h]; isComponent {
+		e, ok = tokenEntry{user: cu}, true
+	}
 	a.mu.RUnlock()
 	if !ok || (!e.expires.IsZero() && !a.now().Before(e.expires)) {
 		return admission.UserInfo{}, false

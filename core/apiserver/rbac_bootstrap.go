@@ -140,15 +140,20 @@ func bootstrapClusterRoles() []*rbacv1.ClusterRole {
 		clusterRole("system:service-account-issuer-discovery", nil,
 			urlRule([]string{"get"}, "/.well-known/openid-configuration", "/.well-known/openid-configuration/", "/openid/v1/jwks", "/openid/v1/jwks/")),
 		// What wasmkube's scheduler (core/scheduler) reads and writes: pods and nodes,
-		// bindings, nominations in pod status, its Lease and the Events on it.
+		// bindings, nominations in pod status, its Lease and the Events on it. Unlike
+		// upstream's it may patch pods: it writes its explanation annotation
+		// (scheduler.wasmkube.io/explain, docs/scheduler.md) on the pods it binds.
 		clusterRole("system:kube-scheduler", nil,
 			rule([]string{"create", "patch", "update"}, []string{"", "events.k8s.io"}, "events"),
 			rule([]string{"create", "get", "list", "watch", "update", "patch"}, []string{"coordination.k8s.io"}, "leases"),
 			rule(read, core, "nodes", "namespaces", "services", "replicationcontrollers", "persistentvolumeclaims", "persistentvolumes", "configmaps"),
-			rule([]string{"delete", "get", "list", "watch"}, core, "pods"),
+			rule([]string{"delete", "get", "list", "watch", "patch"}, core, "pods"),
 			rule([]string{"create"}, core, "bindings", "pods/binding"),
 			rule([]string{"patch", "update"}, core, "pods/status"),
 			rule(read, apps, "replicasets", "statefulsets"),
+			// VolumeBinding: a WaitForFirstConsumer claim gets the selected-node annotation.
+			rule([]string{"patch", "update"}, core, "persistentvolumeclaims"),
+			rule(read, []string{"storage.k8s.io"}, "storageclasses"),
 			rule(read, []string{"policy"}, "poddisruptionbudgets"),
 			rule([]string{"create"}, []string{"authentication.k8s.io"}, "tokenreviews"),
 			rule([]string{"create"}, []string{"authorization.k8s.io"}, "subjectaccessreviews")),
@@ -159,10 +164,12 @@ func bootstrapClusterRoles() []*rbacv1.ClusterRole {
 		// holds no escalate, bind or impersonate, and nothing outside the API's resources.
 		clusterRole("system:kube-controller-manager", nil,
 			rule([]string{"get", "list", "watch", "patch", "update", "delete", "deletecollection"}, []string{"*"}, "*"),
-			rule([]string{"create"}, core, "pods", "events", "endpoints", "serviceaccounts", "serviceaccounts/token", "pods/eviction", "pods/binding"),
+			rule([]string{"create"}, core, "pods", "events", "endpoints", "serviceaccounts", "serviceaccounts/token", "pods/eviction", "pods/binding",
+				"configmaps"), // configmaps: kube-root-ca.crt in every namespace (upstream's root-ca-cert-publisher)
 			rule([]string{"create"}, []string{"events.k8s.io"}, "events"),
 			rule([]string{"create"}, apps, "replicasets", "controllerrevisions"),
 			rule([]string{"create"}, batch, "jobs"),
+			rule([]string{"create"}, core, "persistentvolumeclaims"), // StatefulSet volumeClaimTemplates
 			rule([]string{"create"}, []string{"discovery.k8s.io"}, "endpointslices"),
 			rule([]string{"create"}, []string{"coordination.k8s.io"}, "leases"),
 			rule([]string{"create"}, []string{"authentication.k8s.io"}, "tokenreviews"),

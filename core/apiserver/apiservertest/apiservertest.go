@@ -141,3 +141,26 @@ func (s *Server) NodeConfig(t testing.TB, nodeName string) *rest.Config {
 	}
 	return cfg
 }
+
+// SchedulerConfig is the credential the in-process scheduler of `wasmkube server` uses
+// (user system:kube-scheduler, authorized by RBAC's system:kube-scheduler role only).
+func (s *Server) SchedulerConfig(t testing.TB) *rest.Config {
+	t.Helper()
+	return s.componentConfig(t, apiserver.SchedulerUser)
+}
+
+// ControllerManagerConfig is the in-process controller manager's credential (user
+// system:kube-controller-manager, RBAC's system:kube-controller-manager role only).
+func (s *Server) ControllerManagerConfig(t testing.TB) *rest.Config {
+	t.Helper()
+	return s.componentConfig(t, apiserver.ControllerManagerUser)
+}
+
+func (s *Server) componentConfig(t testing.TB, user string) *rest.Config {
+	t.Helper()
+	cfg, err := s.API.ComponentRESTConfig(user)
+	if err != nil {
+		t.Fatalf("apiservertest: %v", err)
+	}
+	return cfg
+}
