@@ -114,7 +114,7 @@ func setPodScheduled(pod *corev1.Pod) {
 	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now})
 }
 
-// serveEviction deletes a pod as requested by an Eviction (no disruption budgets yet).
+// serveEviction deletes a pod as requested by an Eviction, if its disruption budget allows.
 func (s *Server) serveEviction(ctx context.Context, rq *request, st *store) error {
 	obj, err := s.decodeAs(rq, evictionRes)
 	if err != nil {
@@ -127,6 +127,9 @@ func (s *Server) serveEviction(ctx context.Context, rq *request, st *store) erro
 	opts := ev.DeleteOptions
 	if opts == nil {
 		opts = &metav1.DeleteOptions{}
+	}
+	if err := s.checkDisruptionBudget(ctx, st, rq.info.namespace, rq.info.name, rq.dryRun); err != nil { // eviction.go
+		return err
 	}
 	irq := *rq
 	ii := *rq.info

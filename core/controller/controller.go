@@ -31,6 +31,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/controller/cronjob"
 	"github.com/wasmkube/wasmkube/core/controller/daemonset"
 	"github.com/wasmkube/wasmkube/core/controller/deployment"
+	"github.com/wasmkube/wasmkube/core/controller/disruption"
 	"github.com/wasmkube/wasmkube/core/controller/endpoints"
 	"github.com/wasmkube/wasmkube/core/controller/garbagecollector"
 	"github.com/wasmkube/wasmkube/core/controller/job"
@@ -244,6 +245,10 @@ func runControllers(ctx context.Context, cfg *rest.Config, client kubernetes.Int
 	if err != nil {
 		return fmt.Errorf("controller manager: %s: %w", cronjob.Name, err)
 	}
+	pdbs, err := disruption.New(client, f, recorder("controllermanager"), log)
+	if err != nil {
+		return fmt.Errorf("controller manager: %s: %w", disruption.Name, err)
+	}
 
 	f.Start(ctx.Done())
 	df.Start(ctx.Done())
@@ -267,6 +272,7 @@ func runControllers(ctx context.Context, cfg *rest.Config, client kubernetes.Int
 	run(func() { cjs.Run(ctx, o.Workers) })
 	run(func() { sts.Run(ctx, o.Workers) })
 	run(func() { dss.Run(ctx, o.Workers) })
+	run(func() { pdbs.Run(ctx, o.Workers) })
 	log.Info("controllers started", "gcResources", len(gc.Resources()))
 	<-ctx.Done()
 	wg.Wait()
