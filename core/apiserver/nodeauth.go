@@ -53,6 +53,12 @@ var nodeRules = []rbacv1.PolicyRule{
 	{Verbs: []string{"create", "patch", "update"}, APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}},
 	// Its Lease in kube-node-lease (NodeRestriction: only its own).
 	{Verbs: []string{"create", "delete", "get", "patch", "update"}, APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}},
+	// The local-path provisioner in the kubelet (kubelet/localpath.go): it creates and
+	// deletes the volumes of its node (NodeRestriction checks the node label), watches
+	// them, and reads the claims' StorageClass. Upstream's kubelet provisions nothing
+	// and only gets PVs; wasmkube's is also k3s's local-path provisioner.
+	{Verbs: []string{"create", "delete", "get", "list", "watch", "update", "patch"}, APIGroups: []string{""}, Resources: []string{"persistentvolumes"}},
+	{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses"}},
 	// Client certificate rotation, as upstream's kubelet.
 	{Verbs: []string{"create", "get", "list", "watch"}, APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}},
 }

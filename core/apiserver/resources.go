@@ -13,6 +13,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -185,6 +186,13 @@ var resources = []*resource{
 	{gvr: corev1.SchemeGroupVersion.WithResource("serviceaccounts"), kind: "ServiceAccount", singular: "serviceaccount", namespaced: true,
 		shortNames: []string{"sa"}, subresources: []string{"token"},
 		newFunc: newOf[corev1.ServiceAccount](), newList: newOf[corev1.ServiceAccountList]()},
+	// Volumes (issue 15; volumes.go, docs/volumes.md): claims, volumes and their classes.
+	{gvr: corev1.SchemeGroupVersion.WithResource("persistentvolumes"), kind: "PersistentVolume", singular: "persistentvolume",
+		shortNames: []string{"pv"}, subresources: []string{"status"},
+		newFunc: newOf[corev1.PersistentVolume](), newList: newOf[corev1.PersistentVolumeList]()},
+	{gvr: corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"), kind: "PersistentVolumeClaim", singular: "persistentvolumeclaim", namespaced: true,
+		shortNames: []string{"pvc"}, subresources: []string{"status"},
+		newFunc: newOf[corev1.PersistentVolumeClaim](), newList: newOf[corev1.PersistentVolumeClaimList]()},
 	{gvr: appsv1.SchemeGroupVersion.WithResource("deployments"), kind: "Deployment", singular: "deployment", namespaced: true,
 		shortNames: []string{"deploy"}, categories: allCategory, subresources: []string{"status", "scale"}, generation: true,
 		newFunc: newOf[appsv1.Deployment](), newList: newOf[appsv1.DeploymentList]()},
@@ -207,6 +215,9 @@ var resources = []*resource{
 	{gvr: batchv1.SchemeGroupVersion.WithResource("cronjobs"), kind: "CronJob", singular: "cronjob", namespaced: true,
 		shortNames: []string{"cj"}, categories: allCategory, subresources: []string{"status"}, generation: true,
 		newFunc: newOf[batchv1.CronJob](), newList: newOf[batchv1.CronJobList]()},
+	{gvr: storagev1.SchemeGroupVersion.WithResource("storageclasses"), kind: "StorageClass", singular: "storageclass",
+		shortNames: []string{"sc"},
+		newFunc: newOf[storagev1.StorageClass](), newList: newOf[storagev1.StorageClassList]()},
 	{gvr: coordinationv1.SchemeGroupVersion.WithResource("leases"), kind: "Lease", singular: "lease", namespaced: true,
 		newFunc: newOf[coordinationv1.Lease](), newList: newOf[coordinationv1.LeaseList]()},
 	{gvr: authenticationv1.SchemeGroupVersion.WithResource("tokenreviews"), kind: "TokenReview", singular: "tokenreview",

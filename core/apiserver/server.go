@@ -252,6 +252,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err := s.seedServiceAccounts(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.seedStorageClasses(ctx); err != nil { // volumes.go
+		return nil, err
+	}
 	bg, bgCancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.bgCancel = bgCancel
 	s.namespaces = &nsCache{st: s.stores[corev1.SchemeGroupVersion.WithResource("namespaces")]}

@@ -166,6 +166,13 @@ func (NodeRestriction) Validate(_ context.Context, a *Attributes) error {
 		if l, ok := a.Object.(*coordinationv1.Lease); ok && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != node {
 			return Forbidden(a, fmt.Sprintf("node %q may not hold a Lease for %q", node, *l.Spec.HolderIdentity))
 		}
+	case "persistentvolumes":
+		// The local-path provisioner: a node writes only the volumes labelled as its own.
+		for _, o := range []runtime.Object{a.Object, a.OldObject} {
+			if pv, ok := o.(*corev1.PersistentVolume); ok && pv.Labels["wasmkube.io/local-path-node"] != node {
+				return Forbidden(a, fmt.Sprintf("node %q may only modify PersistentVolumes labelled wasmkube.io/local-path-node=%s", node, node))
+			}
+		}
 	case "pods":
 		old, _ := a.OldObject.(*corev1.Pod)
 		if old == nil || old.Spec.NodeName != node {

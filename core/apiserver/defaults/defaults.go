@@ -21,6 +21,9 @@ func Default(obj runtime.Object) {
 	if rbac(obj) { // rbac.go
 		return
 	}
+	if storage(obj) { // volumes.go
+		return
+	}
 	if policy(obj) { // policy.go
 		return
 	}

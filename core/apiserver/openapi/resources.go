@@ -13,6 +13,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -73,6 +74,11 @@ var resources = []resource{
 	{gv: corev1.SchemeGroupVersion, plural: "secrets", kind: "Secret", namespaced: true, obj: &corev1.Secret{}, list: &corev1.SecretList{}},
 	{gv: corev1.SchemeGroupVersion, plural: "serviceaccounts", kind: "ServiceAccount", namespaced: true, obj: &corev1.ServiceAccount{}, list: &corev1.ServiceAccountList{},
 		subresources: []subresource{{name: "token", kind: authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), obj: &authenticationv1.TokenRequest{}, verbs: []string{"post"}}}},
+	{gv: corev1.SchemeGroupVersion, plural: "persistentvolumes", kind: "PersistentVolume", obj: &corev1.PersistentVolume{}, list: &corev1.PersistentVolumeList{},
+		subresources: []subresource{statusOf(corev1.SchemeGroupVersion.WithKind("PersistentVolume"), &corev1.PersistentVolume{})}},
+	{gv: corev1.SchemeGroupVersion, plural: "persistentvolumeclaims", kind: "PersistentVolumeClaim", namespaced: true, obj: &corev1.PersistentVolumeClaim{}, list: &corev1.PersistentVolumeClaimList{},
+		subresources: []subresource{statusOf(corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"), &corev1.PersistentVolumeClaim{})}},
+	{gv: storagev1.SchemeGroupVersion, plural: "storageclasses", kind: "StorageClass", obj: &storagev1.StorageClass{}, list: &storagev1.StorageClassList{}},
 	{gv: coordinationv1.SchemeGroupVersion, plural: "leases", kind: "Lease", namespaced: true, obj: &coordinationv1.Lease{}, list: &coordinationv1.LeaseList{}},
 	{gv: appsv1.SchemeGroupVersion, plural: "deployments", kind: "Deployment", namespaced: true, obj: &appsv1.Deployment{}, list: &appsv1.DeploymentList{},
 		subresources: []subresource{statusOf(appsv1.SchemeGroupVersion.WithKind("Deployment"), &appsv1.Deployment{}), scaleSub()}},
@@ -111,7 +117,7 @@ var resources = []resource{
 // has no resources of its own here but owns the Scale kind of the scale subresources.
 var groupVersions = []schema.GroupVersion{
 	corev1.SchemeGroupVersion, appsv1.SchemeGroupVersion, autoscalingv1.SchemeGroupVersion, batchv1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion,
-	rbacv1.SchemeGroupVersion, policyv1.SchemeGroupVersion, schedulingv1.SchemeGroupVersion, networkingv1.SchemeGroupVersion,
+	rbacv1.SchemeGroupVersion, policyv1.SchemeGroupVersion, schedulingv1.SchemeGroupVersion, networkingv1.SchemeGroupVersion, storagev1.SchemeGroupVersion,
 }
 
 // gvPath is the document key of a group version: api/v1, apis/apps/v1.

@@ -28,6 +28,9 @@ func Validate(obj runtime.Object) field.ErrorList {
 	if errs, ok := validateRBAC(obj); ok { // rbac.go
 		return errs
 	}
+	if errs, ok := validateStorage(obj); ok { // volumes.go
+		return errs
+	}
 	if errs, ok := validatePolicy(obj); ok { // policy.go
 		return errs
 	}
@@ -82,6 +85,9 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 		return field.ErrorList{field.InternalError(nil, errTypeMismatch{obj, old})}
 	}
 	if errs, ok := validateRBACUpdate(obj, old); ok { // rbac.go
+		return errs
+	}
+	if errs, ok := validateStorageUpdate(obj, old); ok { // volumes.go
 		return errs
 	}
 	if errs, ok := validatePolicyUpdate(obj, old); ok { // policy.go

@@ -86,6 +86,7 @@ func validateStatefulSetSpec(spec *appsv1.StatefulSetSpec, fldPath *field.Path) 
 		for _, msg := range apimachineryvalidation.NameIsDNSSubdomain(pvc.Name, false) {
 			allErrs = append(allErrs, field.Invalid(p.Child("metadata", "name"), pvc.Name, msg))
 		}
+		allErrs = append(allErrs, validatePVCSpec(&pvc.Spec, p.Child("spec"))...) // volumes.go
 	}
 	allErrs = append(allErrs, validateWorkloadSelector(spec.Selector, &spec.Template, "statefulset", fldPath)...)
 	return allErrs
