@@ -68,6 +68,7 @@ type Controller struct {
 	synced     []cache.InformerSynced
 	queue      worker.Queue
 	exp        *expectations.Expectations
+	batches    podcontrol.Batches
 	recorder   record.EventRecorder
 	log        *slog.Logger
 	now        func() time.Time
@@ -91,7 +92,7 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, recorde
 		queue: worker.NewQueue(Name), exp: expectations.New(),
 		recorder: recorder, log: log.With("controller", Name), now: time.Now,
 	}
-	if _, err := dsInf.Informer().AddEventHandler(podcontrol.OwnerHandler(c.queue, c.exp, nil)); err != nil {
+	if _, err := dsInf.Informer().AddEventHandler(podcontrol.OwnerHandler(c.queue, c.exp, c.batches.Forget)); err != nil {
 		return nil, err
 	}
 	events := &podcontrol.Events[*appsv1.DaemonSet]{
@@ -214,12 +215,27 @@ func NewPod(ds *appsv1.DaemonSet, node, hash string) *corev1.Pod {
 
 // ShouldRun reports whether ds's pod should be started on node, and whether a pod already
 // there may keep running (a NoSchedule taint keeps new pods off but does not evict).
-func ShouldRun(ds *appsv1.DaemonSet, node *corev1.Node) (shouldRun, keepRunning bool) {
+func ShouldRun(ds *appsv1.DaemonSet, node *corev1.Node) (run, keepRunning bool) {
+	return newEligibility(ds).shouldRun(node)
+}
+
+// eligibility is what ShouldRun needs of ds's pod, built once per pass rather than once
+// per node (a pass over 500 nodes copied the template 500 times).
+type eligibility struct {
+	affinity    nodeaffinity.RequiredNodeAffinity
+	tolerations []corev1.Toleration
+}
+
+func newEligibility(ds *appsv1.DaemonSet) eligibility {
 	p := NewPod(ds, "", "")
-	if ok, _ := nodeaffinity.GetRequiredNodeAffinity(p).Match(node); !ok {
+	return eligibility{affinity: nodeaffinity.GetRequiredNodeAffinity(p), tolerations: p.Spec.Tolerations}
+}
+
+func (e eligibility) shouldRun(node *corev1.Node) (bool, bool) {
+	if ok, _ := e.affinity.Match(node); !ok {
 		return false, false
 	}
-	taint, untolerated := schedhelpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, p.Spec.Tolerations,
+	taint, untolerated := schedhelpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, e.tolerations,
 		func(t *corev1.Taint) bool {
 			return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
 		}, false)
@@ -354,9 +370,10 @@ func Plan(ds *appsv1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod, hash s
 	}
 	var slots []slot
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	elig := newEligibility(ds)
 	for _, node := range nodes {
 		known[node.Name] = true
-		shouldRun, keep := ShouldRun(ds, node)
+		shouldRun, keep := elig.shouldRun(node)
 		var active []*corev1.Pod
 		for _, p := range byNode[node.Name] {
 			switch {
@@ -539,7 +556,7 @@ func (c *Controller) act(ctx context.Context, key string, ds *appsv1.DaemonSet, 
 			next <- node
 		}
 		close(next)
-		created, err := replicaset.SlowStart(n, 1, func() error {
+		created, err := replicaset.SlowStart(n, c.batches.Initial(key, n), func() error {
 			node := <-next
 			pod, err := c.client.CoreV1().Pods(ds.Namespace).Create(ctx, NewPod(ds, node, hash), metav1.CreateOptions{})
 			if err != nil {
@@ -551,6 +568,7 @@ func (c *Controller) act(ctx context.Context, key string, ds *appsv1.DaemonSet, 
 			c.recorder.Eventf(ds, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", pod.Name)
 			return nil
 		})
+		c.batches.Done(key, created, err)
 		for range n - created {
 			c.exp.CreationObserved(key)
 		}

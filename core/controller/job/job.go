@@ -79,6 +79,7 @@ type Controller struct {
 	recorder  record.EventRecorder
 	log       *slog.Logger
 	opts      Options
+	batches   podcontrol.Batches
 
 	// written holds the Job each sync last wrote, so a sync that runs before the informer
 	// has seen that write does not act on an older status (it would forget uncounted pods
@@ -118,6 +119,7 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, recorde
 		c.mu.Lock()
 		delete(c.written, key)
 		c.mu.Unlock()
+		c.batches.Forget(key)
 	})); err != nil {
 		return nil, err
 	}
@@ -207,21 +209,29 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	p := Plan(job, pods, now, c.opts)
-	var manageErr error
+	// The pods the plan creates or deletes are independent of the counting below (the
+	// status already includes them), so both go on at once: a pass costs the longer of
+	// the two, not their sum, and finished pods are counted without waiting for the
+	// slow start of their replacements.
+	acted := make(chan error, 1)
 	if satisfied && job.DeletionTimestamp == nil {
-		manageErr = c.act(ctx, key, job, p)
+		go func() { acted <- c.act(ctx, key, job, p) }()
+	} else {
+		acted <- nil
 	}
-	if err := c.writeStatus(ctx, key, job, p.Status); err != nil {
-		if apierrors.IsConflict(err) {
+	statusErr := c.writeStatus(ctx, key, job, p.Status)
+	if statusErr == nil {
+		// Finalizers come off only once the status that counts their pods is stored.
+		statusErr = c.removeFinalizers(ctx, p.Release)
+	}
+	manageErr := <-acted
+	if statusErr != nil {
+		if apierrors.IsConflict(statusErr) {
 			// Someone else changed the Job: look again soon, without the failure back-off
 			// (which grows per key and would stall a busy Job), and keep the finalizers.
 			return worker.RequeueAfter(20 * time.Millisecond)
 		}
-		return err
-	}
-	// Finalizers come off only once the status that counts their pods is stored.
-	if err := c.removeFinalizers(ctx, p.Release); err != nil {
-		return err
+		return errors.Join(statusErr, manageErr)
 	}
 	c.emit(job, p)
 	if manageErr != nil {
@@ -286,7 +296,8 @@ func (c *Controller) act(ctx context.Context, key string, job *batchv1.Job, p *D
 			next <- ix
 		}
 		close(next)
-		created, err := replicaset.SlowStart(n, 1, func() error { return c.createPod(ctx, job, <-next) })
+		created, err := replicaset.SlowStart(n, c.batches.Initial(key, n), func() error { return c.createPod(ctx, job, <-next) })
+		c.batches.Done(key, created, err)
 		for range n - created {
 			c.exp.CreationObserved(key)
 		}

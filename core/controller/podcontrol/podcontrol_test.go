@@ -1,6 +1,7 @@
 package podcontrol
 
 import (
+	"errors"
 	"sort"
 	"testing"
 	"time"
@@ -168,5 +169,31 @@ func TestOwnerHandlerForgetsOnDelete(t *testing.T) {
 	}
 	if adds, _ := exp.Pending("ns/web"); adds != 0 || !equal(forgot, []string{"ns/web"}) {
 		t.Fatalf("after delete: %d creations pending, forget called with %v", adds, forgot)
+	}
+}
+
+func TestBatchesStartWhereTheLastPassSucceeded(t *testing.T) {
+	var b Batches
+	if got := b.Initial("ns/job", 10); got != 1 {
+		t.Fatalf("first pass starts at %d, want 1", got)
+	}
+	b.Done("ns/job", 10, nil)
+	if got := b.Initial("ns/job", 25); got != 10 {
+		t.Fatalf("after 10 created: %d, want 10", got)
+	}
+	if got := b.Initial("ns/job", 3); got != 3 {
+		t.Fatalf("never more than asked for: %d", got)
+	}
+	if got := b.Initial("ns/other", 5); got != 1 {
+		t.Fatalf("another owner starts at %d, want 1", got)
+	}
+	b.Done("ns/job", 4, errors.New("quota"))
+	if got := b.Initial("ns/job", 25); got != 1 {
+		t.Fatalf("after a failure: %d, want 1", got)
+	}
+	b.Done("ns/job", 8, nil)
+	b.Forget("ns/job")
+	if got := b.Initial("ns/job", 25); got != 1 {
+		t.Fatalf("after Forget: %d, want 1", got)
 	}
 }
