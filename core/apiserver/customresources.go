@@ -53,7 +53,9 @@ type customResources struct {
 	// compiled caches compiled versions per CRD name and resourceVersion.
 	compiled  map[string]compiledDef
 	refreshMu sync.Mutex
-	kick      chan struct{}
+	// cleaning holds the uids of deleted CRDs whose objects are being deleted (one cleanup
+	// each, however many refreshes see them).
+	cleaning sync.Map
 }
 
 type compiledDef struct {
@@ -63,7 +65,7 @@ type compiledDef struct {
 
 func newCustomResources(s *Server) *customResources {
 	return &customResources{s: s, byGVR: map[schema.GroupVersionResource]*resource{}, stores: map[schema.GroupVersionResource]*store{},
-		compiled: map[string]compiledDef{}, kick: make(chan struct{}, 1)}
+		compiled: map[string]compiledDef{}}
 }
 
 // lookup finds a resource: the static table first, then the custom ones.
@@ -84,6 +86,9 @@ func (s *Server) lookup(gvr schema.GroupVersionResource) (*resource, bool) {
 func (s *Server) storeOf(res *resource) *store {
 	if st, ok := s.stores[res.gvr]; ok {
 		return st
+	}
+	if res.custom == nil {
+		return nil // a create-only resource (reviews, TokenRequest): served without a store
 	}
 	s.crds.mu.RLock()
 	defer s.crds.mu.RUnlock()
@@ -168,7 +173,12 @@ func (c *customResources) refresh(ctx context.Context) error {
 	for i := range defs {
 		def := &defs[i]
 		if def.DeletionTimestamp != nil {
-			go c.cleanup(context.WithoutCancel(ctx), def.DeepCopy())
+			if _, busy := c.cleaning.LoadOrStore(def.UID, true); !busy {
+				go func(def *apiextensionsv1.CustomResourceDefinition) {
+					defer c.cleaning.Delete(def.UID)
+					c.cleanup(context.WithoutCancel(ctx), def)
+				}(def.DeepCopy())
+			}
 			continue
 		}
 		cd, ok := c.compiled[def.Name]
@@ -233,7 +243,6 @@ func (c *customResources) run(ctx context.Context) {
 				w.Stop()
 				return
 			case _, ok = <-w.ResultChan():
-			case <-c.kick:
 			}
 			if err := c.refresh(ctx); err != nil && ctx.Err() == nil {
 				c.s.log.Warn("refresh custom resources", "err", err)
