@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
@@ -13,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -20,6 +22,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/wasmkube/wasmkube/core/apiserver/encryption"
+	"github.com/wasmkube/wasmkube/core/apiserver/serviceaccount"
 	"github.com/wasmkube/wasmkube/core/storage"
 )
 
@@ -45,27 +49,161 @@ const (
 	sealedType = corev1.SecretType("wasmkube.io/identity-aes-gcm-v1")
 )
 
-// sharedIdentity mirrors ca.crt, ca.key and tokens.json between etcd and the data dir.
+// sharedIdentity mirrors ca.crt, ca.key, tokens.json, the service account signing key
+// (pki/sa.key) and, unless the server was given --encryption-provider-config, the default
+// encryption-config.yaml between etcd and the data dir, so that every API server of the
+// cluster signs and accepts the same service account tokens and reads the others'
+// Secrets.
 type sharedIdentity struct {
 	s       storage.Interface
 	dataDir string
 	aead    cipher.AEAD
 	keyID   string
+	// shareEncryption: the data dir's default encryption-config.yaml is the cluster's.
+	shareEncryption bool
 }
 
-func newSharedIdentity(b *storage.Backend, dataDir string) *sharedIdentity {
+func newSharedIdentity(b *storage.Backend, dataDir string, shareEncryption bool) *sharedIdentity {
 	return &sharedIdentity{
 		s:       b.ForResource(identityResource, func() runtime.Object { return &corev1.Secret{} }, func() runtime.Object { return &corev1.SecretList{} }),
-		dataDir: dataDir,
+		dataDir: dataDir, shareEncryption: shareEncryption,
 	}
 }
 
+// Names of the files added to the record after the first version: a record without them
+// (written by an older server) gets them from the first server of this version that
+// starts on it.
+const (
+	saKeyName      = "sa.key"
+	encryptionName = EncryptionConfigFile
+)
+
 func (si *sharedIdentity) files() map[string]string {
-	return map[string]string{
+	f := map[string]string{
 		"ca.crt":      filepath.Join(si.dataDir, "pki", "ca.crt"),
 		"ca.key":      filepath.Join(si.dataDir, "pki", "ca.key"),
 		"tokens.json": filepath.Join(si.dataDir, tokensFileName),
+		saKeyName:     filepath.Join(si.dataDir, "pki", serviceAccountKeyFile),
 	}
+	if si.shareEncryption {
+		f[encryptionName] = filepath.Join(si.dataDir, EncryptionConfigFile)
+	}
+	return f
+}
+
+// createLate makes the local file of a name added after the first version, when missing.
+func (si *sharedIdentity) createLate(name string) error {
+	path := si.files()[name]
+	if _, err := os.Stat(path); err == nil || !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	switch name {
+	case saKeyName:
+		_, err := serviceaccount.LoadOrCreate(path, serviceaccount.DefaultIssuer)
+		return err
+	case encryptionName:
+		_, err := encryption.LoadOrCreate(path)
+		return err
+	}
+	return nil
+}
+
+// markerPath holds the sha256 of the encryption config last mirrored from or published to
+// etcd: a local file that no longer matches it was edited here (a key rotation) and is
+// published; one that matches it is only stale and takes the cluster's.
+func (si *sharedIdentity) markerPath() string {
+	return filepath.Join(si.dataDir, EncryptionConfigFile+".synced")
+}
+
+func sum(b []byte) string { h := sha256.Sum256(b); return hex.EncodeToString(h[:]) }
+
+// reconcileLate brings the record and the data dir to agree on the late files: a file
+// the record lacks is published from here (created first when missing); a local
+// encryption config edited since the last sync is published; one that differs from the
+// cluster's without ever having been synced is an error (the secrets this server wrote
+// under its own key would be lost by taking the cluster's). It returns the files to
+// mirror locally.
+func (si *sharedIdentity) reconcileLate(ctx context.Context, files map[string][]byte) (map[string][]byte, error) {
+	publish := map[string][]byte{}
+	seen := map[string][]byte{}
+	for _, name := range []string{saKeyName, encryptionName} {
+		path, ok := si.files()[name]
+		if !ok {
+			continue
+		}
+		rec, inRec := files[name]
+		if !inRec {
+			if err := si.createLate(name); err != nil {
+				return nil, err
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return nil, err
+			}
+			publish[name] = b
+			continue
+		}
+		local, err := os.ReadFile(path)
+		if err != nil || bytes.Equal(local, rec) || name != encryptionName {
+			continue // missing or equal here, or the cluster's sa.key wins
+		}
+		marker, _ := os.ReadFile(si.markerPath())
+		switch strings.TrimSpace(string(marker)) {
+		case "":
+			return nil, fmt.Errorf("%s differs from the cluster's (in etcd) and was never synced with it: "+
+				"secrets written through this server may be sealed with its own key. Merge the files (the cluster's "+
+				"providers and keys first, this file's keys after them), then remove %s to take the merged "+
+				"cluster file from a server that has it, or put the merged file in every server's data dir and "+
+				"write its sha256 into %s (docs/security.md)", path, path, si.markerPath())
+		case sum(local):
+			// stale here: another server rotated the keys; take the cluster's
+		default:
+			publish[name], seen[name] = local, rec // edited here since the last sync: a rotation
+		}
+	}
+	if len(publish) == 0 {
+		return files, nil
+	}
+	out, err := si.s.GuaranteedUpdate(ctx, identityKey, nil, func(cur runtime.Object) (runtime.Object, error) {
+		cf, err := si.open(cur.(*corev1.Secret))
+		if err != nil {
+			return nil, err
+		}
+		next := make(map[string][]byte, len(cf)+len(publish))
+		for k, v := range cf {
+			next[k] = v
+		}
+		for name, b := range publish {
+			old, there := cf[name]
+			// Another server may have published first: its file wins unless ours
+			// replaces exactly the version we saw.
+			if !there || (seen[name] != nil && bytes.Equal(old, seen[name])) {
+				next[name] = b
+			}
+		}
+		return si.seal(next)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("publish %s to the cluster identity in etcd: %w", strings.Join(keysOf(publish), ", "), err)
+	}
+	return si.open(out.(*corev1.Secret))
+}
+
+func keysOf(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// writeMarker records the encryption config now mirrored locally.
+func (si *sharedIdentity) writeMarker(files map[string][]byte) error {
+	if b, ok := files[encryptionName]; ok && si.shareEncryption {
+		return writeFileAtomic(si.markerPath(), []byte(sum(b)+"\n"), 0o600)
+	}
+	return nil
 }
 
 func (si *sharedIdentity) keyPath() string { return filepath.Join(si.dataDir, identityKeyFile) }
@@ -166,7 +304,13 @@ func (si *sharedIdentity) sync(ctx context.Context, create func() error) error {
 			if err != nil {
 				return err
 			}
+			if files, err = si.reconcileLate(ctx, files); err != nil {
+				return err
+			}
 			if err := si.writeLocal(files); err != nil {
+				return err
+			}
+			if err := si.writeMarker(files); err != nil {
 				return err
 			}
 			if sec.Type != sealedType {
@@ -183,6 +327,11 @@ func (si *sharedIdentity) sync(ctx context.Context, create func() error) error {
 		if err := create(); err != nil {
 			return err
 		}
+		for _, name := range []string{saKeyName, encryptionName} {
+			if err := si.createLate(name); err != nil {
+				return err
+			}
+		}
 		files := map[string][]byte{}
 		for name, path := range si.files() {
 			b, err := os.ReadFile(path)
@@ -196,6 +345,9 @@ func (si *sharedIdentity) sync(ctx context.Context, create func() error) error {
 			return err
 		}
 		if _, err := si.s.Create(ctx, identityKey, sec); err == nil || !errors.Is(err, storage.ErrAlreadyExists) {
+			if err == nil {
+				err = si.writeMarker(files)
+			}
 			return err
 		}
 	}

@@ -176,7 +176,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	pkiDir := filepath.Join(opts.DataDir, "pki")
 	var shared *sharedIdentity
 	if len(opts.EtcdEndpoints) > 0 {
-		shared = newSharedIdentity(s.backend, opts.DataDir)
+		shared = newSharedIdentity(s.backend, opts.DataDir, opts.EncryptionConfig == "")
 		err := shared.sync(ctx, func() error {
 			if _, err := loadOrCreatePKI(pkiDir, servingHosts(host)); err != nil {
 				return err
