@@ -210,6 +210,10 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	// policies), then built-in validation of the mutated object, then the caller's
 	// validating plugins. The chain runs every Admit before any Validate.
 	plugins = append(plugins, admission.Validation{Create: validation.Validate, Update: validation.ValidateUpdate}, rbacEscalation{s}, customAdmission{s})
+	// LimitRanger, Priority, ResourceQuota (policyadmission.go): quota charges come last, after
+	// every built-in check, so a refused object is not charged.
+	pa := &policyAdmission{s: s}
+	plugins = append(plugins, pa.plugins()...)
 	plugins = append(plugins, opts.Admission...)
 	if s.chain, err = admission.NewChain(plugins...); err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)
@@ -252,6 +256,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err := s.seedServiceAccounts(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.seedPriorityClasses(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.seedStorageClasses(ctx); err != nil { // volumes.go
 		return nil, err
 	}
@@ -265,6 +272,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
 	reader := newObjectReader(bg, s)
+	pa.reader = reader
 	for _, p := range opts.Admission {
 		if w, ok := p.(admission.WantsObjectReader); ok {
 			if err := w.SetObjectReader(reader); err != nil {

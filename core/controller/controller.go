@@ -39,6 +39,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/controller/nodelifecycle"
 	"github.com/wasmkube/wasmkube/core/controller/podgc"
 	"github.com/wasmkube/wasmkube/core/controller/replicaset"
+	"github.com/wasmkube/wasmkube/core/controller/resourcequota"
 	"github.com/wasmkube/wasmkube/core/controller/serviceaccount"
 	"github.com/wasmkube/wasmkube/core/controller/statefulset"
 	"github.com/wasmkube/wasmkube/core/controller/worker"
@@ -249,6 +250,10 @@ func runControllers(ctx context.Context, cfg *rest.Config, client kubernetes.Int
 	if err != nil {
 		return fmt.Errorf("controller manager: %s: %w", disruption.Name, err)
 	}
+	rqs, err := resourcequota.New(client, f, log)
+	if err != nil {
+		return fmt.Errorf("controller manager: %s: %w", resourcequota.Name, err)
+	}
 
 	f.Start(ctx.Done())
 	df.Start(ctx.Done())
@@ -273,6 +278,7 @@ func runControllers(ctx context.Context, cfg *rest.Config, client kubernetes.Int
 	run(func() { sts.Run(ctx, o.Workers) })
 	run(func() { dss.Run(ctx, o.Workers) })
 	run(func() { pdbs.Run(ctx, o.Workers) })
+	run(func() { rqs.Run(ctx, o.Workers) })
 	log.Info("controllers started", "gcResources", len(gc.Resources()))
 	<-ctx.Done()
 	wg.Wait()
