@@ -29,7 +29,7 @@ var (
 
 // createCRD creates a CRD from YAML with the dynamic client and waits until its kind is
 // served.
-func createCRD(t *testing.T, dc dynamic.Interface, manifest string, gvr schema.GroupVersionResource) {
+func createCRD(t testing.TB, dc dynamic.Interface, manifest string, gvr schema.GroupVersionResource) {
 	t.Helper()
 	u := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(manifest), &u.Object); err != nil {
