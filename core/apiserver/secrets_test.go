@@ -20,6 +20,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/apiservertest"
@@ -189,5 +190,11 @@ func TestPodServiceAccountDefaults(t *testing.T) {
 	}
 	if q := mk("quiet", "quiet"); len(q.Spec.Volumes) != 0 {
 		t.Fatalf("automount false on the account: %+v", q.Spec.Volumes)
+	}
+	// As upstream, a pod naming an account that does not exist is refused.
+	_, err := srv.Client.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "lost"},
+		Spec: corev1.PodSpec{ServiceAccountName: "nobody", Containers: []corev1.Container{{Name: "a", Image: "busybox"}}}}, metav1.CreateOptions{})
+	if want := `pods "lost" is forbidden: error looking up service account default/nobody: serviceaccount "nobody" not found`; !apierrors.IsForbidden(err) || err.Error() != want {
+		t.Fatalf("pod with a missing account: %v, want %s", err, want)
 	}
 }

@@ -2,7 +2,10 @@ package admission
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
@@ -29,13 +32,54 @@ const (
 // are copied to a pod that has none, and unless automountServiceAccountToken is false on
 // the pod or (when the pod does not say) on the account, a projected volume
 // kube-api-access-xxxxx with the token, ca.crt and namespace is mounted at
-// ServiceAccountMountPath in every container. Unlike upstream a pod whose account does
-// not exist (yet) is admitted: the kubelet cannot get a token for it and reports that on
-// the pod, instead of the first pods of a new namespace racing the controller that
-// creates the account.
+// ServiceAccountMountPath in every container.
+//
+// As upstream, a pod whose account does not exist is refused (403, `error looking up
+// service account NS/NAME: serviceaccount "NAME" not found`), except that the default
+// account, which the API server and the controller manager create with the namespace, is
+// looked up again for a moment (upstream: 10 attempts 100-200 ms apart) before the pod is
+// refused, so a pod created just after its namespace does not lose that race.
 type ServiceAccount struct {
-	// Get returns the account, or nil when there is none.
+	// Get returns the account, or nil when there is none. With Get nil every account is
+	// taken to exist and to have no settings (tests of other plugins).
 	Get func(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error)
+	// DefaultAttempts and DefaultInterval bound the wait for the default account
+	// (zero: upstream's 10 attempts, 100-200 ms apart).
+	DefaultAttempts int
+	DefaultInterval time.Duration
+}
+
+// lookup returns the pod's account, waiting briefly for the default one, or the refusal.
+func (p ServiceAccount) lookup(ctx context.Context, a *Attributes, name string) (*corev1.ServiceAccount, error) {
+	attempts, interval := 1, p.DefaultInterval
+	if name == DefaultServiceAccountName {
+		attempts = p.DefaultAttempts
+		if attempts <= 0 {
+			attempts = 10
+		}
+		if interval <= 0 {
+			interval = time.Duration(100+rand.Int64N(100)) * time.Millisecond
+		}
+	}
+	for i := range attempts {
+		if i > 0 {
+			t := time.NewTimer(interval)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, Forbidden(a, fmt.Sprintf("error looking up service account %s/%s: %v", a.Namespace, name, ctx.Err()))
+			case <-t.C:
+			}
+		}
+		sa, err := p.Get(ctx, a.Namespace, name)
+		if err != nil {
+			return nil, Forbidden(a, fmt.Sprintf("error looking up service account %s/%s: %v", a.Namespace, name, err))
+		}
+		if sa != nil {
+			return sa, nil
+		}
+	}
+	return nil, Forbidden(a, fmt.Sprintf("error looking up service account %s/%s: serviceaccount %q not found", a.Namespace, name, name))
 }
 
 // Admit implements MutationInterface.
@@ -67,7 +111,7 @@ func (p ServiceAccount) Admit(ctx context.Context, a *Attributes) error {
 	var sa *corev1.ServiceAccount
 	if p.Get != nil {
 		var err error
-		if sa, err = p.Get(ctx, a.Namespace, name); err != nil {
+		if sa, err = p.lookup(ctx, a, name); err != nil {
 			return err
 		}
 	}
