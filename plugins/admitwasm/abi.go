@@ -321,22 +321,24 @@ const maxPath = 4 << 10
 // get is a (path_p, path_l, buf, cap) -> i32 function answering one value of the new or
 // stored object's JSON by gjson path, evaluated natively (docs/abi.md 4.6): -1 when the
 // path is not there, -2 when the request has no such object.
-func get(name string, doc func(c *Call) []byte) wasmhost.HostFunc {
+//
+// The typed object is walked first (typedGet), so that only the part of it the path
+// names is marshalled; the whole document is the fallback.
+func get(name string, object func(c *Call) runtime.Object, doc func(c *Call) []byte) wasmhost.HostFunc {
 	return wasmhost.HostFunc{Name: name, Params: kbuf, Results: ret, Fn: func(hc *wasmhost.Call, mod api.Module, s []uint64) {
 		if uint32(s[1]) > maxPath {
 			panic(wasmhost.Garbage(fmt.Sprintf("%s: a path of %d bytes; the limit is %d", name, uint32(s[1]), maxPath)))
 		}
-		path := wasmhost.Mem(mod, name, s[0], s[1])
+		path := string(wasmhost.Mem(mod, name, s[0], s[1]))
 		c := callOf(hc)
-		var d []byte
-		if c != nil {
-			d = doc(c)
-		}
-		if d == nil {
+		if c == nil || object(c) == nil {
 			s[0] = wasmhost.Unavailable
 			return
 		}
-		r := gjson.GetBytes(d, string(path))
+		r, ok := typedGet(object(c), path)
+		if !ok {
+			r = gjson.GetBytes(doc(c), path)
+		}
 		if !r.Exists() {
 			s[0] = wasmhost.NotFound
 			return
@@ -414,8 +416,8 @@ var hostFuncs = []wasmhost.HostFunc{
 	}),
 	bytesFn("object_json", func(c *Call) []byte { return c.req.object() }),
 	bytesFn("old_object_json", func(c *Call) []byte { return c.req.oldObject() }),
-	get("object_get", func(c *Call) []byte { return c.req.object() }),
-	get("old_object_get", func(c *Call) []byte { return c.req.oldObject() }),
+	get("object_get", func(c *Call) runtime.Object { return c.req.a.Object }, func(c *Call) []byte { return c.req.object() }),
+	get("old_object_get", func(c *Call) runtime.Object { return c.req.a.OldObject }, func(c *Call) []byte { return c.req.oldObject() }),
 	lookup("object_label", func(c *Call) (map[string]string, bool) { return labelsOf(c.req.newMeta(), false) }),
 	lookup("object_annotation", func(c *Call) (map[string]string, bool) { return labelsOf(c.req.newMeta(), true) }),
 	lookup("old_object_label", func(c *Call) (map[string]string, bool) { return labelsOf(c.req.storedMeta(), false) }),

@@ -88,7 +88,7 @@ func applyOp(root reflect.Value, op *patchOp) bool {
 		if !ok {
 			return false
 		}
-		return leafOp(op, f, emitted(f.v, f.omitEmpty), func(v reflect.Value) { f.v.Set(v) }, func() { f.v.Set(reflect.Zero(f.v.Type())) })
+		return leafOp(op, f, emitted(f.v, f.omitEmpty, f.omitZero), func(v reflect.Value) { f.v.Set(v) }, func() { f.v.Set(reflect.Zero(f.v.Type())) })
 	case reflect.Map:
 		if parent.IsNil() || parent.Type().Key().Kind() != reflect.String || hasOwnJSON(parent.Type()) {
 			return false
@@ -171,7 +171,7 @@ func child(v reflect.Value, t string) (reflect.Value, bool) {
 	switch v.Kind() {
 	case reflect.Struct:
 		f, ok := fieldByJSONName(v, t)
-		if !ok || !emitted(f.v, f.omitEmpty) {
+		if !ok || !emitted(f.v, f.omitEmpty, f.omitZero) {
 			return reflect.Value{}, false
 		}
 		return deref(f.v)
@@ -309,8 +309,11 @@ func sameJSON(v reflect.Value, raw json.RawMessage) bool {
 }
 
 // emitted reports whether encoding/json writes the field: always, unless omitempty and
-// empty.
-func emitted(v reflect.Value, omitEmpty bool) bool {
+// empty, or omitzero and zero (by its IsZero method when it has one, as metav1.Time).
+func emitted(v reflect.Value, omitEmpty, omitZero bool) bool {
+	if omitZero && zeroJSON(v) {
+		return false
+	}
 	if !omitEmpty {
 		return true
 	}
@@ -329,6 +332,31 @@ func emitted(v reflect.Value, omitEmpty bool) bool {
 		return !v.IsNil()
 	}
 	return true
+}
+
+type isZeroer interface{ IsZero() bool }
+
+var isZeroerType = reflect.TypeFor[isZeroer]()
+
+// zeroJSON is encoding/json's omitzero test: the type's IsZero method (on the value or
+// its pointer, as metav1.Time's), else the Go zero value.
+func zeroJSON(v reflect.Value) bool {
+	t := v.Type()
+	switch {
+	case t.Implements(isZeroerType):
+		if t.Kind() == reflect.Pointer && v.IsNil() {
+			return true
+		}
+		return v.Interface().(isZeroer).IsZero()
+	case reflect.PointerTo(t).Implements(isZeroerType):
+		if !v.CanAddr() {
+			c := reflect.New(t).Elem()
+			c.Set(v)
+			v = c
+		}
+		return v.Addr().Interface().(isZeroer).IsZero()
+	}
+	return v.IsZero()
 }
 
 var (
@@ -362,15 +390,15 @@ func implementsJSON(t reflect.Type) bool {
 
 // field is a struct field (or map value, slice element) the patch addresses.
 type field struct {
-	v         reflect.Value
-	t         reflect.Type
-	omitEmpty bool
+	v                   reflect.Value
+	t                   reflect.Type
+	omitEmpty, omitZero bool
 }
 
 type jsonField struct {
-	index     []int
-	typ       reflect.Type
-	omitEmpty bool
+	index               []int
+	typ                 reflect.Type
+	omitEmpty, omitZero bool
 }
 
 var fieldCache sync.Map // reflect.Type -> map[string]jsonField
@@ -393,7 +421,7 @@ func fieldByJSONName(v reflect.Value, name string) (field, bool) {
 		}
 		fv = fv.Field(x)
 	}
-	return field{v: fv, t: f.typ, omitEmpty: f.omitEmpty}, true
+	return field{v: fv, t: f.typ, omitEmpty: f.omitEmpty, omitZero: f.omitZero}, true
 }
 
 // jsonFields are the JSON members of struct type t as encoding/json names them, embedded
@@ -446,7 +474,8 @@ func jsonFields(t reflect.Type) map[string]jsonField {
 				}
 			}
 			depth[name] = d
-			m[name] = jsonField{index: idx, typ: sf.Type, omitEmpty: strings.Contains(","+opts+",", ",omitempty,")}
+			m[name] = jsonField{index: idx, typ: sf.Type, omitEmpty: strings.Contains(","+opts+",", ",omitempty,"),
+				omitZero: strings.Contains(","+opts+",", ",omitzero,")}
 		}
 	}
 	walk(t, nil, 0)
