@@ -262,8 +262,9 @@ func sleep(ctx context.Context, deadline time.Time, ms int32) int32 {
 // sleepMargin is how long before the call's time limit a cut-short sleep_ms or network
 // function returns, so a guest that checks the result can still return its own verdict
 // (a probe's reason, "3 requests still in flight") before the limit, instead of being cut
-// off as a timeout. 5 ms was too little for a Go guest on a loaded 2-core machine.
-const sleepMargin = 20 * time.Millisecond
+// off as a timeout. 5 ms was too little for a Go guest on a loaded 2-core machine, and
+// 20 ms too little at load average 30 (the kit's drain-prestop case timed out).
+const sleepMargin = 50 * time.Millisecond
 
 // waitContext is the context network functions wait under: it ends sleepMargin before
 // the call's time limit (or when the caller gives up).
