@@ -29,7 +29,6 @@ import (
 	"github.com/wasmkube/wasmkube/kubelet/cni"
 	"github.com/wasmkube/wasmkube/kubelet/hook"
 	"github.com/wasmkube/wasmkube/kubelet/images"
-	"github.com/wasmkube/wasmkube/kubelet/localpath"
 	"github.com/wasmkube/wasmkube/kubelet/probe"
 	"github.com/wasmkube/wasmkube/kubelet/runtime"
 )
@@ -100,6 +99,10 @@ type Options struct {
 	// kubelet's HTTPS server serves it at /metrics. Nil: the metrics are kept, not served.
 	Registerer prometheus.Registerer
 
+	// StatsInterval is how often the containers' cgroups are sampled for /stats/summary
+	// (stats.go; default DefaultStatsInterval). The CPU rate is over the last interval.
+	StatsInterval time.Duration
+
 	Logger *slog.Logger
 }
 
@@ -122,6 +125,7 @@ type Kubelet struct {
 	metrics   *kubeletMetrics
 	hookCfg   hookConfig
 	svc       *services
+	stats     *statsCollector
 
 	nsMu    sync.Mutex
 	nsCache map[string]nsEntry
@@ -320,6 +324,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go k.rec.run(ctx)
+	k.stats = newStatsCollector(k.rt, k.opts.NodeName, k.opts.StatsInterval)
 	srvDone := k.serve(ctx)
 
 	if err := k.registerNode(ctx); err != nil {
@@ -378,13 +383,12 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	k.cleanupOrphans(ctx)
 	k.wg.Add(1)
 	go func() { defer k.wg.Done(); k.relist(ctx) }()
-	// The local-path provisioner of this node (kubelet/localpath, docs/volumes.md).
-	k.wg.Add(1)
-	go func() { defer k.wg.Done(); localpath.New(k.client, k.opts.NodeName, k.opts.RootDir, k.log).Run(ctx) }()
 	if k.opts.ConfigFile != "" {
 		k.wg.Add(1)
 		go func() { defer k.wg.Done(); k.watchConfig(ctx) }()
 	}
+	k.wg.Add(1)
+	go func() { defer k.wg.Done(); k.stats.run(ctx) }()
 	if k.ctrd != nil {
 		k.wg.Add(1)
 		go func() { defer k.wg.Done(); k.ctrd.RunWarmPool(ctx, k.opts.WarmSandboxes, k.opts.PauseImage) }()

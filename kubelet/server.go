@@ -119,6 +119,7 @@ func (k *Kubelet) serve(ctx context.Context) <-chan struct{} {
 	mux.Handle("/exec/", k.authenticated(http.HandlerFunc(k.serveExec)))
 	mux.Handle("/attach/", k.authenticated(http.HandlerFunc(k.serveAttach)))
 	mux.Handle("/portForward/", k.authenticated(http.HandlerFunc(k.servePortForward)))
+	mux.Handle("/stats/summary", k.authenticated(http.HandlerFunc(k.serveStatsSummary)))
 	if g, ok := k.opts.Registerer.(prometheus.Gatherer); ok {
 		mux.Handle("/metrics", k.authenticated(promhttp.HandlerFor(g, promhttp.HandlerOpts{})))
 	}

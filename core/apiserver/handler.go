@@ -260,7 +260,7 @@ func (s *Server) parsePath(method, path string, q url.Values) (*requestInfo, err
 	if streamSubresources[ri.subresource] && ri.name != "" && (method == http.MethodGet || method == http.MethodPost) {
 		ri.verb = "create" // exec, attach, portforward: a connect, authorized as create (streaming.go)
 	}
-	if ri.verb == "" || res.createOnly && ri.verb != "create" || ri.verb == "deletecollection" && res.noDeleteCollection {
+	if ri.verb == "" || res.createOnly && ri.verb != "create" || res.readOnly && ri.verb != "get" && ri.verb != "list" || ri.verb == "deletecollection" && res.noDeleteCollection {
 		return nil, apierrors.NewMethodNotSupported(res.gvr.GroupResource(), strings.ToLower(method))
 	}
 	return ri, nil
@@ -325,6 +325,9 @@ func (s *Server) serveResource(rq *request) error {
 		return s.serveScale(ctx, rq, st)
 	case "token":
 		return s.serveTokenRequest(ctx, rq, st)
+	}
+	if info.res.readOnly && info.res.gvr.Group == MetricsGroup {
+		return s.serveMetrics(ctx, rq)
 	}
 	switch info.res.gvr.Resource {
 	case "tokenreviews":

@@ -7,18 +7,20 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/crd"
 )
@@ -34,6 +36,9 @@ type resource struct {
 	categories []string
 	// createOnly resources (tokenreviews, self reviews) are not stored.
 	createOnly bool
+	// readOnly resources (metrics.k8s.io) are not stored either: get and list are
+	// answered from elsewhere (metricsapi.go).
+	readOnly bool
 	// noDeleteCollection refuses DELETE on the collection (405), as upstream does for
 	// namespaces: one request must not be able to empty the cluster.
 	noDeleteCollection bool
@@ -80,6 +85,8 @@ func (r *resource) verbs() metav1.Verbs {
 	switch {
 	case r.createOnly:
 		return metav1.Verbs{"create"}
+	case r.readOnly:
+		return metav1.Verbs{"get", "list"}
 	case r.noDeleteCollection:
 		var v metav1.Verbs
 		for _, x := range crudVerbs {
@@ -217,7 +224,16 @@ var resources = []*resource{
 		newFunc: newOf[batchv1.CronJob](), newList: newOf[batchv1.CronJobList]()},
 	{gvr: storagev1.SchemeGroupVersion.WithResource("storageclasses"), kind: "StorageClass", singular: "storageclass",
 		shortNames: []string{"sc"},
-		newFunc: newOf[storagev1.StorageClass](), newList: newOf[storagev1.StorageClassList]()},
+		newFunc:    newOf[storagev1.StorageClass](), newList: newOf[storagev1.StorageClassList]()},
+	// Autoscaling (issue 15; core/controller/podautoscaler, docs/controllers.md).
+	{gvr: autoscalingv2.SchemeGroupVersion.WithResource("horizontalpodautoscalers"), kind: "HorizontalPodAutoscaler", singular: "horizontalpodautoscaler", namespaced: true,
+		shortNames: []string{"hpa"}, categories: allCategory, subresources: []string{"status"},
+		newFunc: newOf[autoscalingv2.HorizontalPodAutoscaler](), newList: newOf[autoscalingv2.HorizontalPodAutoscalerList]()},
+	// The resource metrics API (metricsapi.go): kubectl top and the HPA controller read it.
+	{gvr: metricsv1beta1.SchemeGroupVersion.WithResource("nodes"), kind: "NodeMetrics", singular: "nodemetrics", readOnly: true,
+		newFunc: newOf[metricsv1beta1.NodeMetrics](), newList: newOf[metricsv1beta1.NodeMetricsList]()},
+	{gvr: metricsv1beta1.SchemeGroupVersion.WithResource("pods"), kind: "PodMetrics", singular: "podmetrics", namespaced: true, readOnly: true,
+		newFunc: newOf[metricsv1beta1.PodMetrics](), newList: newOf[metricsv1beta1.PodMetricsList]()},
 	{gvr: coordinationv1.SchemeGroupVersion.WithResource("leases"), kind: "Lease", singular: "lease", namespaced: true,
 		newFunc: newOf[coordinationv1.Lease](), newList: newOf[coordinationv1.LeaseList]()},
 	{gvr: authenticationv1.SchemeGroupVersion.WithResource("tokenreviews"), kind: "TokenReview", singular: "tokenreview",

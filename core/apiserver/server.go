@@ -84,6 +84,8 @@ type Server struct {
 	backend *storage.Backend
 	reg     registry
 	stores  map[schema.GroupVersionResource]*store
+	// nodeStats caches the kubelets' stats summaries for metrics.k8s.io (metricsapi.go).
+	nodeStats nodeStatsCache
 	// crds are the custom resources, which change at run time (customresources.go).
 	crds *customResources
 	auth *authenticator
@@ -227,7 +229,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
 	for _, r := range resources {
-		if r.createOnly {
+		if r.createOnly || r.readOnly {
 			continue
 		}
 		var ropts []storage.ResourceOption

@@ -26,6 +26,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 	"k8s.io/utils/clock"
 
 	"github.com/wasmkube/wasmkube/core/controller/cronjob"
@@ -37,11 +38,11 @@ import (
 	"github.com/wasmkube/wasmkube/core/controller/job"
 	"github.com/wasmkube/wasmkube/core/controller/namespace"
 	"github.com/wasmkube/wasmkube/core/controller/nodelifecycle"
+	"github.com/wasmkube/wasmkube/core/controller/podautoscaler"
 	"github.com/wasmkube/wasmkube/core/controller/podgc"
 	"github.com/wasmkube/wasmkube/core/controller/replicaset"
 	"github.com/wasmkube/wasmkube/core/controller/resourcequota"
 	"github.com/wasmkube/wasmkube/core/controller/serviceaccount"
-	"github.com/wasmkube/wasmkube/core/controller/persistentvolume"
 	"github.com/wasmkube/wasmkube/core/controller/statefulset"
 	"github.com/wasmkube/wasmkube/core/controller/worker"
 	"github.com/wasmkube/wasmkube/core/leaderelect"
@@ -83,6 +84,8 @@ type Options struct {
 	// back-off, TTL) and CronJob (schedules, and its queue's delays). Default the real
 	// clock; tests pass a fake one (k8s.io/utils/clock/testing) and step it.
 	Clock clock.WithTicker
+	// HPASyncPeriod between two evaluations of a HorizontalPodAutoscaler (default 15s).
+	HPASyncPeriod time.Duration
 	// Status, if set, follows what Run does (starting, standby, leading, stopping a
 	// term, stopped); its Check is the controller manager's health check.
 	Status *leaderelect.Status
@@ -235,10 +238,6 @@ func runControllers(ctx context.Context, cfg *rest.Config, client kubernetes.Int
 	if err != nil {
 		return fmt.Errorf("controller manager: %s: %w", job.Name, err)
 	}
-	pvs, err := persistentvolume.New(client, f, recorder("persistentvolume-controller"), log)
-	if err != nil {
-		return fmt.Errorf("controller manager: %s: %w", persistentvolume.Name, err)
-	}
 	sts, err := statefulset.New(client, f, recorder("statefulset-controller"), log)
 	if err != nil {
 		return fmt.Errorf("controller manager: %s: %w", statefulset.Name, err)
@@ -258,6 +257,16 @@ func runControllers(ctx context.Context, cfg *rest.Config, client kubernetes.Int
 	rqs, err := resourcequota.New(client, f, log)
 	if err != nil {
 		return fmt.Errorf("controller manager: %s: %w", resourcequota.Name, err)
+	}
+
+	mc, err := metricsclient.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("controller manager: %s: metrics client: %w", podautoscaler.Name, err)
+	}
+	hpa, err := podautoscaler.New(client, f, podautoscaler.ResourceMetrics{Client: mc}, recorder("horizontal-pod-autoscaler"),
+		podautoscaler.Options{SyncPeriod: o.HPASyncPeriod}, log)
+	if err != nil {
+		return fmt.Errorf("controller manager: %s: %w", podautoscaler.Name, err)
 	}
 
 	f.Start(ctx.Done())
@@ -281,8 +290,8 @@ func runControllers(ctx context.Context, cfg *rest.Config, client kubernetes.Int
 	run(func() { jobs.Run(ctx, o.Workers) })
 	run(func() { cjs.Run(ctx, o.Workers) })
 	run(func() { sts.Run(ctx, o.Workers) })
-	run(func() { pvs.Run(ctx, o.Workers) })
 	run(func() { dss.Run(ctx, o.Workers) })
+	run(func() { hpa.Run(ctx, o.Workers) })
 	run(func() { pdbs.Run(ctx, o.Workers) })
 	run(func() { rqs.Run(ctx, o.Workers) })
 	log.Info("controllers started", "gcResources", len(gc.Resources()))

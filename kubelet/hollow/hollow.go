@@ -56,6 +56,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Ready, when set, is closed once every node is registered.
 	Ready chan<- struct{}
+	// ServeStats gives each node a kubelet /stats/summary on a loopback port of its own
+	// (the node's InternalIP becomes 127.0.0.1), reporting what Usage says each running
+	// pod uses (default AnnotationUsage), for metrics.k8s.io and the HPA (stats.go).
+	ServeStats bool
+	Usage      UsageFunc
 }
 
 // Allocatable of every hollow node.
@@ -122,7 +127,8 @@ type nodes struct {
 	mu     sync.Mutex
 	leases map[string]*coordinationv1.Lease
 	ipNext []uint32
-	uids   []types.UID // node UIDs, for the leases' owner references
+	uids   []types.UID   // node UIDs, for the leases' owner references
+	stats  *statsServers // nil unless Options.ServeStats
 }
 
 // Run registers the nodes and keeps them alive until ctx ends. It returns an error if
@@ -166,6 +172,15 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	for i := 0; i < opts.Count; i++ {
 		n.index[NodeName(opts.Prefix, i)] = i
 	}
+	if opts.ServeStats {
+		if n.stats, err = newStatsServers(opts.Count, opts.Usage); err != nil {
+			return err
+		}
+		defer n.stats.close()
+		for i := 0; i < opts.Count; i++ {
+			go n.stats.serve(ctx, opts.Prefix, i)
+		}
+	}
 	// Registration is a one-off burst; it gets a faster client than the steady state.
 	regCfg := rest.CopyConfig(cfg)
 	regCfg.QPS, regCfg.Burst = max(opts.QPS, 2000), max(opts.Burst, 4000)
@@ -207,6 +222,9 @@ func (n *nodes) register(ctx context.Context, client kubernetes.Interface) error
 // registerOne creates (or takes back) node i with its status and Lease.
 func (n *nodes) registerOne(ctx context.Context, client kubernetes.Interface, i int) error {
 	node := NewNode(n.opts.Prefix, i)
+	if n.stats != nil {
+		n.stats.address(node, i)
+	}
 	created, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	fresh := err == nil
 	if apierrors.IsAlreadyExists(err) {
@@ -349,6 +367,9 @@ func (n *nodes) runPods(ctx context.Context) {
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }})
 	factory.Start(ctx.Done())
 	cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
+	if n.stats != nil {
+		n.stats.setPods(inf.GetStore())
+	}
 	var wg sync.WaitGroup
 	for w := 0; w < n.opts.Workers; w++ {
 		wg.Add(1)

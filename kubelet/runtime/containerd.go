@@ -89,6 +89,8 @@ type Containerd struct {
 
 	iosMu sync.Mutex
 	ios   map[string]*containerIO // running containers' stdio, by container id
+
+	cgroups cgroupPaths // container id -> cgroup path, for ContainerStats (stats.go)
 }
 
 // NewContainerd connects to containerd. It watches task exit and OOM events until ctx ends.
