@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -71,6 +72,17 @@ type SchedBenchResult struct {
 	// LoadAverage is the machine's 1-minute load average at the end: the benchmark
 	// shares the CPU with whatever else runs.
 	LoadAverage string `json:"load_average,omitempty"`
+
+	// What bounds the run (bench_cost.go), over the measured phase (first creation to
+	// last binding): the API requests by verb and resource, busiest first, and per
+	// scheduled pod; the process's CPU seconds, and CPU milliseconds per scheduled pod
+	// in all and by component (apiserver, etcd, scheduler, hollow-nodes, clients, gc).
+	Requests         []RequestRate      `json:"requests,omitempty"`
+	RequestsPerPod   float64            `json:"requests_per_pod"`
+	WritesPerPod     float64            `json:"writes_per_pod"`
+	CPUSeconds       float64            `json:"cpu_seconds"`
+	CPUPerPodTotalMs float64            `json:"cpu_ms_per_pod"`
+	CPUPerPodMs      map[string]float64 `json:"cpu_ms_per_pod_by_component,omitempty"`
 }
 
 func loadAverage() string {
@@ -153,6 +165,9 @@ func runSchedBench(out io.Writer, o schedBenchOptions) error {
 		}
 	}
 
+	// Every goroutine a component starts inherits its label: the CPU split by component.
+	defer pprof.SetGoroutineLabels(context.Background())
+	labelComponent(compAPIServer)
 	apiCtx, stopAPI := context.WithCancel(context.Background())
 	defer stopAPI()
 	srv, err := apiserver.New(apiCtx, apiserver.Options{DataDir: dataDir, Listen: "127.0.0.1:0", Logger: log})
@@ -179,6 +194,7 @@ func runSchedBench(out io.Writer, o schedBenchOptions) error {
 	start := time.Now()
 	ready := make(chan struct{})
 	hollowErr := make(chan error, 1)
+	labelComponent(compHollow)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -194,6 +210,7 @@ func runSchedBench(out io.Writer, o schedBenchOptions) error {
 	}
 	progress("registered %d hollow nodes in %s", o.nodes, time.Since(start).Round(time.Millisecond))
 
+	labelComponent(compScheduler)
 	host, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{schedwasm.Extension}, CacheDir: filepath.Join(dataDir, "wasm-cache"), Logger: log})
 	if err != nil {
 		return err
@@ -218,6 +235,7 @@ func runSchedBench(out io.Writer, o schedBenchOptions) error {
 		}
 	}
 
+	labelComponent(compClients)
 	ccfg := rest.CopyConfig(cfg)
 	ccfg.Dial = (&net.Dialer{}).DialContext // the pod creators get a connection of their own
 	client, err := kubernetes.NewForConfig(ccfg)
@@ -255,6 +273,7 @@ func runSchedBench(out io.Writer, o schedBenchOptions) error {
 	}
 	fmt.Fprintf(out, "nodes %d, pods %d: %.0f pods/s, p50 %.1f ms, p99 %.1f ms, scheduled %d, failed %d (%.1f s; pods created at %.0f/s; longest activeQ %d; load average %s)\n",
 		res.Nodes, res.Pods, res.PodsPerSecond, res.P50ms, res.P99ms, res.Scheduled, res.Failed, res.Seconds, res.CreatePerSecond, res.MaxActiveQueue, res.LoadAverage)
+	fmt.Fprint(out, formatCost(res))
 	return nil
 }
 
@@ -311,18 +330,28 @@ func measureScheduling(ctx context.Context, client kubernetes.Interface, o sched
 	factory.Start(wctx.Done())
 	cache.WaitForCacheSync(wctx.Done(), inf.HasSynced)
 
-	var prof *os.File
+	var profFile io.WriteCloser
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
 		if err != nil {
 			return nil, err
 		}
-		prof = f
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return nil, err
-		}
-		defer func() { pprof.StopCPUProfile(); prof.Close() }()
+		profFile = f
 	}
+	reqBefore, err := requestCounts(prometheus.DefaultGatherer)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := startCPURecorder(profFile)
+	if err != nil {
+		return nil, err
+	}
+	recording := true
+	defer func() {
+		if recording {
+			_, _, _ = rec.stop()
+		}
+	}()
 
 	begin := time.Now()
 	var next atomic.Int64
@@ -383,6 +412,13 @@ wait:
 			progress("bound %d/%d", b, o.pods)
 		}
 	}
+	byComponent, cpuSeconds, profErr := rec.stop()
+	recording = false
+	measured := time.Since(begin).Seconds()
+	reqAfter, err := requestCounts(prometheus.DefaultGatherer)
+	if err != nil {
+		return nil, err
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	var lat []float64
@@ -405,7 +441,24 @@ wait:
 		res.P50ms = percentile(lat, 0.50)
 		res.P99ms = percentile(lat, 0.99)
 	}
-	return res, nil
+	res.Requests = requestRates(reqBefore, reqAfter, measured)
+	res.CPUSeconds = cpuSeconds
+	if n := float64(len(lat)); n > 0 {
+		for _, r := range res.Requests {
+			res.RequestsPerPod += float64(r.Count) / n
+			if writeVerb(r.Verb) {
+				res.WritesPerPod += float64(r.Count) / n
+			}
+		}
+		res.CPUPerPodTotalMs = cpuSeconds * 1000 / n
+		if profErr == nil {
+			res.CPUPerPodMs = map[string]float64{}
+			for c, sec := range byComponent {
+				res.CPUPerPodMs[c] = sec * 1000 / n
+			}
+		}
+	}
+	return res, nil // without a readable profile the CPU split stays empty
 }
 
 func percentile(sorted []float64, q float64) float64 {

@@ -45,6 +45,10 @@ type event struct {
 	prevOnce sync.Once
 	prev     runtime.Object
 	prevErr  error
+
+	// The objects with their encodings, for watchers with SharedEncodings (caching.go).
+	cacheMu     sync.Mutex
+	objC, prevC *CachingObject
 }
 
 func (e *event) object() (runtime.Object, error) {
@@ -538,6 +542,7 @@ func (c *cacher) register(prefix string, exact bool, rev int64, opts WatchOption
 		pred:      opts.Predicate,
 		minRev:    rev,
 		bookmarks: opts.AllowBookmarks,
+		shared:    opts.SharedEncodings,
 		result:    make(chan watch.Event),
 	}
 	if c.index != nil {
@@ -579,6 +584,7 @@ type cacheWatcher struct {
 	pred      Predicate
 	minRev    int64
 	bookmarks bool
+	shared    bool // WatchOptions.SharedEncodings
 	// indexValue files the watcher under this value of the resource's watch index; ""
 	// when unindexed.
 	indexValue string
@@ -657,6 +663,9 @@ func (w *cacheWatcher) run(initial []runtime.Object) {
 			if err != nil {
 				w.c.b.log.Error("skipping undecodable watch event", "key", e.key, "revision", e.rev, "err", err)
 				continue
+			}
+			if ok && w.shared {
+				ev.Object = e.caching(ev.Object)
 			}
 			if ok && !w.send(ev) {
 				return

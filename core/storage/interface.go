@@ -67,6 +67,12 @@ type WatchOptions struct {
 	// name of a kubelet's pod watch). It narrows what is queued, not what matches: the
 	// Predicate must still select the same objects. Ignored without an index.
 	IndexValue string
+	// SharedEncodings delivers the objects of changes as *CachingObject: the object
+	// together with its serialized forms, computed once per encoder for all the
+	// watchers of the event instead of once per watcher (the API server's watch
+	// handler encodes each event once per content type). The objects of the initial
+	// state and of bookmarks are plain.
+	SharedEncodings bool
 }
 
 // UpdateFunc computes the new object from the current one. Returning an error aborts the
