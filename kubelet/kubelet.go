@@ -29,6 +29,7 @@ import (
 	"github.com/wasmkube/wasmkube/kubelet/cni"
 	"github.com/wasmkube/wasmkube/kubelet/hook"
 	"github.com/wasmkube/wasmkube/kubelet/images"
+	"github.com/wasmkube/wasmkube/kubelet/localpath"
 	"github.com/wasmkube/wasmkube/kubelet/probe"
 	"github.com/wasmkube/wasmkube/kubelet/runtime"
 )
@@ -383,6 +384,9 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	k.cleanupOrphans(ctx)
 	k.wg.Add(1)
 	go func() { defer k.wg.Done(); k.relist(ctx) }()
+	// The local-path provisioner of this node (kubelet/localpath, docs/volumes.md).
+	k.wg.Add(1)
+	go func() { defer k.wg.Done(); localpath.New(k.client, k.opts.NodeName, k.opts.RootDir, k.log).Run(ctx) }()
 	if k.opts.ConfigFile != "" {
 		k.wg.Add(1)
 		go func() { defer k.wg.Done(); k.watchConfig(ctx) }()

@@ -109,6 +109,12 @@ func VolumePaths(ctx context.Context, pod *v1.Pod, rootDir string, objs Objects,
 				}
 			}
 			paths[v.Name] = p
+		case v.PersistentVolumeClaim != nil: // volumes.go
+			p, err := claimPath(ctx, pod, v.PersistentVolumeClaim, objs, "")
+			if err != nil {
+				return nil, nil, &ConfigError{podName, field + ".persistentVolumeClaim", err.Error()}
+			}
+			paths[v.Name] = p
 		default:
 			dir := filepath.Join(PodDir(rootDir, string(pod.UID)), "volumes", v.Name)
 			if err := os.MkdirAll(dir, 0o777); err != nil {

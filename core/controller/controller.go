@@ -43,6 +43,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/controller/replicaset"
 	"github.com/wasmkube/wasmkube/core/controller/resourcequota"
 	"github.com/wasmkube/wasmkube/core/controller/serviceaccount"
+	"github.com/wasmkube/wasmkube/core/controller/persistentvolume"
 	"github.com/wasmkube/wasmkube/core/controller/statefulset"
 	"github.com/wasmkube/wasmkube/core/controller/worker"
 	"github.com/wasmkube/wasmkube/core/leaderelect"
@@ -238,6 +239,10 @@ func runControllers(ctx context.Context, cfg *rest.Config, client kubernetes.Int
 	if err != nil {
 		return fmt.Errorf("controller manager: %s: %w", job.Name, err)
 	}
+	pvs, err := persistentvolume.New(client, f, recorder("persistentvolume-controller"), log)
+	if err != nil {
+		return fmt.Errorf("controller manager: %s: %w", persistentvolume.Name, err)
+	}
 	sts, err := statefulset.New(client, f, recorder("statefulset-controller"), log)
 	if err != nil {
 		return fmt.Errorf("controller manager: %s: %w", statefulset.Name, err)
@@ -290,6 +295,7 @@ func runControllers(ctx context.Context, cfg *rest.Config, client kubernetes.Int
 	run(func() { jobs.Run(ctx, o.Workers) })
 	run(func() { cjs.Run(ctx, o.Workers) })
 	run(func() { sts.Run(ctx, o.Workers) })
+	run(func() { pvs.Run(ctx, o.Workers) })
 	run(func() { dss.Run(ctx, o.Workers) })
 	run(func() { hpa.Run(ctx, o.Workers) })
 	run(func() { pdbs.Run(ctx, o.Workers) })

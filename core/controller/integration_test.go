@@ -68,7 +68,9 @@ func newEnv(t testing.TB, o envOpts) *env {
 	if o.nodes > 0 {
 		e.hollow(ctx, &wg, o.nodes, "hollow-", o.leaseInterval)
 	}
-	s, err := scheduler.New(ctx, scheduler.Options{RESTConfig: srv.Config, Logger: testLogger()})
+	// The scheduler and the controllers run as the in-process ones of `wasmkube server` do:
+	// as system:kube-scheduler and system:kube-controller-manager under RBAC, not admin.
+	s, err := scheduler.New(ctx, scheduler.Options{RESTConfig: srv.SchedulerConfig(t), Logger: testLogger()})
 	if err != nil {
 		t.Fatalf("scheduler: %v", err)
 	}
@@ -97,7 +99,7 @@ func (e *env) hollow(ctx context.Context, wg *sync.WaitGroup, n int, prefix stri
 }
 
 func (e *env) controllers(ctx context.Context, wg *sync.WaitGroup, o controller.Options) {
-	o.RESTConfig = e.srv.Config
+	o.RESTConfig = e.srv.ControllerManagerConfig(e.t)
 	if o.Logger == nil {
 		o.Logger = testLogger()
 	}
@@ -894,7 +896,7 @@ func TestLeaderLost(t *testing.T) {
 	result := make(chan error, 1)
 	status := leaderelect.NewStatus()
 	go func() {
-		result <- controller.Run(ctx, controller.Options{RESTConfig: e.srv.Config, Logger: testLogger(), Workers: 1,
+		result <- controller.Run(ctx, controller.Options{RESTConfig: e.srv.ControllerManagerConfig(t), Logger: testLogger(), Workers: 1,
 			LeaderElect: true, Identity: "victim", LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond,
 			RetryPeriod: 200 * time.Millisecond, Status: status, OnStartedLeading: func() { started <- struct{}{} }})
 	}()

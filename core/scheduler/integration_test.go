@@ -75,7 +75,8 @@ func (c *cluster) hollow(ctx context.Context, n int, prefix string) {
 // startScheduler runs a scheduler until the test ends; config is a whole config file.
 func (c *cluster) startScheduler(opts scheduler.Options) (*scheduler.Scheduler, context.CancelFunc) {
 	c.t.Helper()
-	opts.RESTConfig = c.srv.Config
+	// As the in-process scheduler of `wasmkube server`: system:kube-scheduler under RBAC.
+	opts.RESTConfig = c.srv.SchedulerConfig(c.t)
 	if opts.Logger == nil {
 		opts.Logger = testLogger()
 	}

@@ -1,6 +1,7 @@
 package validation
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -237,4 +238,24 @@ func validateStorageClassUpdate(sc, old *storagev1.StorageClass) field.ErrorList
 		errs = append(errs, field.Forbidden(field.NewPath("volumeBindingMode"), "field is immutable"))
 	}
 	return errs
+}
+
+// withClaimVolumes is the StatefulSet's pod template with a persistentVolumeClaim
+// volume for each volumeClaimTemplate it does not already name, as its pods get them.
+func withClaimVolumes(spec *appsv1.StatefulSetSpec) *corev1.PodTemplateSpec {
+	if len(spec.VolumeClaimTemplates) == 0 {
+		return &spec.Template
+	}
+	t := spec.Template.DeepCopy()
+	for _, c := range spec.VolumeClaimTemplates {
+		has := false
+		for _, v := range t.Spec.Volumes {
+			has = has || v.Name == c.Name
+		}
+		if !has {
+			t.Spec.Volumes = append(t.Spec.Volumes, corev1.Volume{Name: c.Name, VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.Name}}})
+		}
+	}
+	return t
 }

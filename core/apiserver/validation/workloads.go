@@ -88,7 +88,9 @@ func validateStatefulSetSpec(spec *appsv1.StatefulSetSpec, fldPath *field.Path) 
 		}
 		allErrs = append(allErrs, validatePVCSpec(&pvc.Spec, p.Child("spec"))...) // volumes.go
 	}
-	allErrs = append(allErrs, validateWorkloadSelector(spec.Selector, &spec.Template, "statefulset", fldPath)...)
+	// The pods mount the claims of volumeClaimTemplates as volumes of those names (the
+	// controller adds them), so the template is checked with them (volumes.go).
+	allErrs = append(allErrs, validateWorkloadSelector(spec.Selector, withClaimVolumes(spec), "statefulset", fldPath)...)
 	return allErrs
 }
 

@@ -9,10 +9,12 @@
 // as controller-revision-hash, so status.currentRevision/updateRevision and `kubectl
 // rollout status|history|undo` work as upstream.
 //
-// volumeClaimTemplates: the pods get the volumes that refer to the claims
-// <template>-<pod>, as upstream, but the claims themselves are not created, because
-// wasmkube does not serve PersistentVolumeClaims yet (a separate issue); until it does,
-// such pods cannot start on a real kubelet.
+// volumeClaimTemplates: before a pod is created its claims <template>-<pod> are (as
+// upstream: web-data-web-0 ...), with the template's spec and the selector's labels; they
+// outlive the pod, so a pod replaced under the same name mounts the same data. With
+// persistentVolumeClaimRetentionPolicy.whenDeleted Delete the claims are owned by the set
+// and the garbage collector removes them with it; whenScaled Delete is not carried out
+// (the claims of scaled-down pods stay, as with Retain).
 package statefulset
 
 import (
@@ -345,7 +347,58 @@ func (c *Controller) reconcile(ctx context.Context, ss *appsv1.StatefulSet, pods
 	return st, nil
 }
 
+// NewClaims are the claims pod n of ss mounts, from spec.volumeClaimTemplates.
+func NewClaims(ss *appsv1.StatefulSet, n int) []*corev1.PersistentVolumeClaim {
+	var out []*corev1.PersistentVolumeClaim
+	for _, t := range ss.Spec.VolumeClaimTemplates {
+		pvc := &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: t.Name + "-" + PodName(ss, n), Namespace: ss.Namespace,
+				Labels: map[string]string{}, Annotations: t.Annotations},
+			Spec: *t.Spec.DeepCopy(),
+		}
+		for k, v := range t.Labels {
+			pvc.Labels[k] = v
+		}
+		if ss.Spec.Selector != nil {
+			for k, v := range ss.Spec.Selector.MatchLabels {
+				pvc.Labels[k] = v
+			}
+		}
+		if rp := ss.Spec.PersistentVolumeClaimRetentionPolicy; rp != nil && rp.WhenDeleted == appsv1.DeletePersistentVolumeClaimRetentionPolicyType {
+			ref := podstate.ControllerRef(ss, "apps/v1", "StatefulSet")
+			f := false
+			ref.Controller = &f // owned, not controlled: the set does not adopt claims
+			pvc.OwnerReferences = []metav1.OwnerReference{ref}
+		}
+		out = append(out, pvc)
+	}
+	return out
+}
+
+// createClaims creates the claims of pod n that do not exist yet; an existing claim is
+// kept as it is (its data is what the pod is to find).
+func (c *Controller) createClaims(ctx context.Context, ss *appsv1.StatefulSet, n int) error {
+	for _, pvc := range NewClaims(ss, n) {
+		_, err := c.client.CoreV1().PersistentVolumeClaims(ss.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
+		if err == nil {
+			c.recorder.Eventf(ss, corev1.EventTypeNormal, "SuccessfulCreate", "create Claim %s Pod %s in StatefulSet %s success", pvc.Name, PodName(ss, n), ss.Name)
+			continue
+		}
+		if apierrors.IsAlreadyExists(err) {
+			continue
+		}
+		c.recorder.Eventf(ss, corev1.EventTypeWarning, "FailedCreate", "create Claim %s for Pod %s in StatefulSet %s failed error: %v", pvc.Name, PodName(ss, n), ss.Name, err)
+		return fmt.Errorf("create claim %s/%s: %w", pvc.Namespace, pvc.Name, err)
+	}
+	return nil
+}
+
 func (c *Controller) createPod(ctx context.Context, ss *appsv1.StatefulSet, p *corev1.Pod) error {
+	if n := Ordinal(ss.Name, p.Name); n >= 0 && len(ss.Spec.VolumeClaimTemplates) > 0 {
+		if err := c.createClaims(ctx, ss, n); err != nil {
+			return err
+		}
+	}
 	_, err := c.client.CoreV1().Pods(ss.Namespace).Create(ctx, p, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return nil // the informer shows it shortly

@@ -338,17 +338,19 @@ func (p *Profile) Args(plugin string) json.RawMessage {
 }
 
 // DefaultPlugins is, per extension point, the default plugins in order with their
-// weights (Score only), as upstream's defaults (ImageLocality, volume and DRA plugins
-// aside, which need node agents that report images and volumes).
+// weights (Score only), as upstream's defaults (ImageLocality, the volume limit/zone
+// plugins and DRA aside, which need node agents that report images and volumes;
+// VolumeBinding is in, for local-path claims).
 func DefaultPlugins() map[string][]Plugin {
 	return map[string][]Plugin{
-		PreFilter:  {{Name: "NodeAffinity"}, {Name: "NodePorts"}, {Name: "NodeResourcesFit"}, {Name: "PodTopologySpread"}, {Name: "InterPodAffinity"}},
-		Filter:     {{Name: "NodeUnschedulable"}, {Name: "NodeName"}, {Name: "TaintToleration"}, {Name: "NodeAffinity"}, {Name: "NodePorts"}, {Name: "NodeResourcesFit"}, {Name: "PodTopologySpread"}, {Name: "InterPodAffinity"}},
+		PreFilter:  {{Name: "NodeAffinity"}, {Name: "NodePorts"}, {Name: "NodeResourcesFit"}, {Name: "VolumeBinding"}, {Name: "PodTopologySpread"}, {Name: "InterPodAffinity"}},
+		Filter:     {{Name: "NodeUnschedulable"}, {Name: "NodeName"}, {Name: "TaintToleration"}, {Name: "NodeAffinity"}, {Name: "NodePorts"}, {Name: "NodeResourcesFit"}, {Name: "VolumeBinding"}, {Name: "PodTopologySpread"}, {Name: "InterPodAffinity"}},
 		PostFilter: {{Name: "DefaultPreemption"}},
 		PreScore:   {{Name: "TaintToleration"}, {Name: "NodeAffinity"}, {Name: "NodeResourcesFit"}, {Name: "PodTopologySpread"}, {Name: "InterPodAffinity"}, {Name: "NodeResourcesBalancedAllocation"}},
 		Score: {{Name: "TaintToleration", Weight: 3}, {Name: "NodeAffinity", Weight: 2}, {Name: "NodeResourcesFit", Weight: 1},
 			{Name: "PodTopologySpread", Weight: 2}, {Name: "InterPodAffinity", Weight: 2}, {Name: "NodeResourcesBalancedAllocation", Weight: 1}},
-		Bind: {{Name: "DefaultBinder"}},
+		PreBind: {{Name: "VolumeBinding"}},
+		Bind:    {{Name: "DefaultBinder"}},
 	}
 }
 

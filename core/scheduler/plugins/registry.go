@@ -15,6 +15,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/scheduler/plugins/nodeunschedulable"
 	"github.com/wasmkube/wasmkube/core/scheduler/plugins/podtopologyspread"
 	"github.com/wasmkube/wasmkube/core/scheduler/plugins/tainttoleration"
+	"github.com/wasmkube/wasmkube/core/scheduler/plugins/volumebinding"
 )
 
 // NewInTreeRegistry returns a fresh registry of the built-in plugins.
@@ -31,5 +32,6 @@ func NewInTreeRegistry() framework.Registry {
 		interpodaffinity.Name:   interpodaffinity.New,
 		defaultpreemption.Name:  defaultpreemption.New,
 		defaultbinder.Name:      defaultbinder.New,
+		volumebinding.Name:      volumebinding.New,
 	}
 }

@@ -1,0 +1,59 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wasmkube/wasmkube/internal/volumes"
+)
+
+// claimSource reads a pod's PersistentVolumeClaims and their volumes; apiObjects is one.
+type claimSource interface {
+	Claim(ctx context.Context, ns, name string) (*v1.PersistentVolumeClaim, error)
+	Volume(ctx context.Context, name string) (*v1.PersistentVolume, error)
+}
+
+// Claim implements claimSource.
+func (o apiObjects) Claim(ctx context.Context, ns, name string) (*v1.PersistentVolumeClaim, error) {
+	return o.c.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+// Volume implements claimSource.
+func (o apiObjects) Volume(ctx context.Context, name string) (*v1.PersistentVolume, error) {
+	return o.c.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+}
+
+// claimPath is the host directory of a persistentVolumeClaim volume: the bound volume's
+// local (or hostPath) directory on this node, bind-mounted into the containers as is. A
+// claim not bound yet (its volume is being provisioned on this node) is an error the pod
+// worker retries.
+func claimPath(ctx context.Context, pod *v1.Pod, src *v1.PersistentVolumeClaimVolumeSource, objs Objects, node string) (string, error) {
+	cs, ok := objs.(claimSource)
+	if !ok {
+		return "", fmt.Errorf("no API access to read claim %q", src.ClaimName)
+	}
+	pvc, err := cs.Claim(ctx, pod.Namespace, src.ClaimName)
+	if err != nil {
+		return "", fmt.Errorf("persistentvolumeclaim %q: %w", src.ClaimName, err)
+	}
+	if pvc.Spec.VolumeName == "" || pvc.Status.Phase != v1.ClaimBound {
+		return "", fmt.Errorf("persistentvolumeclaim %q is not bound yet (phase %s)", src.ClaimName, pvc.Status.Phase)
+	}
+	pv, err := cs.Volume(ctx, pvc.Spec.VolumeName)
+	if err != nil {
+		return "", fmt.Errorf("persistentvolume %q of claim %q: %w", pvc.Spec.VolumeName, src.ClaimName, err)
+	}
+	dir := volumes.HostPath(pv)
+	if dir == "" {
+		return "", fmt.Errorf("persistentvolume %q of claim %q: wasmkube's kubelet mounts only local and hostPath volumes", pv.Name, src.ClaimName)
+	}
+	if node != "" {
+		if n := pv.Labels[volumes.NodeLabel]; n != "" && n != node {
+			return "", fmt.Errorf("persistentvolume %q of claim %q is on node %s, not %s", pv.Name, src.ClaimName, n, node)
+		}
+	}
+	return dir, nil
+}
