@@ -157,13 +157,22 @@ func checkLimits(item corev1.LimitRangeItem, kind string, req, lim corev1.Resour
 
 // Priority is upstream's Priority plugin: a pod's priorityClassName (or the global
 // default class, when it names none) is resolved to spec.priority and
-// spec.preemptionPolicy at creation; a class that does not exist refuses the pod.
+// spec.preemptionPolicy at creation (updates keep the stored values); a class that does
+// not exist refuses the pod.
 type Priority struct {
 	List func(ctx context.Context) ([]*schedulingv1.PriorityClass, error)
 }
 
 // Admit implements MutationInterface.
 func (p Priority) Admit(ctx context.Context, a *Attributes) error {
+	if pod, ok := a.Object.(*corev1.Pod); ok && a.Operation == Update {
+		// Set at creation and immutable: an update that leaves them out (kubectl replace
+		// of the original manifest) keeps the stored values, as upstream's plugin does.
+		if old, ok := a.OldObject.(*corev1.Pod); ok {
+			pod.Spec.Priority, pod.Spec.PreemptionPolicy = old.Spec.Priority, old.Spec.PreemptionPolicy
+		}
+		return nil
+	}
 	pod, ok := podCreate(a)
 	if !ok {
 		return nil

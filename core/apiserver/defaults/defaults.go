@@ -21,10 +21,10 @@ func Default(obj runtime.Object) {
 	if rbac(obj) { // rbac.go
 		return
 	}
-	if storage(obj) { // volumes.go
+	if policy(obj) { // policy.go
 		return
 	}
-	if policy(obj) { // policy.go
+	if storage(obj) { // volumes.go
 		return
 	}
 	switch o := obj.(type) {
@@ -72,15 +72,9 @@ func Pod(pod *corev1.Pod) {
 		t := corev1.DefaultEnableServiceLinks
 		pod.Spec.EnableServiceLinks = &t
 	}
-	if pod.Spec.Priority == nil && pod.Spec.PriorityClassName == "" {
-		// What the Priority admission plugin does when no PriorityClass is named or global.
-		zero := int32(0)
-		pod.Spec.Priority = &zero
-	}
-	if pod.Spec.PreemptionPolicy == nil {
-		p := corev1.PreemptLowerPriority
-		pod.Spec.PreemptionPolicy = &p
-	}
+	// spec.priority and spec.preemptionPolicy are the Priority admission plugin's to set,
+	// from the pod's PriorityClass or the global default (admission/policy.go): a default
+	// here would make it refuse every pod of a Never or globalDefault class.
 	for i := range pod.Spec.Containers {
 		requestsFromLimits(&pod.Spec.Containers[i])
 	}

@@ -28,6 +28,9 @@ func TestPodDefaults(t *testing.T) {
 	Default(pod)
 	s := pod.Spec
 	c := s.Containers[0]
+	if s.Priority != nil || s.PreemptionPolicy != nil {
+		t.Errorf("priority %v, preemptionPolicy %v: the Priority admission plugin sets them, not defaulting", s.Priority, s.PreemptionPolicy)
+	}
 	checks := []struct {
 		name      string
 		got, want any
@@ -38,8 +41,6 @@ func TestPodDefaults(t *testing.T) {
 		{"schedulerName", s.SchedulerName, "default-scheduler"},
 		{"securityContext", *s.SecurityContext, corev1.PodSecurityContext{}},
 		{"enableServiceLinks", *s.EnableServiceLinks, true},
-		{"priority", *s.Priority, int32(0)},
-		{"preemptionPolicy", *s.PreemptionPolicy, corev1.PreemptLowerPriority},
 		{"imagePullPolicy", c.ImagePullPolicy, corev1.PullAlways},
 		{"terminationMessagePath", c.TerminationMessagePath, "/dev/termination-log"},
 		{"terminationMessagePolicy", c.TerminationMessagePolicy, corev1.TerminationMessageReadFile},
