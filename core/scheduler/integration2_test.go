@@ -10,6 +10,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -235,12 +236,22 @@ func ptrTo[T any](v T) *T { return &v }
 func TestPreemption(t *testing.T) {
 	c := newCluster(t, 2)
 	s, _ := c.startScheduler(scheduler.Options{})
+	never := v1.PreemptNever
+	for _, pc := range []schedulingv1.PriorityClass{
+		{ObjectMeta: metav1.ObjectMeta{Name: "prio-10"}, Value: 10},
+		{ObjectMeta: metav1.ObjectMeta{Name: "prio-50-never"}, Value: 50, PreemptionPolicy: &never},
+		{ObjectMeta: metav1.ObjectMeta{Name: "prio-100"}, Value: 100},
+	} {
+		if _, err := c.client.SchedulingV1().PriorityClasses().Create(c.ctx, &pc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i := range 2 {
 		name := fmt.Sprintf("low-%d", i)
 		c.createPod(name, priority(10), requests("3", "64Mi"))
 		c.waitPod(name, "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
 	}
-	c.createPod("mid", priority(50), requests("3", "64Mi"), func(p *v1.Pod) { p.Spec.PreemptionPolicy = ptrTo(v1.PreemptNever) })
+	c.createPod("mid", requests("3", "64Mi"), func(p *v1.Pod) { p.Spec.PriorityClassName = "prio-50-never" })
 	p := c.waitPod("mid", "unschedulable", unschedulable)
 	if want := "preemption: not eligible due to preemptionPolicy=Never."; !strings.Contains(schedMessage(p), want) {
 		t.Fatalf("mid: message %q, want it to contain %q", schedMessage(p), want)

@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -117,7 +118,11 @@ func labels(kv ...string) podOpt {
 	}
 }
 
-func priority(v int32) podOpt { return func(p *v1.Pod) { p.Spec.Priority = &v } }
+// priority gives the pod the PriorityClass prio-V (the Priority admission plugin turns it
+// into spec.priority; a pod may not set the number itself). priorityClass creates it.
+func priority(v int32) podOpt {
+	return func(p *v1.Pod) { p.Spec.PriorityClassName = fmt.Sprintf("prio-%d", v) }
+}
 
 func (c *cluster) createPod(name string, opts ...podOpt) *v1.Pod {
 	c.t.Helper()
