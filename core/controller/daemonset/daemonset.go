@@ -524,31 +524,7 @@ func (c *Controller) act(ctx context.Context, key string, ds *appsv1.DaemonSet, 
 		errs = append(errs, err)
 		mu.Unlock()
 	}
-	if len(p.Delete) > 0 {
-		uids := make([]string, len(p.Delete))
-		for i, pod := range p.Delete {
-			uids[i] = string(pod.UID)
-		}
-		c.exp.ExpectDeletions(key, uids)
-		var wg sync.WaitGroup
-		for _, pod := range p.Delete {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
-				if err != nil {
-					c.exp.DeletionObserved(key, string(pod.UID))
-					if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-						c.recorder.Eventf(ds, corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
-						fail(fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err))
-					}
-					return
-				}
-				c.recorder.Eventf(ds, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", pod.Name)
-			}()
-		}
-		wg.Wait()
-	}
+	errs = append(errs, podcontrol.DeletePods(ctx, c.client, c.recorder, c.exp, key, ds, p.Delete)...)
 	if n := len(p.CreateOn); n > 0 {
 		c.exp.ExpectCreations(key, n)
 		next := make(chan string, n)

@@ -260,35 +260,7 @@ func (c *Controller) claimPods(ctx context.Context, job *batchv1.Job, sel labels
 // act creates and deletes the pods the plan asks for.
 func (c *Controller) act(ctx context.Context, key string, job *batchv1.Job, p *Decision) error {
 	var errs []error
-	if n := len(p.Delete); n > 0 {
-		uids := make([]string, n)
-		for i, pod := range p.Delete {
-			uids[i] = string(pod.UID)
-		}
-		c.exp.ExpectDeletions(key, uids)
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for _, pod := range p.Delete {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
-				if err != nil {
-					c.exp.DeletionObserved(key, string(pod.UID))
-					if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-						return
-					}
-					c.recorder.Eventf(job, corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
-					mu.Lock()
-					errs = append(errs, fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err))
-					mu.Unlock()
-					return
-				}
-				c.recorder.Eventf(job, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", pod.Name)
-			}()
-		}
-		wg.Wait()
-	}
+	errs = append(errs, podcontrol.DeletePods(ctx, c.client, c.recorder, c.exp, key, job, p.Delete)...)
 	if n := len(p.Create); n > 0 {
 		c.exp.ExpectCreations(key, n)
 		next := make(chan int, n)

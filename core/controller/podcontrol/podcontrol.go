@@ -16,13 +16,16 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/wasmkube/wasmkube/core/controller/expectations"
 	"github.com/wasmkube/wasmkube/core/controller/podstate"
@@ -345,4 +348,44 @@ func (b *Batches) Forget(key string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.m, key)
+}
+
+// DeletePods deletes pods in parallel for their owner (key, owner): each delete guarded
+// by the pod's UID, the deletions expected before they are sent and observed at once for
+// one that did not happen, a SuccessfulDelete or FailedDelete event per pod, as upstream's
+// controllers do. A pod already gone or replaced (NotFound, Conflict) is not an error.
+func DeletePods(ctx context.Context, client kubernetes.Interface, rec record.EventRecorder, exp *expectations.Expectations,
+	key string, owner runtime.Object, pods []*corev1.Pod) []error {
+	if len(pods) == 0 {
+		return nil
+	}
+	uids := make([]string, len(pods))
+	for i, pod := range pods {
+		uids[i] = string(pod.UID)
+	}
+	exp.ExpectDeletions(key, uids)
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for _, pod := range pods {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+			if err == nil {
+				rec.Eventf(owner, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", pod.Name)
+				return
+			}
+			exp.DeletionObserved(key, string(pod.UID))
+			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+				return
+			}
+			rec.Eventf(owner, corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
+			mu.Lock()
+			errs = append(errs, fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err))
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return errs
 }

@@ -189,35 +189,7 @@ func (c *Controller) manage(ctx context.Context, key string, rs *appsv1.ReplicaS
 		return err
 	case diff < 0:
 		victims := podstate.ForDeletion(active, -diff)
-		uids := make([]string, len(victims))
-		for i, p := range victims {
-			uids[i] = string(p.UID)
-		}
-		c.exp.ExpectDeletions(key, uids)
-		var mu sync.Mutex
-		var errs []error
-		var wg sync.WaitGroup
-		for _, p := range victims {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				err := c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
-				if err != nil {
-					c.exp.DeletionObserved(key, string(p.UID))
-					if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-						return
-					}
-					c.recorder.Eventf(rs, corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
-					mu.Lock()
-					errs = append(errs, fmt.Errorf("delete pod %s/%s: %w", p.Namespace, p.Name, err))
-					mu.Unlock()
-					return
-				}
-				c.recorder.Eventf(rs, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
-			}()
-		}
-		wg.Wait()
-		return errors.Join(errs...)
+		return errors.Join(podcontrol.DeletePods(ctx, c.client, c.recorder, c.exp, key, rs, victims)...)
 	}
 	return nil
 }
