@@ -22,6 +22,27 @@ type nsCache struct {
 	st *store
 	mu sync.RWMutex
 	m  map[string]*corev1.Namespace
+	// live names namespaces being deleted, read from storage until the time given: the
+	// watch may still hold them Active (upstream's forceLiveLookupCache, 30 s).
+	live map[string]time.Time
+}
+
+const forceLiveLookupTTL = 30 * time.Second
+
+// forceLive makes get read namespace name from storage for the next forceLiveLookupTTL.
+func (c *nsCache) forceLive(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	if c.live == nil {
+		c.live = map[string]time.Time{}
+	}
+	for n, until := range c.live {
+		if now.After(until) {
+			delete(c.live, n)
+		}
+	}
+	c.live[name] = now.Add(forceLiveLookupTTL)
 }
 
 // run follows the namespaces until ctx ends, re-watching after errors.
@@ -58,6 +79,9 @@ func (c *nsCache) run(ctx context.Context) {
 func (c *nsCache) get(ctx context.Context, name string) (*corev1.Namespace, error) {
 	c.mu.RLock()
 	ns, ok := c.m[name]
+	if until, live := c.live[name]; live && time.Now().Before(until) {
+		ok = false
+	}
 	c.mu.RUnlock()
 	if ok {
 		return ns, nil

@@ -202,7 +202,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.kubeletClient = newKubeletClient()
 	plugins := []admission.Plugin{
-		admission.NamespaceLifecycle{Get: s.getNamespace},
+		admission.NamespaceLifecycle{Get: s.getNamespace, Deleting: func(name string) { s.namespaces.forceLive(name) }},
 		admission.NodeRestriction{},
 		admission.ServiceAccount{Get: s.getServiceAccount},
 		admission.Defaulting{Default: defaults.Default},

@@ -125,6 +125,20 @@ func TestNamespaceLifecycle(t *testing.T) {
 	if err := p.Admit(context.Background(), a); err != nil {
 		t.Errorf("update in a terminating namespace must pass: %v", err)
 	}
+
+	// A namespace deletion is announced before it is written, so the cache behind Get can
+	// read that namespace live until its watch catches up.
+	var told []string
+	p.Deleting = func(name string) { told = append(told, name) }
+	del := &Attributes{Operation: Delete, Resource: corev1.SchemeGroupVersion.WithResource("namespaces"), Name: "live"}
+	if err := p.Admit(context.Background(), del); err != nil || len(told) != 1 || told[0] != "live" {
+		t.Errorf("namespace delete: err %v, told %v", err, told)
+	}
+	pd := podAttrs(Delete)
+	pd.Namespace = "live"
+	if err := p.Admit(context.Background(), pd); err != nil || len(told) != 1 {
+		t.Errorf("pod delete announced as a namespace deletion: err %v, told %v", err, told)
+	}
 }
 
 func TestValidationAndNodeRestriction(t *testing.T) {

@@ -26,10 +26,18 @@ type NamespaceGetter func(ctx context.Context, name string) (*corev1.Namespace, 
 // terminating, as Kubernetes' plugin of the same name does.
 type NamespaceLifecycle struct {
 	Get NamespaceGetter
+	// Deleting, if set, is told of every namespace deletion before it is written, so a
+	// cache behind Get can read that namespace live for a while: its watch may not yet
+	// show the namespace terminating (upstream's forceLiveLookup).
+	Deleting func(name string)
 }
 
 // Admit implements MutationInterface so the refusal comes before any other work.
 func (p NamespaceLifecycle) Admit(ctx context.Context, a *Attributes) error {
+	if a.Operation == Delete && a.Resource.Resource == "namespaces" && a.Subresource == "" && p.Deleting != nil {
+		p.Deleting(a.Name)
+		return nil
+	}
 	if a.Operation != Create || a.Namespace == "" || a.Subresource != "" {
 		return nil
 	}
