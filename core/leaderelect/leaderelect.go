@@ -19,8 +19,12 @@ import (
 	"sync"
 	"time"
 
+	coordv1 "k8s.io/api/coordination/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -84,6 +88,9 @@ func Run(ctx context.Context, c Config, lead func(ctx context.Context) error) er
 	for {
 		c.Status.set(Standby, nil)
 		log.Info(c.Component + " waiting for the leader lease")
+		if err := takeover(ctx, c, log); err != nil {
+			return nil // ctx ended while standing by
+		}
 		t, err := runTerm(ctx, c, lead)
 		if err != nil {
 			return err
@@ -199,6 +206,127 @@ func runTerm(ctx context.Context, c Config, lead func(ctx context.Context) error
 	t.led = started
 	t.lost = started && !selfEnd && ctx.Err() == nil
 	return t, nil
+}
+
+// takeover stands by while another candidate holds the Lease, and takes it the moment
+// that holder has not renewed it for its leaseDurationSeconds, with one compare-and-swap
+// on the Lease's resourceVersion. It returns when the Lease is free, missing, already this
+// candidate's, taken here, or when the API server cannot be read (the elector then
+// campaigns as usual); its error is only ctx's.
+//
+// Why not leave the wait to client-go's elector: it polls every RetryPeriod with a jitter
+// of up to 1.2x, and measures expiry from the poll that first saw the last renewal, so a
+// standby takes over up to LeaseDuration + 2 x 2.2 x RetryPeriod after the holder's last
+// renewal (up to 23.8 s with the defaults). Here the standby watches the Lease, so its
+// observation of a renewal lags the renewal by the watch's delivery only, and the takeover
+// happens at expiry, not at the next poll: at most LeaseDuration after the holder's last
+// renewal. Expiry is still measured on this candidate's own clock, from the time it saw
+// the renewal, as upstream does, so the candidates' clocks need not agree. The elector
+// started next sees this candidate as the holder and leads at once.
+func takeover(ctx context.Context, c Config, log *slog.Logger) error {
+	leases := c.Client.Leases(c.Namespace)
+	var (
+		seen     *coordv1.Lease // the Lease as last observed
+		observed time.Time      // when seen was first observed here
+	)
+	// changed says whether l is another record than seen, as client-go's elector compares
+	// the records it reads.
+	changed := func(l *coordv1.Lease) bool {
+		return seen == nil || l.ResourceVersion != seen.ResourceVersion || !apiequality.Semantic.DeepEqual(l.Spec, seen.Spec)
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		lease, err := leases.Get(ctx, c.Name, metav1.GetOptions{})
+		if err != nil {
+			return ctx.Err() // missing or unreadable: the elector creates or retries it
+		}
+		if changed(lease) {
+			seen, observed = lease, time.Now()
+		}
+		if !heldByOther(lease, c.Identity) {
+			return nil
+		}
+		w, err := leases.Watch(ctx, metav1.ListOptions{
+			FieldSelector:   fields.OneTermEqualSelector("metadata.name", c.Name).String(),
+			ResourceVersion: lease.ResourceVersion,
+		})
+		if err != nil {
+			return ctx.Err()
+		}
+		done := false
+		for !done {
+			wait := time.Until(observed.Add(time.Duration(*seen.Spec.LeaseDurationSeconds) * time.Second))
+			timer := time.NewTimer(max(wait, 0))
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				w.Stop()
+				return ctx.Err()
+			case ev, ok := <-w.ResultChan():
+				timer.Stop()
+				if !ok {
+					done = true // watch ended: read the Lease again, keeping the observation
+					break
+				}
+				l, isLease := ev.Object.(*coordv1.Lease)
+				switch {
+				case ev.Type == watch.Deleted:
+					w.Stop()
+					return nil
+				case !isLease || ev.Type == watch.Error:
+					done = true
+				case l.Name != c.Name:
+				case changed(l):
+					seen, observed = l, time.Now()
+					if !heldByOther(l, c.Identity) {
+						w.Stop()
+						return nil
+					}
+				}
+			case <-timer.C:
+				w.Stop()
+				took, err := take(ctx, c, seen)
+				switch {
+				case took:
+					log.Info("took over the leader lease of a holder that stopped renewing it",
+						"previous", *seen.Spec.HolderIdentity, "unrenewed", time.Since(observed).Round(time.Millisecond))
+					return nil
+				case err != nil && !apierrors.IsConflict(err):
+					return ctx.Err() // the elector retries
+				}
+				done = true // changed under us: observe again
+			}
+		}
+		w.Stop()
+	}
+}
+
+// heldByOther says whether the Lease names another candidate that has not released it.
+func heldByOther(l *coordv1.Lease, identity string) bool {
+	return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" && *l.Spec.HolderIdentity != identity &&
+		l.Spec.LeaseDurationSeconds != nil && *l.Spec.LeaseDurationSeconds > 0
+}
+
+// take writes this candidate into the expired Lease cur, as client-go's elector records
+// an acquisition, failing with a conflict if the Lease changed since cur.
+func take(ctx context.Context, c Config, cur *coordv1.Lease) (bool, error) {
+	now := metav1.NewMicroTime(time.Now())
+	l := cur.DeepCopy()
+	id, secs := c.Identity, int32(c.LeaseDuration/time.Second)
+	transitions := int32(1)
+	if l.Spec.LeaseTransitions != nil {
+		transitions = *l.Spec.LeaseTransitions + 1
+	}
+	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = &id, &secs
+	l.Spec.AcquireTime, l.Spec.RenewTime, l.Spec.LeaseTransitions = &now, &now, &transitions
+	rctx, cancel := context.WithTimeout(ctx, c.RenewDeadline)
+	defer cancel()
+	if _, err := c.Client.Leases(c.Namespace).Update(rctx, l, metav1.UpdateOptions{}); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // release gives the Lease up if it still names this candidate, as client-go's

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	coordv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -180,6 +181,87 @@ func TestRunReleasesAndRetriesWhenTheWorkFails(t *testing.T) {
 		t.Fatalf("not started again (phase %s)", st.Phase())
 	}
 	eventually(t, "healthy again", func() bool { return st.Check() == nil })
+	cancel()
+	if err := <-result; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+// A standby does not take a Lease its holder keeps renewing, and takes it, with one more
+// transition recorded, once the holder stops: never before the Lease's duration has passed
+// since it saw the last renewal.
+func TestStandbyTakesOverAnUnrenewedLease(t *testing.T) {
+	c := fake.NewClientset()
+	leases := c.CoordinationV1().Leases("kube-system")
+	other, secs, transitions := "other", int32(1), int32(3)
+	now := metav1.NewMicroTime(time.Now())
+	if _, err := leases.Create(context.Background(), &coordv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "test-lease", Namespace: "kube-system"},
+		Spec: coordv1.LeaseSpec{HolderIdentity: &other, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now,
+			LeaseTransitions: &transitions},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// An unrelated Lease in the namespace changes all along: it is not the one watched.
+	if _, err := leases.Create(context.Background(), &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "unrelated", Namespace: "kube-system"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	renew := func(name string) time.Time {
+		l, err := leases.Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Error(err)
+			return time.Now()
+		}
+		at := time.Now()
+		rt := metav1.NewMicroTime(at)
+		l.Spec.RenewTime = &rt
+		if _, err := leases.Update(context.Background(), l, metav1.UpdateOptions{}); err != nil {
+			t.Error(err)
+		}
+		return at
+	}
+	st := NewStatus()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	led := make(chan time.Time, 1)
+	result := make(chan error, 1)
+	go func() {
+		result <- Run(ctx, testConfig(c, st), func(lctx context.Context) error {
+			led <- time.Now()
+			<-lctx.Done()
+			return nil
+		})
+	}()
+	var last time.Time
+	for range 30 { // 3 s of renewals by the holder: three times its lease
+		last = renew("test-lease")
+		renew("unrelated")
+		select {
+		case <-led:
+			t.Fatal("the standby took a Lease its holder was renewing")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	for range 10 {
+		renew("unrelated")
+		time.Sleep(50 * time.Millisecond)
+	}
+	var at time.Time
+	select {
+	case at = <-led:
+	case <-time.After(waitFor):
+		t.Fatalf("never took over (phase %s)", st.Phase())
+	}
+	if at.Sub(last) < time.Duration(secs)*time.Second {
+		t.Fatalf("took over %s after the last renewal, before the lease's %d s", at.Sub(last), secs)
+	}
+	l, err := leases.Get(context.Background(), "test-lease", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *l.Spec.HolderIdentity != "me" || *l.Spec.LeaseTransitions != transitions+1 {
+		t.Fatalf("after the takeover: holder %s, transitions %d (want me, %d)", *l.Spec.HolderIdentity, *l.Spec.LeaseTransitions, transitions+1)
+	}
 	cancel()
 	if err := <-result; err != nil {
 		t.Fatalf("Run: %v", err)
