@@ -139,6 +139,10 @@ type Request struct {
 	podCopy *v1.Pod
 	objMeta metav1.Object
 	oldMeta metav1.Object
+	// gets and oldGets memoize object_get and old_object_get answers by path: a guest
+	// asks each path twice (the length query, then the read), and the policies of one
+	// request ask many of the same paths.
+	gets, oldGets map[string]gjson.Result
 }
 
 // NewRequest returns the serialized forms of a, made lazily.
@@ -146,7 +150,7 @@ func NewRequest(a *admission.Attributes) *Request { return &Request{a: a} }
 
 // Forget drops the forms of the new object (after a mutation changed it).
 func (r *Request) Forget() {
-	r.reqJSON, r.objJSON, r.podCopy, r.objMeta = nil, nil, nil, nil
+	r.reqJSON, r.objJSON, r.podCopy, r.objMeta, r.gets = nil, nil, nil, nil, nil
 }
 
 // UID is the request's uid in the AdmissionRequest.
@@ -324,7 +328,7 @@ const maxPath = 4 << 10
 //
 // The typed object is walked first (typedGet), so that only the part of it the path
 // names is marshalled; the whole document is the fallback.
-func get(name string, object func(c *Call) runtime.Object, doc func(c *Call) []byte) wasmhost.HostFunc {
+func get(name string, object func(c *Call) runtime.Object, doc func(c *Call) []byte, memo func(r *Request) *map[string]gjson.Result) wasmhost.HostFunc {
 	return wasmhost.HostFunc{Name: name, Params: kbuf, Results: ret, Fn: func(hc *wasmhost.Call, mod api.Module, s []uint64) {
 		if uint32(s[1]) > maxPath {
 			panic(wasmhost.Garbage(fmt.Sprintf("%s: a path of %d bytes; the limit is %d", name, uint32(s[1]), maxPath)))
@@ -335,9 +339,16 @@ func get(name string, object func(c *Call) runtime.Object, doc func(c *Call) []b
 			s[0] = wasmhost.Unavailable
 			return
 		}
-		r, ok := typedGet(object(c), path)
+		m := memo(c.req)
+		r, ok := (*m)[path]
 		if !ok {
-			r = gjson.GetBytes(doc(c), path)
+			if r, ok = typedGet(object(c), path); !ok {
+				r = gjson.GetBytes(doc(c), path)
+			}
+			if *m == nil {
+				*m = map[string]gjson.Result{}
+			}
+			(*m)[path] = r
 		}
 		if !r.Exists() {
 			s[0] = wasmhost.NotFound
@@ -416,8 +427,10 @@ var hostFuncs = []wasmhost.HostFunc{
 	}),
 	bytesFn("object_json", func(c *Call) []byte { return c.req.object() }),
 	bytesFn("old_object_json", func(c *Call) []byte { return c.req.oldObject() }),
-	get("object_get", func(c *Call) runtime.Object { return c.req.a.Object }, func(c *Call) []byte { return c.req.object() }),
-	get("old_object_get", func(c *Call) runtime.Object { return c.req.a.OldObject }, func(c *Call) []byte { return c.req.oldObject() }),
+	get("object_get", func(c *Call) runtime.Object { return c.req.a.Object }, func(c *Call) []byte { return c.req.object() },
+		func(r *Request) *map[string]gjson.Result { return &r.gets }),
+	get("old_object_get", func(c *Call) runtime.Object { return c.req.a.OldObject }, func(c *Call) []byte { return c.req.oldObject() },
+		func(r *Request) *map[string]gjson.Result { return &r.oldGets }),
 	lookup("object_label", func(c *Call) (map[string]string, bool) { return labelsOf(c.req.newMeta(), false) }),
 	lookup("object_annotation", func(c *Call) (map[string]string, bool) { return labelsOf(c.req.newMeta(), true) }),
 	lookup("old_object_label", func(c *Call) (map[string]string, bool) { return labelsOf(c.req.storedMeta(), false) }),

@@ -133,10 +133,27 @@ func createPods(b *testing.B, srv *apiservertest.Server, clients int) (float64, 
 			b.Fatal(err)
 		}
 		cs[i] = c
-		// Warm the connection (and the policies' instances).
-		if _, err := c.CoreV1().Pods("default").Create(ctx, benchPod(fmt.Sprintf("warm-%d", i)), metav1.CreateOptions{}); err != nil {
-			b.Fatal(err)
-		}
+	}
+	// Warm the connections and every instance of the policies' pools: all clients at
+	// once, so that the timed part measures the steady state, not instantiation.
+	var warm sync.WaitGroup
+	warmErr := make(chan error, clients)
+	for i, c := range cs {
+		warm.Add(1)
+		go func() {
+			defer warm.Done()
+			for j := range 4 {
+				if _, err := c.CoreV1().Pods("default").Create(ctx, benchPod(fmt.Sprintf("warm-%d-%d", i, j)), metav1.CreateOptions{}); err != nil {
+					warmErr <- err
+					return
+				}
+			}
+		}()
+	}
+	warm.Wait()
+	close(warmErr)
+	if err := <-warmErr; err != nil {
+		b.Fatal(err)
 	}
 	var next atomic.Int64
 	lat := make([][]time.Duration, clients)
