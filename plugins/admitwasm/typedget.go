@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"reflect"
+	"strings"
 
 	"github.com/tidwall/gjson"
 )
@@ -28,6 +29,11 @@ func typedGet(obj any, path string) (res gjson.Result, ok bool) {
 		if !plainKey(comp) {
 			if first {
 				return gjson.Result{}, false // a query of the whole document
+			}
+			if comp == "#" && more {
+				if r, ok := eachElement(cur, rest); ok {
+					return r, true
+				}
 			}
 			break
 		}
@@ -105,6 +111,157 @@ func step(v reflect.Value, key string) (next reflect.Value, found, marshal bool)
 }
 
 var textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
+
+// member is one member of a multipath {key:path,...} (or the lone path of `#.path`):
+// the key it is written under and its path of plain keys.
+type member struct {
+	key  string
+	path []string
+}
+
+// eachElement answers `#.` + sel on the slice at v the way gjson does on its JSON, element
+// by element, so that `spec.containers.#.{name,p:securityContext.privileged}` marshals a
+// name and a bool per container, not the containers. sel is a path of plain keys
+// (elements without it are left out, as gjson does) or one multipath of them with plain
+// or no keys (every element gives an object of the members it has). ok is false for
+// anything else, and for a value that is not a slice of structs: the caller then
+// marshals v and lets gjson evaluate.
+func eachElement(v reflect.Value, sel string) (gjson.Result, bool) {
+	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+		if v.IsNil() {
+			return gjson.Result{}, false
+		}
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Slice || v.IsNil() || hasOwnJSON(v.Type()) {
+		return gjson.Result{}, false
+	}
+	et := v.Type().Elem()
+	if et.Kind() != reflect.Struct || hasOwnJSON(et) || hasOwnJSON(reflect.PointerTo(et)) {
+		return gjson.Result{}, false
+	}
+	sels, multi, ok := parseSelectors(sel)
+	if !ok {
+		return gjson.Result{}, false
+	}
+	b := make([]byte, 0, 64)
+	b = append(b, '[')
+	n := 0
+	for i := 0; i < v.Len(); i++ {
+		el := v.Index(i)
+		if !multi {
+			raw, found, ok := walkRaw(el, sels[0].path)
+			if !ok {
+				return gjson.Result{}, false
+			}
+			if found {
+				if n > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, raw...)
+				n++
+			}
+			continue
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '{')
+		m := 0
+		for _, s := range sels {
+			raw, found, ok := walkRaw(el, s.path)
+			if !ok {
+				return gjson.Result{}, false
+			}
+			if !found {
+				continue
+			}
+			if m > 0 {
+				b = append(b, ',')
+			}
+			b = gjson.AppendJSONString(b, s.key)
+			b = append(b, ':')
+			b = append(b, raw...)
+			m++
+		}
+		b = append(b, '}')
+		n++
+	}
+	b = append(b, ']')
+	return gjson.Result{Type: gjson.JSON, Raw: string(b)}, true
+}
+
+// parseSelectors reads a path of plain keys, or a multipath {a.b,key:c,...} of them; ok is
+// false for any other syntax (escapes, quotes, wildcards, queries, modifiers, pipes,
+// nested multipaths, a trailing path), which gjson then evaluates.
+func parseSelectors(sel string) (sels []member, multi, ok bool) {
+	plainPath := func(p string) ([]string, bool) {
+		var out []string
+		for {
+			comp, rest, more := cutComponent(p)
+			if !plainKey(comp) {
+				return nil, false
+			}
+			out = append(out, comp)
+			if !more {
+				return out, true
+			}
+			p = rest
+		}
+	}
+	if !strings.HasPrefix(sel, "{") {
+		path, ok := plainPath(sel)
+		return []member{{path: path}}, false, ok
+	}
+	if len(sel) < 3 || sel[len(sel)-1] != '}' {
+		return nil, false, false
+	}
+	for _, m := range strings.Split(sel[1:len(sel)-1], ",") {
+		key, p, named := strings.Cut(m, ":")
+		if !named {
+			key, p = "", m
+		} else if !plainKey(key) {
+			return nil, false, false
+		}
+		path, ok := plainPath(p)
+		if !ok {
+			return nil, false, false
+		}
+		if !named {
+			key = path[len(path)-1] // gjson names a member by its path's last key
+		}
+		sels = append(sels, member{key: key, path: path})
+	}
+	return sels, true, true
+}
+
+// walkRaw follows path from v as typedGet does and returns the JSON of what it reaches;
+// ok is false where it cannot say without the JSON of a value that marshals itself.
+func walkRaw(v reflect.Value, path []string) (raw []byte, found, ok bool) {
+	for i, key := range path {
+		next, found, marshal := step(v, key)
+		if marshal {
+			b, err := marshalValue(v)
+			if err != nil {
+				return nil, false, false
+			}
+			r := gjson.GetBytes(b, strings.Join(path[i:], "."))
+			if !r.Exists() {
+				return nil, false, true
+			}
+			return []byte(r.Raw), true, true
+		}
+		if !found {
+			return nil, false, true
+		}
+		v = next
+	}
+	b, err := marshalValue(v)
+	if err != nil {
+		return nil, false, false
+	}
+	return b, true, true
+}
 
 // marshalValue is encoding/json's encoding of v as part of its document: through its
 // address when it has one, so that methods on the pointer apply as they do there.

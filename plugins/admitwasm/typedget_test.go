@@ -43,7 +43,12 @@ var getPaths = []string{
 	"metadata.ownerReferences", "metadata.ownerReferences.0", "spec", "spec.hostNetwork", "spec.containers",
 	"spec.containers.0", "spec.containers.1.name", "spec.containers.5", "spec.containers.01", "spec.containers.name",
 	"spec.containers.#", "spec.containers.#.name", "spec.containers.#.{name,resources}", "spec.initContainers.#.{name,resources}",
-	"spec.containers.#.{name,p:securityContext.privileged}", "spec.containers.0.resources", "spec.containers.0.resources.requests",
+	"spec.containers.#.{name,p:securityContext.privileged}", "spec.volumes.#.{name,h:hostPath}",
+	"spec.ephemeralContainers.#.{name,p:securityContext.privileged}", "spec.containers.#.image", "spec.containers.#.resources.limits",
+	"spec.containers.#.resources.limits.cpu", "spec.containers.#.{name,cpu:resources.requests.cpu,x:nope}", "spec.containers.#.{}",
+	"spec.containers.#.{name,\"q\":image}", "spec.containers.#.{name,image}.0", "spec.containers.#.ports.#.containerPort",
+	"spec.containers.#.{name,ports.0.containerPort}", "spec.containers.#.{a:name,a:image}", "spec.containers.#.{name,",
+	"metadata.ownerReferences.#.{kind,name}", "spec.tolerations.#.{key,s:tolerationSeconds}", "spec.containers.0.resources", "spec.containers.0.resources.requests",
 	"spec.containers.0.resources.requests.cpu", "spec.containers.0.resources.requests.cpu.x", "spec.containers.0.readinessProbe.httpGet.port",
 	"spec.containers.0.readinessProbe.httpGet.port.x", "spec.containers.0.ports.0.containerPort", "spec.containers.0.image.x",
 	"spec.volumes.0.projected.sources.#.configMap.name", "spec.volumes.0.emptyDir", "spec.volumes.0.emptyDir.medium",
@@ -107,5 +112,11 @@ func TestTypedGetDeclines(t *testing.T) {
 	}
 	if r, ok := typedGet(objs[0], "spec.containers.#.name"); !ok || r.Raw != `["app","side"]` {
 		t.Errorf("spec.containers.#.name = %q, %v", r.Raw, ok)
+	}
+	// The example policies' multipaths are answered element by element, not declined.
+	for _, p := range []string{"spec.containers.#.{name,p:securityContext.privileged}", "spec.containers.#.{name,resources}"} {
+		if _, ok := typedGet(objs[0], p); !ok {
+			t.Errorf("%s: declined", p)
+		}
 	}
 }

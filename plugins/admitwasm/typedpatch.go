@@ -39,8 +39,14 @@ type patchOp struct {
 
 var patchOpType = reflect.TypeFor[patchOp]()
 
-// applyTyped applies patch to a deep copy of obj; ok is false when the typed route
-// declines (see above), and the JSON route must be used.
+// applyTyped applies patch to a copy of obj; ok is false when the typed route declines
+// (see above), and the JSON route must be used. obj is never changed.
+//
+// The copy is made on write, not deep: the root struct is copied, and each operation
+// copies the pointers, slices and maps on its path (one level each: the elements they
+// hold stay shared until a later step copies them in turn) before it changes anything,
+// so the result shares with obj only what the patch leaves alone. A pod's DeepCopy was
+// two thirds of a mutating policy's host cost, for a patch that touches one field.
 func applyTyped(obj runtime.Object, patch []byte) (out runtime.Object, ok bool) {
 	var ops []patchOp
 	// Member names are matched exactly, as json-patch does (encoding/json would take
@@ -48,9 +54,14 @@ func applyTyped(obj runtime.Object, patch []byte) (out runtime.Object, ok bool) 
 	if err := json.Unmarshal(patch, &ops); err != nil || !caseExact(patch, patchOpType) {
 		return nil, false
 	}
-	out = obj.DeepCopyObject()
-	root := reflect.ValueOf(out)
-	if root.Kind() != reflect.Pointer || root.Elem().Kind() != reflect.Struct {
+	src := reflect.ValueOf(obj)
+	if src.Kind() != reflect.Pointer || src.IsNil() || src.Elem().Kind() != reflect.Struct {
+		return nil, false
+	}
+	root := reflect.New(src.Elem().Type())
+	root.Elem().Set(src.Elem())
+	out, isObj := root.Interface().(runtime.Object)
+	if !isObj {
 		return nil, false
 	}
 	for i := range ops {
@@ -188,12 +199,33 @@ func child(v reflect.Value, t string) (reflect.Value, bool) {
 
 // deref follows pointers to a struct, slice or map the document has as an object or
 // array (a nil one is null there, which has no members).
+//
+// On the way it copies what it passes through (applyTyped's copy on write): each pointer
+// gets a new target and each slice or map a new backing store, set in place of the old
+// in v's holder, which the caller has copied already (the root, or a step before).
 func deref(v reflect.Value) (reflect.Value, bool) {
 	for v.Kind() == reflect.Pointer {
 		if v.IsNil() || hasOwnJSON(v.Type()) {
 			return reflect.Value{}, false
 		}
+		if v.CanSet() {
+			fresh := reflect.New(v.Type().Elem())
+			fresh.Elem().Set(v.Elem())
+			v.Set(fresh)
+		}
 		v = v.Elem()
+	}
+	switch {
+	case v.Kind() == reflect.Slice && v.CanSet() && !v.IsNil():
+		fresh := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		reflect.Copy(fresh, v)
+		v.Set(fresh)
+	case v.Kind() == reflect.Map && v.CanSet() && !v.IsNil():
+		fresh := reflect.MakeMapWithSize(v.Type(), v.Len())
+		for it := v.MapRange(); it.Next(); {
+			fresh.SetMapIndex(it.Key(), it.Value())
+		}
+		v.Set(fresh)
 	}
 	switch v.Kind() {
 	case reflect.Struct:

@@ -102,6 +102,9 @@ var patchCases = []struct {
 	{`[{"op":"add","path":"/spec/containers/0/args","value":["a","b"]}]`, true},
 	{`[{"op":"add","path":"/spec/containers/0/args/0","value":"a"}]`, false}, // no args: null there
 	{`[1]`, false},
+	{`[{"op":"add","path":"/metadata/labels/z","value":"1"},{"op":"move","from":"/metadata/labels/team","path":"/metadata/labels/owner"}]`, false}, // declined after a change
+	{`[{"op":"replace","path":"/spec/containers/0/readinessProbe/httpGet/path","value":"/healthz"}]`, true},                                        // through two pointers
+	{`[{"op":"replace","path":"/spec/containers/0/ports/0/containerPort","value":81},{"op":"add","path":"/spec/containers/0/ports/-","value":{"containerPort":82}}]`, true},
 	{`[{"op":"add","path":"/metadata/labels/b","value":"2"},{"op":"remove","path":"/metadata/labels/b"},{"op":"add","path":"/metadata/labels/c","value":"3"}]`, true},
 }
 
@@ -115,6 +118,41 @@ func TestTypedPatchMatchesJSONRoute(t *testing.T) {
 			}
 			comparePatchRoutes(t, []byte(tc.patch))
 		})
+	}
+}
+
+// The typed route copies on write: a patch leaves the original alone even where the
+// original's slices have room to grow in place and the result shares what it did not touch.
+func TestTypedPatchLeavesTheOriginal(t *testing.T) {
+	pod := patchPod()
+	pod.Spec.Containers = append(make([]v1.Container, 0, 8), pod.Spec.Containers...)
+	pod.Spec.Containers[0].Env = append(make([]v1.EnvVar, 0, 8), pod.Spec.Containers[0].Env...)
+	want := pod.DeepCopy()
+	for _, patch := range []string{
+		`[{"op":"add","path":"/spec/containers/-","value":{"name":"extra","image":"x"}}]`,
+		`[{"op":"add","path":"/spec/containers/0/env/-","value":{"name":"B","value":"2"}}]`,
+		`[{"op":"replace","path":"/spec/containers/0/env/0/value","value":"9"}]`,
+		`[{"op":"add","path":"/spec/containers/0/resources/requests/memory","value":"1Gi"}]`,
+		`[{"op":"replace","path":"/spec/containers/1/securityContext/privileged","value":false}]`,
+		`[{"op":"add","path":"/metadata/labels/x","value":"y"},{"op":"remove","path":"/metadata/labels/team"}]`,
+		`[{"op":"replace","path":"/spec/terminationGracePeriodSeconds","value":1}]`,
+	} {
+		out, ok := applyTyped(pod, []byte(patch))
+		if !ok {
+			t.Fatalf("%s: declined", patch)
+		}
+		if !equality.Semantic.DeepEqual(pod, want) {
+			t.Fatalf("%s changed the original", patch)
+		}
+		if equality.Semantic.DeepEqual(out, want) {
+			t.Fatalf("%s: no change in the result", patch)
+		}
+	}
+	if got := pod.Spec.Containers[:3][2].Name; got != "" {
+		t.Fatalf("an append wrote %q into the original's spare capacity", got)
+	}
+	if got := pod.Spec.Containers[0].Env[:2][1].Name; got != "" {
+		t.Fatalf("an append wrote %q into the original's spare capacity", got)
 	}
 }
 
