@@ -168,7 +168,7 @@ func ContainerMounts(pod *v1.Pod, c *v1.Container, field string, volumes map[str
 				return nil, err
 			}
 		}
-		ms = append(ms, runtime.Mount{HostPath: host, ContainerPath: vm.MountPath, ReadOnly: vm.ReadOnly})
+		ms = append(ms, runtime.Mount{HostPath: host, ContainerPath: vm.MountPath, ReadOnly: vm.ReadOnly || claimReadOnly(pod, vm.Name)})
 	}
 	return ms, nil
 }

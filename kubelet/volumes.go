@@ -85,3 +85,15 @@ func claimPath(ctx context.Context, pod *v1.Pod, src *v1.PersistentVolumeClaimVo
 	}
 	return dir, nil
 }
+
+// claimReadOnly is whether the pod's volume name is a persistentVolumeClaim volume with
+// readOnly set: upstream mounts it read-only in every container, whatever the volumeMount
+// says.
+func claimReadOnly(pod *v1.Pod, name string) bool {
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == name {
+			return v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ReadOnly
+		}
+	}
+	return false
+}

@@ -130,6 +130,12 @@ func TestClaimVolumePaths(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(dir, "logs")); err != nil || !fi.IsDir() {
 		t.Fatalf("subPath directory in the claim's volume: %v", err)
 	}
+	// persistentVolumeClaim.readOnly makes every mount of the volume read-only.
+	ro := pod("data")
+	ro.Spec.Volumes[1].PersistentVolumeClaim.ReadOnly = true
+	if ms, err := kubelet.ContainerMounts(ro, ctr, "spec.containers[0]", paths); err != nil || len(ms) != 2 || !ms[0].ReadOnly || !ms[1].ReadOnly {
+		t.Fatalf("ContainerMounts of a readOnly claim: %+v %v", ms, err)
+	}
 
 	for _, tc := range []struct{ claim, want string }{
 		{"missing", `persistentvolumeclaim "missing": persistentvolumeclaims "missing" not found`},
