@@ -135,7 +135,7 @@ func groupVersionsOf(rs []*resource) []schema.GroupVersion {
 
 func (c *customResources) newStore(res *resource) *store {
 	v := res.custom
-	return &store{res: res, chain: c.s.chain,
+	return &store{res: res, chain: c.s.chain, reads: newCustomReads(),
 		s: c.s.backend.ForResource(v.StorageResource, v.New, v.NewList)}
 }
 
@@ -434,8 +434,10 @@ func specChanged(res *resource, cur, out runtime.Object) bool {
 	return !apiequality.Semantic.DeepEqual(fieldOf(cur, "Spec").Interface(), fieldOf(out, "Spec").Interface())
 }
 
-// customView converts a stored custom object or list to the request's version (None
-// conversion: apiVersion only), leaving shared cached objects untouched.
+// customView turns a stored custom object or list into what the request's version
+// serves: crd.Version.ForRead (upstream's pruning and defaulting on read, the None
+// conversion) on a copy, so shared cached objects are never modified. A list's items
+// are ForRead already (customlist.go builds them): only their apiVersion is checked.
 func customView(res *resource, obj runtime.Object) runtime.Object {
 	v := res.custom
 	if v == nil {
@@ -452,11 +454,20 @@ func customView(res *resource, obj runtime.Object) runtime.Object {
 		}
 		c := &unstructured.UnstructuredList{Object: l.Object, Items: make([]unstructured.Unstructured, len(l.Items))}
 		for i := range l.Items {
-			c.Items[i] = *v.Converted(&l.Items[i]).(*unstructured.Unstructured)
+			c.Items[i] = *forRead(v, &l.Items[i])
 		}
 		return c
 	}
-	return v.Converted(obj)
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return forRead(v, u)
+	}
+	return obj
+}
+
+func forRead(v *crd.Version, u *unstructured.Unstructured) *unstructured.Unstructured {
+	c := u.DeepCopy()
+	v.ForRead(c)
+	return c
 }
 
 // customDecoded prunes and defaults a decoded custom object; the pruned fields are

@@ -566,6 +566,9 @@ func (s *Server) serveList(ctx context.Context, rq *request, st *store) error {
 	if err != nil {
 		return err
 	}
+	if st.res.custom != nil {
+		return s.serveCustomList(ctx, rq, st, opts) // customlist.go
+	}
 	list, err := st.s.List(ctx, st.prefix(rq.info.namespace), opts)
 	if err != nil {
 		if errors.Is(err, storage.ErrExpired) && opts.Continue != "" {

@@ -33,6 +33,8 @@ type store struct {
 	chain *admission.Chain
 	// alloc hands out service cluster IPs and node ports (services only).
 	alloc *serviceAllocator
+	// reads keeps custom objects as served, for lists (custom resources only; customlist.go).
+	reads *customReads
 }
 
 const optimisticLockMsg = "the object has been modified; please apply your changes to the latest version and try again"

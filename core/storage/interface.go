@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -123,4 +124,10 @@ func Prefix(resource, namespace string) string {
 		return "/registry/" + resource + "/"
 	}
 	return "/registry/" + resource + "/" + namespace + "/"
+}
+
+// RawLister is implemented by the stores of Backend.ForResource: List without decoding,
+// for a caller that keeps decoded objects of its own (see store.ListRaw).
+type RawLister interface {
+	ListRaw(ctx context.Context, prefix string, opts ListOptions, visit func(key string, value []byte, rev int64) (bool, error)) (metav1.ListMeta, error)
 }

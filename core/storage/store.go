@@ -12,6 +12,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -292,6 +293,45 @@ func (s *store) Count(ctx context.Context, prefix string) (int64, error) {
 }
 
 func (s *store) List(ctx context.Context, prefix string, opts ListOptions) (runtime.Object, error) {
+	listObj := s.newListFunc()
+	listAcc, err := meta.ListAccessor(listObj)
+	if err != nil {
+		return nil, fmt.Errorf("storage: %T is not a list: %w", listObj, err)
+	}
+	items := []runtime.Object{}
+	lm, err := s.ListRaw(ctx, prefix, opts, func(key string, value []byte, rev int64) (bool, error) {
+		obj, err := s.codec.decodePlain(key, value, rev)
+		if err != nil {
+			return false, err
+		}
+		if opts.Predicate != nil && !opts.Predicate(obj) {
+			return false, nil
+		}
+		items = append(items, obj)
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := meta.SetList(listObj, items); err != nil {
+		return nil, fmt.Errorf("storage: fill %T: %w", listObj, err)
+	}
+	listAcc.SetResourceVersion(lm.ResourceVersion)
+	if lm.Continue != "" {
+		listAcc.SetContinue(lm.Continue)
+		listAcc.SetRemainingItemCount(lm.RemainingItemCount)
+	}
+	return listObj, nil
+}
+
+// ListRaw is List for a caller that decodes the values itself (the API server's custom
+// resources, which keep decoded objects of their own): visit is called with each key's
+// plain stored value (after the Transformer) and revision, in key order, and says
+// whether the value is an item of the list (matches the caller's predicate). Paging is
+// List's: the revision read at, the limit, the continue token, and remainingItemCount,
+// left out when opts.Predicate is set (ListRaw never calls it: visit filters). A visit
+// error ends the list with it.
+func (s *store) ListRaw(ctx context.Context, prefix string, opts ListOptions, visit func(key string, value []byte, rev int64) (bool, error)) (metav1.ListMeta, error) {
 	var (
 		startKey = prefix
 		rev      int64
@@ -299,25 +339,20 @@ func (s *store) List(ctx context.Context, prefix string, opts ListOptions) (runt
 	)
 	if opts.Continue != "" {
 		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
-			return nil, fmt.Errorf("%w: list %s: resourceVersion may not be set together with continue", ErrInvalid, prefix)
+			return metav1.ListMeta{}, fmt.Errorf("%w: list %s: resourceVersion may not be set together with continue", ErrInvalid, prefix)
 		}
 		if startKey, rev, err = decodeContinue(opts.Continue, prefix); err != nil {
-			return nil, fmt.Errorf("list %s: %w", prefix, err)
+			return metav1.ListMeta{}, fmt.Errorf("list %s: %w", prefix, err)
 		}
 	} else if rev, err = parseRV(opts.ResourceVersion); err != nil {
-		return nil, fmt.Errorf("list %s: %w", prefix, err)
-	}
-	listObj := s.newListFunc()
-	listAcc, err := meta.ListAccessor(listObj)
-	if err != nil {
-		return nil, fmt.Errorf("storage: %T is not a list: %w", listObj, err)
+		return metav1.ListMeta{}, fmt.Errorf("list %s: %w", prefix, err)
 	}
 
 	rangeEnd := clientv3.GetPrefixRangeEnd(prefix)
 	limit := opts.Limit
 	pageSize := limit
-	items := []runtime.Object{}
 	var (
+		items     int64
 		nextKey   string // set when there are more items after this page
 		remaining int64
 	)
@@ -331,24 +366,29 @@ func (s *store) List(ctx context.Context, prefix string, opts ListOptions) (runt
 		}
 		resp, err := s.read(ctx, "list", startKey, ops...)
 		if err != nil {
-			return nil, err
+			return metav1.ListMeta{}, err
 		}
 		if rev == 0 {
 			rev = resp.Header.Revision
 		}
 		consumed := 0
 		for _, kv := range resp.Kvs {
-			if limit > 0 && int64(len(items)) >= limit {
+			if limit > 0 && items >= limit {
 				nextKey = string(kv.Key)
 				break
 			}
 			consumed++
-			obj, err := s.codec.decode(string(kv.Key), kv.Value, kv.ModRevision)
+			key := string(kv.Key)
+			plain, _, err := s.codec.open(key, kv.Value)
 			if err != nil {
-				return nil, err
+				return metav1.ListMeta{}, err
 			}
-			if opts.Predicate == nil || opts.Predicate(obj) {
-				items = append(items, obj)
+			keep, err := visit(key, plain, kv.ModRevision)
+			if err != nil {
+				return metav1.ListMeta{}, err
+			}
+			if keep {
+				items++
 			}
 		}
 		if nextKey != "" {
@@ -359,7 +399,7 @@ func (s *store) List(ctx context.Context, prefix string, opts ListOptions) (runt
 			break
 		}
 		lastKey := string(resp.Kvs[len(resp.Kvs)-1].Key)
-		if int64(len(items)) >= limit {
+		if items >= limit {
 			nextKey = lastKey + "\x00"
 			remaining = resp.Count - int64(consumed)
 			break
@@ -371,21 +411,18 @@ func (s *store) List(ctx context.Context, prefix string, opts ListOptions) (runt
 			pageSize *= 2
 		}
 	}
-	if err := meta.SetList(listObj, items); err != nil {
-		return nil, fmt.Errorf("storage: fill %T: %w", listObj, err)
-	}
-	listAcc.SetResourceVersion(fmt.Sprint(rev))
+	lm := metav1.ListMeta{ResourceVersion: fmt.Sprint(rev)}
 	if nextKey != "" {
 		token, err := encodeContinue(nextKey, prefix, rev)
 		if err != nil {
-			return nil, err
+			return metav1.ListMeta{}, err
 		}
-		listAcc.SetContinue(token)
+		lm.Continue = token
 		if opts.Predicate == nil && remaining > 0 {
-			listAcc.SetRemainingItemCount(&remaining)
+			lm.RemainingItemCount = &remaining
 		}
 	}
-	return listObj, nil
+	return lm, nil
 }
 
 func (s *store) Watch(ctx context.Context, prefix string, opts WatchOptions) (watch.Interface, error) {
@@ -394,3 +431,5 @@ func (s *store) Watch(ctx context.Context, prefix string, opts WatchOptions) (wa
 	}
 	return s.cacher.watch(ctx, s, prefix, opts)
 }
+
+var _ RawLister = (*store)(nil)

@@ -60,9 +60,12 @@ type Version struct {
 	CRDUID  string
 
 	structural *structuralschema.Structural
-	validator  schemavalidation.SchemaValidator
-	cel        *cel.Validator // nil: no x-kubernetes-validations rules
-	table      rest.TableConvertor
+	// schemas holds every version's structural schema (served or not) by version name:
+	// a stored object is normalized with the schema of the version it was stored in.
+	schemas   map[string]*structuralschema.Structural
+	validator schemavalidation.SchemaValidator
+	cel       *cel.Validator // nil: no x-kubernetes-validations rules
+	table     rest.TableConvertor
 }
 
 // Compile returns the served versions of a CRD (the definition must be valid, see
@@ -86,6 +89,19 @@ func Compile(def *apiextensionsv1.CustomResourceDefinition) ([]*Version, error) 
 	if listKind == "" {
 		listKind = names.Kind + "List"
 	}
+	schemas := map[string]*structuralschema.Structural{}
+	for _, v := range def.Spec.Versions {
+		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+			continue
+		}
+		internal := &apiextensions.JSONSchemaProps{}
+		if apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v.Schema.OpenAPIV3Schema, internal, nil) != nil {
+			continue
+		}
+		if s, err := structuralschema.NewStructural(internal); err == nil {
+			schemas[v.Name] = s
+		}
+	}
 	var out []*Version
 	for i := range def.Spec.Versions {
 		v := &def.Spec.Versions[i]
@@ -100,6 +116,7 @@ func Compile(def *apiextensionsv1.CustomResourceDefinition) ([]*Version, error) 
 			StorageVersion:  storage,
 			StorageResource: def.Spec.Group + "/" + names.Plural,
 			CRDName:         def.Name, CRDUID: string(def.UID),
+			schemas: schemas,
 		}
 		if sr := v.Subresources; sr != nil {
 			cv.Status = sr.Status != nil
@@ -220,6 +237,29 @@ func (v *Version) Converted(obj runtime.Object) runtime.Object {
 	c := u.DeepCopy()
 	c.SetAPIVersion(v.GVR.GroupVersion().String())
 	return c
+}
+
+// ForRead does to an object read from storage what upstream's storage decoding does to
+// a custom resource, in place: prunes unknown fields and nulls the schema does not allow,
+// and applies defaults, with the schema of the version it was stored in (so a default
+// or a field dropped from the schema since the object was written shows on reads, as
+// upstream), then converts it to this version (None: apiVersion only) and prunes with
+// this version's schema. An object that went through Decode with the current schema is
+// unchanged but for apiVersion.
+func (v *Version) ForRead(u *unstructured.Unstructured) {
+	stored := v.StorageVersion
+	if gv, err := schema.ParseGroupVersion(u.GetAPIVersion()); err == nil && gv.Group == v.GVR.Group && v.schemas[gv.Version] != nil {
+		stored = gv.Version
+	}
+	if s := v.schemas[stored]; s != nil {
+		pruning.PruneWithOptions(u.Object, s, true, structuralschema.UnknownFieldPathOptions{})
+		defaulting.PruneNonNullableNullsWithoutDefaults(u.Object, s)
+		defaulting.Default(u.Object, s)
+	}
+	if stored != v.GVR.Version {
+		u.SetAPIVersion(v.GVR.GroupVersion().String())
+		pruning.PruneWithOptions(u.Object, v.structural, true, structuralschema.UnknownFieldPathOptions{})
+	}
 }
 
 // ForStorage sets apiVersion to the storage version (in place).

@@ -1,0 +1,215 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/crd"
+	"github.com/wasmkube/wasmkube/core/storage"
+)
+
+// Lists of custom resources (docs/crds.md, "Reads"). A custom object is stored as JSON and
+// served as an unstructured map: decoding every stored value into maps, normalizing it
+// (crd.Version.ForRead) and encoding the maps back was most of a list's server time. So
+// each store of a served version keeps, per key, the last revision it served: the object
+// as served (read-only) and its JSON. A list still reads etcd at the revision it asks for
+// (what it returns is exactly what a list that decodes everything would), but decodes
+// only the values whose revision it has not served before, and writes the JSON response
+// from the kept bytes. The kept objects depend on the compiled CRD version: a CRD change
+// compiles new versions, whose stores start empty.
+
+// customReads is the per-store memo of served custom objects, by etcd key.
+type customReads struct {
+	mu sync.RWMutex
+	m  map[string]*customRead
+}
+
+// customRead is one custom object as a store serves it at one revision.
+type customRead struct {
+	rev  int64
+	obj  *unstructured.Unstructured // ForRead applied, resourceVersion set; never modified
+	json []byte                     // obj encoded
+}
+
+func newCustomReads() *customReads { return &customReads{m: map[string]*customRead{}} }
+
+// read returns the served form of the value stored at key with revision rev, decoding and
+// normalizing it unless this revision was served before.
+func (c *customReads) read(v *crd.Version, key string, value []byte, rev int64) (*customRead, error) {
+	c.mu.RLock()
+	r := c.m[key]
+	c.mu.RUnlock()
+	if r != nil && r.rev == rev {
+		return r, nil
+	}
+	u := &unstructured.Unstructured{}
+	var err error
+	if bytes.HasPrefix(value, []byte("{")) {
+		err = u.UnmarshalJSON(value)
+	} else {
+		err = storage.DecodeValue(value, u)
+	}
+	if err != nil {
+		return nil, apierrors.NewInternalError(errors.New("decode " + key + " at revision " + strconv.FormatInt(rev, 10) + ": " + err.Error()))
+	}
+	u.SetResourceVersion(strconv.FormatInt(rev, 10))
+	v.ForRead(u)
+	b, err := json.Marshal(u.Object)
+	if err != nil {
+		return nil, apierrors.NewInternalError(errors.New("encode " + key + ": " + err.Error()))
+	}
+	nr := &customRead{rev: rev, obj: u, json: b}
+	c.mu.Lock()
+	// A list at an older revision does not replace a newer object.
+	if cur := c.m[key]; cur == nil || cur.rev < rev {
+		c.m[key] = nr
+	}
+	c.mu.Unlock()
+	return nr, nil
+}
+
+// forget drops the kept objects under prefix with keys from lo to hi (inclusive; "" is
+// open) that a list of that range did not see: they were deleted. Dropping is always
+// safe (the next list decodes them again), so a list at an old revision may drop too much
+// but never keeps a deleted object.
+func (c *customReads) forget(prefix, lo, hi string, seen map[string]struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.m {
+		if !strings.HasPrefix(k, prefix) || lo != "" && k < lo || hi != "" && k > hi {
+			continue
+		}
+		if _, ok := seen[k]; !ok {
+			delete(c.m, k)
+		}
+	}
+}
+
+// serveCustomList serves a list of a custom resource from st.reads: label and field
+// selectors on the kept objects, paging and resourceVersion as storage's List, JSON (and
+// YAML) written from the kept bytes, tables and PartialObjectMetadata from the kept objects.
+func (s *Server) serveCustomList(ctx context.Context, rq *request, st *store, opts storage.ListOptions) error {
+	raw, ok := st.s.(storage.RawLister)
+	v := st.res.custom
+	if !ok || st.reads == nil {
+		list, err := st.s.List(ctx, st.prefix(rq.info.namespace), opts)
+		if err != nil {
+			return listError(st, err, opts)
+		}
+		if ul, ok := list.(*unstructured.UnstructuredList); ok {
+			for i := range ul.Items {
+				v.ForRead(&ul.Items[i]) // decoded for this list alone
+			}
+		}
+		return s.respond(rq, http.StatusOK, list)
+	}
+	prefix := st.prefix(rq.info.namespace)
+	var items []*customRead
+	seen := map[string]struct{}{}
+	first, last := "", ""
+	lm, err := raw.ListRaw(ctx, prefix, opts, func(key string, value []byte, rev int64) (bool, error) {
+		r, err := st.reads.read(v, key, value, rev)
+		if err != nil {
+			return false, err
+		}
+		if first == "" {
+			first = key
+		}
+		last = key
+		seen[key] = struct{}{}
+		if opts.Predicate != nil && !opts.Predicate(r.obj) {
+			return false, nil
+		}
+		items = append(items, r)
+		return true, nil
+	})
+	if err != nil {
+		return listError(st, err, opts)
+	}
+	// The range this list read: from the start of prefix (or the first key after the
+	// continue token) to its end (or the last key of a page).
+	lo, hi := "", ""
+	if opts.Continue != "" {
+		lo = first
+	}
+	if lm.Continue != "" {
+		hi = last
+	}
+	if opts.Continue == "" || first != "" {
+		st.reads.forget(prefix, lo, hi, seen)
+	}
+	switch rq.format {
+	case outJSON, outYAML, outProtobuf: // custom resources have no protobuf: JSON, as writeJSON answers
+		writeCustomList(rq.w, v, lm, items, rq.format)
+		return nil
+	}
+	list := &unstructured.UnstructuredList{Object: map[string]any{}, Items: make([]unstructured.Unstructured, len(items))}
+	list.SetAPIVersion(v.GVR.GroupVersion().String())
+	list.SetKind(v.ListKind)
+	list.SetResourceVersion(lm.ResourceVersion)
+	if lm.Continue != "" {
+		list.SetContinue(lm.Continue)
+		list.SetRemainingItemCount(lm.RemainingItemCount)
+	}
+	for i, r := range items {
+		list.Items[i] = *r.obj // shares the kept map: the table and partial outputs only read it
+	}
+	return s.respond(rq, http.StatusOK, list)
+}
+
+func listError(st *store, err error, opts storage.ListOptions) error {
+	if errors.Is(err, storage.ErrExpired) && opts.Continue != "" {
+		return apierrors.NewResourceExpired("the provided continue parameter is too old to display a consistent list result; start a new list without it")
+	}
+	return st.apiError(err, "")
+}
+
+// writeCustomList writes {"apiVersion":..,"kind":"<Kind>List","metadata":{..},"items":[..]}
+// from the kept JSON of each item.
+func writeCustomList(w http.ResponseWriter, v *crd.Version, lm metav1.ListMeta, items []*customRead, format outputFormat) {
+	n := 256
+	for _, r := range items {
+		n += len(r.json) + 1
+	}
+	b := make([]byte, 0, n)
+	gv, _ := json.Marshal(v.GVR.GroupVersion().String())
+	kind, _ := json.Marshal(v.ListKind)
+	meta, _ := json.Marshal(&lm)
+	b = append(b, `{"apiVersion":`...)
+	b = append(b, gv...)
+	b = append(b, `,"kind":`...)
+	b = append(b, kind...)
+	b = append(b, `,"metadata":`...)
+	b = append(b, meta...)
+	b = append(b, `,"items":[`...)
+	for i, r := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, r.json...)
+	}
+	b = append(b, "]}"...)
+	ct := "application/json"
+	if format == outYAML {
+		y, err := yaml.JSONToYAML(b)
+		if err != nil {
+			writeError(w, apierrors.NewInternalError(err))
+			return
+		}
+		b, ct = y, "application/yaml"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+}
