@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -210,9 +211,28 @@ func (c *statsCollector) summary() *statsv1alpha1.Summary {
 	if !c.nodeS.cur.time.IsZero() {
 		out.Node.CPU, out.Node.Memory = cpuStats(c.nodeS), memStats(c.nodeS)
 	}
+	// Pods by namespace and name, containers by name: a stable order for readers (a map's
+	// would change between two requests).
+	series := make([]*containerSeries, 0, len(c.containers))
+	for _, s := range c.containers {
+		series = append(series, s)
+	}
+	sort.Slice(series, func(i, j int) bool {
+		a, b := series[i], series[j]
+		if a.pod.Namespace != b.pod.Namespace {
+			return a.pod.Namespace < b.pod.Namespace
+		}
+		if a.pod.Name != b.pod.Name {
+			return a.pod.Name < b.pod.Name
+		}
+		if a.pod.UID != b.pod.UID {
+			return a.pod.UID < b.pod.UID
+		}
+		return a.name < b.name
+	})
 	pods := map[string]*statsv1alpha1.PodStats{}
 	var order []string
-	for _, s := range c.containers {
+	for _, s := range series {
 		p := pods[s.pod.UID]
 		if p == nil {
 			p = &statsv1alpha1.PodStats{PodRef: statsv1alpha1.PodReference{Name: s.pod.Name, Namespace: s.pod.Namespace, UID: s.pod.UID}}
