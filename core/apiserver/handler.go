@@ -611,12 +611,6 @@ func (s *Server) serveDeleteCollection(ctx context.Context, rq *request, st *sto
 	return nil
 }
 
-// watchEvent is the wire form of a watch event.
-type watchEvent struct {
-	Type   watch.EventType `json:"type"`
-	Object any             `json:"object"`
-}
-
 func (s *Server) serveWatch(ctx context.Context, rq *request, st *store) error {
 	q := rq.query
 	pred, err := st.predicate(q.Get("labelSelector"), q.Get("fieldSelector"))
@@ -649,11 +643,11 @@ func (s *Server) serveWatch(ctx context.Context, rq *request, st *store) error {
 
 	w := rq.w
 	flusher, _ := w.(http.Flusher)
-	enc := json.NewEncoder(w)
+	enc := newWatchEncoder(w, rq.format == outProtobuf && protobufCapable(st.res))
 	started := false
 	start := func() {
 		if !started {
-			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Type", enc.contentType())
 			w.WriteHeader(http.StatusOK)
 			started = true
 		}
@@ -670,7 +664,7 @@ func (s *Server) serveWatch(ctx context.Context, rq *request, st *store) error {
 		} else if t == watch.Bookmark {
 			ensureKind(obj, st.res.gvk())
 		}
-		return enc.Encode(watchEvent{Type: t, Object: out})
+		return enc.encode(t, out)
 	}
 	sendErr := func(err error) {
 		st := toStatus(err)
@@ -711,8 +705,12 @@ func (s *Server) serveWatch(ctx context.Context, rq *request, st *store) error {
 		}
 	}
 
+	// Built-in objects sent as they are stored (no Table, metadata-only or version
+	// view) share their encodings with the other watchers of each event: each event is
+	// encoded once per content type, not once per watcher (watchencode.go).
+	shared := (rq.format == outJSON || rq.format == outProtobuf || rq.format == outYAML) && st.res.custom == nil
 	wi, err := st.s.Watch(ctx, st.prefix(rq.info.namespace), storage.WatchOptions{ResourceVersion: rv, Predicate: pred, AllowBookmarks: bookmarks,
-		IndexValue: st.indexValue(q.Get("fieldSelector"))})
+		IndexValue: st.indexValue(q.Get("fieldSelector")), SharedEncodings: shared})
 	if err != nil {
 		// Upstream answers an expired resourceVersion with an ERROR event, which makes
 		// reflectors relist; other errors are plain statuses.
@@ -743,7 +741,7 @@ func (s *Server) serveWatch(ctx context.Context, rq *request, st *store) error {
 				if stt, ok := ev.Object.(*metav1.Status); ok {
 					stt.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
 				}
-				_ = enc.Encode(watchEvent{Type: watch.Error, Object: ev.Object})
+				_ = enc.encode(watch.Error, ev.Object)
 				if flusher != nil {
 					flusher.Flush()
 				}
