@@ -46,6 +46,11 @@ func typedGet(obj any, path string) (res gjson.Result, ok bool) {
 			break // cur encodes itself (Quantity, RawExtension): gjson reads its JSON
 		}
 		if !found {
+			if more && !plainPath(rest) && !arraySelection(rest) {
+				// gjson can answer a later multipath or modifier even where this key
+				// is missing (`0.{)` gives {}): let it decide.
+				return gjson.Result{}, false
+			}
 			return gjson.Result{}, true
 		}
 		cur, path = next, rest
@@ -56,6 +61,12 @@ func typedGet(obj any, path string) (res gjson.Result, ok bool) {
 			}
 			return gjson.ParseBytes(b), true
 		}
+	}
+	if path != "" && strings.IndexByte("!@{[", path[0]) >= 0 {
+		// A literal, modifier or multipath means something else at the start of a
+		// path than in its middle (`metadata.!0` is nothing, `!0` is 0): the whole
+		// document decides.
+		return gjson.Result{}, false
 	}
 	b, err := marshalValue(cur)
 	if err != nil {
@@ -270,6 +281,34 @@ func marshalValue(v reflect.Value) ([]byte, error) {
 		return json.Marshal(v.Addr().Interface())
 	}
 	return json.Marshal(v.Interface())
+}
+
+// arraySelection reports whether path is `#`, `#.` and plain keys, or `#.{...}` of them
+// (what eachElement evaluates): nothing when the array is missing.
+func arraySelection(path string) bool {
+	if path == "#" {
+		return true
+	}
+	sel, ok := strings.CutPrefix(path, "#.")
+	if !ok {
+		return false
+	}
+	_, _, ok = parseSelectors(sel)
+	return ok
+}
+
+// plainPath reports whether every component of path is a plain key.
+func plainPath(path string) bool {
+	for {
+		comp, rest, more := cutComponent(path)
+		if !plainKey(comp) {
+			return false
+		}
+		if !more {
+			return true
+		}
+		path = rest
+	}
 }
 
 // cutComponent splits a gjson path at its first dot.

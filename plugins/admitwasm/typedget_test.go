@@ -113,8 +113,10 @@ func TestTypedGetDeclines(t *testing.T) {
 	if r, ok := typedGet(objs[0], "spec.containers.#.name"); !ok || r.Raw != `["app","side"]` {
 		t.Errorf("spec.containers.#.name = %q, %v", r.Raw, ok)
 	}
-	// The example policies' multipaths are answered element by element, not declined.
-	for _, p := range []string{"spec.containers.#.{name,p:securityContext.privileged}", "spec.containers.#.{name,resources}"} {
+	// The example policies' multipaths are answered element by element, not declined,
+	// also where the list is missing (the pod has no ephemeral containers).
+	for _, p := range []string{"spec.containers.#.{name,p:securityContext.privileged}", "spec.containers.#.{name,resources}",
+		"spec.ephemeralContainers.#.{name,p:securityContext.privileged}", "spec.ephemeralContainers.#", "spec.volumes.#.{name,h:hostPath}"} {
 		if _, ok := typedGet(objs[0], p); !ok {
 			t.Errorf("%s: declined", p)
 		}
