@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
@@ -169,10 +170,18 @@ func caHash(caPEM []byte) string {
 }
 
 // servingHosts are the names and addresses the serving certificate must cover for a
-// listen address: loopback always, the listen host, and for a wildcard listen every
-// address of this machine plus its host name.
-func servingHosts(listenHost string) []string {
-	hosts := []string{"127.0.0.1", "localhost", "::1"}
+// listen address: loopback always, the names and cluster IP of the `default/kubernetes`
+// Service (what in-cluster clients dial: client-go's rest.InClusterConfig goes to
+// https://$KUBERNETES_SERVICE_HOST, the service range's first address, and checks the
+// certificate against the mounted ca.crt; upstream's kube-apiserver and kubeadm put the
+// same names in theirs), the listen host, and for a wildcard listen every address of this
+// machine plus its host name.
+func servingHosts(listenHost, serviceCIDR string) []string {
+	hosts := []string{"127.0.0.1", "localhost", "::1",
+		"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}
+	if ip := kubernetesServiceIP(serviceCIDR); ip != "" {
+		hosts = append(hosts, ip)
+	}
 	add := func(h string) {
 		for _, x := range hosts {
 			if x == h {
@@ -197,4 +206,16 @@ func servingHosts(listenHost string) []string {
 		add(listenHost)
 	}
 	return hosts
+}
+
+// kubernetesServiceIP is the cluster IP of `default/kubernetes`: the first address of the
+// service range (empty for a range that is not IPv4; the allocator refuses those).
+func kubernetesServiceIP(serviceCIDR string) string {
+	_, cidr, err := net.ParseCIDR(serviceCIDR)
+	if err != nil || cidr.IP.To4() == nil {
+		return ""
+	}
+	first := make(net.IP, 4)
+	binary.BigEndian.PutUint32(first, binary.BigEndian.Uint32(cidr.IP.To4())+1)
+	return first.String()
 }

@@ -180,7 +180,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if len(opts.EtcdEndpoints) > 0 {
 		shared = newSharedIdentity(s.backend, opts.DataDir, opts.EncryptionConfig == "")
 		err := shared.sync(ctx, func() error {
-			if _, err := loadOrCreatePKI(pkiDir, servingHosts(host)); err != nil {
+			if _, err := loadOrCreatePKI(pkiDir, servingHosts(host, opts.ServiceCIDR)); err != nil {
 				return err
 			}
 			_, err := loadOrCreateTokens(opts.DataDir, opts.NodeCredentialTTL)
@@ -190,7 +190,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("apiserver: %w", err)
 		}
 	}
-	if s.pki, err = loadOrCreatePKI(pkiDir, servingHosts(host)); err != nil {
+	if s.pki, err = loadOrCreatePKI(pkiDir, servingHosts(host, opts.ServiceCIDR)); err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
 	if s.auth, err = loadOrCreateTokens(opts.DataDir, opts.NodeCredentialTTL); err != nil {
