@@ -57,6 +57,12 @@ func Subsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset {
 		}
 		addr := corev1.EndpointAddress{IP: p.Status.PodIP, NodeName: nodeName(p),
 			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID}}
+		// As upstream's endpoints controller: a pod whose subdomain names this Service is
+		// published under its hostname, which is what the cluster DNS answers
+		// <hostname>.<svc>.<ns>.svc.<zone> with (a StatefulSet's web-0.web...).
+		if p.Spec.Hostname != "" && p.Spec.Subdomain == svc.Name && p.Namespace == svc.Namespace {
+			addr.Hostname = p.Spec.Hostname
+		}
 		if svc.Spec.PublishNotReadyAddresses || podstate.IsReady(p) {
 			g.ready = append(g.ready, addr)
 		} else {

@@ -64,6 +64,28 @@ func TestSubsets(t *testing.T) {
 	}
 }
 
+// A pod whose spec.subdomain names the Service is published under its spec.hostname (what
+// the cluster DNS answers web-0.web.<ns>.svc.<zone> with); one with another subdomain, or
+// none, is published without.
+func TestSubsetsHostnameForSubdomain(t *testing.T) {
+	web0 := pod("web-0", "10.0.0.1", true, "http", 8080)
+	web0.Spec.Hostname, web0.Spec.Subdomain = "web-0", "web"
+	other := pod("db-0", "10.0.0.2", true, "http", 8080)
+	other.Spec.Hostname, other.Spec.Subdomain = "db-0", "db"
+	plain := pod("p", "10.0.0.3", true, "http", 8080)
+	plain.Spec.Hostname = "p"
+	got := Subsets(svc(), []*corev1.Pod{web0, other, plain})
+	if len(got) != 1 || len(got[0].Addresses) != 3 {
+		t.Fatalf("subsets: %+v", got)
+	}
+	want := map[string]string{"10.0.0.1": "web-0", "10.0.0.2": "", "10.0.0.3": ""}
+	for _, a := range got[0].Addresses {
+		if a.Hostname != want[a.IP] {
+			t.Errorf("address %s: hostname %q, want %q", a.IP, a.Hostname, want[a.IP])
+		}
+	}
+}
+
 func TestControllerFollowsReadiness(t *testing.T) {
 	p := pod("a", "10.0.0.1", true, "http", 8080)
 	client := fake.NewClientset(svc(), p)
