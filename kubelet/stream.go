@@ -137,10 +137,13 @@ func (k *Kubelet) serveExec(w http.ResponseWriter, r *http.Request) {
 	if st == nil {
 		return
 	}
+	t0 := time.Now()
 	t := k.resolveStream(w, r, "exec", true)
 	if t == nil {
 		return
 	}
+	k.log.Debug("exec request", "pod", t.pod.Name, "container", t.container, "resolve", time.Since(t0))
+	defer func() { k.log.Debug("exec done", "pod", t.pod.Name, "container", t.container, "took", time.Since(t0)) }()
 	opts, err := remotecommand.NewOptions(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -151,7 +154,14 @@ func (k *Kubelet) serveExec(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "query parameter command is required", http.StatusBadRequest)
 		return
 	}
-	remotecommand.ServeExec(w, r, &streamAdapter{st: st, id: t.id}, t.pod.Name, string(t.pod.UID), t.container, cmd,
+	a := &streamAdapter{st: st, id: t.id}
+	if isWebSocketV5(r) {
+		serveWebSocketV5(w, r, opts, func(ctx context.Context, in io.Reader, out, errw io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize) error {
+			return a.ExecInContainer(ctx, "", "", "", cmd, in, out, errw, tty, resize, 0)
+		})
+		return
+	}
+	remotecommand.ServeExec(w, r, a, t.pod.Name, string(t.pod.UID), t.container, cmd,
 		opts, streamIdleTimeout, streamCreationTimeout, remotecommand.SupportedStreamingProtocols)
 }
 
@@ -169,7 +179,14 @@ func (k *Kubelet) serveAttach(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	remotecommand.ServeAttach(w, r, &streamAdapter{st: st, id: t.id}, t.pod.Name, string(t.pod.UID), t.container,
+	a := &streamAdapter{st: st, id: t.id}
+	if isWebSocketV5(r) {
+		serveWebSocketV5(w, r, opts, func(ctx context.Context, in io.Reader, out, errw io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize) error {
+			return a.AttachContainer(ctx, "", "", "", in, out, errw, tty, resize)
+		})
+		return
+	}
+	remotecommand.ServeAttach(w, r, a, t.pod.Name, string(t.pod.UID), t.container,
 		opts, streamIdleTimeout, streamCreationTimeout, remotecommand.SupportedStreamingProtocols)
 }
 

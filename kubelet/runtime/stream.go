@@ -57,6 +57,15 @@ func (r *Containerd) Exec(ctx context.Context, id string, cmd []string, s Stream
 	if len(cmd) == 0 {
 		return 0, fmt.Errorf("exec in container %s: empty command", id)
 	}
+	// Where an exec's time goes, at debug level (docs/benchmarks.md, kubectl exec round trip).
+	t0 := time.Now()
+	var tLoaded, tCreated, tStarted, tExited time.Time
+	defer func() {
+		if !tExited.IsZero() {
+			r.log.Debug("exec", "container", id, "load", tLoaded.Sub(t0), "create", tCreated.Sub(tLoaded),
+				"start", tStarted.Sub(tCreated), "run", tExited.Sub(tStarted), "drain", time.Since(tExited))
+		}
+	}()
 	c, err := r.c.LoadContainer(ctx, id)
 	if err != nil {
 		return 0, fmt.Errorf("exec in container %s: %w", id, wrapNotFound(err))
@@ -108,6 +117,7 @@ func (r *Containerd) Exec(ctx context.Context, id string, cmd []string, s Stream
 	if er, ok := stdin.(*eofReader); ok {
 		er.ready = started
 	}
+	tLoaded = time.Now()
 	proc, err = task.Exec(ctx, "exec-"+newID()[:12], &pspec, cio.NewCreator(opts...))
 	if err != nil {
 		close(started)
@@ -121,10 +131,12 @@ func (r *Containerd) Exec(ctx context.Context, id string, cmd []string, s Stream
 		close(started)
 		return 0, fmt.Errorf("exec in container %s: %w", id, err)
 	}
+	tCreated = time.Now()
 	if err := proc.Start(ctx); err != nil {
 		close(started)
 		return 0, fmt.Errorf("exec %q in container %s: %w", cmd[0], id, err)
 	}
+	tStarted = time.Now()
 	close(started)
 	done := make(chan struct{})
 	defer close(done)
@@ -134,6 +146,7 @@ func (r *Containerd) Exec(ctx context.Context, id string, cmd []string, s Stream
 	var es client.ExitStatus
 	select {
 	case es = <-exited:
+		tExited = time.Now()
 	case <-ctx.Done():
 		_ = proc.Kill(bg, syscall.SIGKILL)
 		<-exited
