@@ -99,7 +99,7 @@ compiler. See docs/plugin-kit.md.`,
 	}
 	f := c.Flags()
 	f.StringVar(&o.lang, "lang", "", "go, rust, assemblyscript, c or wat")
-	f.StringVar(&o.kind, "kind", "", "filter, score, validate, mutate, probe or prestop")
+	f.StringVar(&o.kind, "kind", "", "filter, score, validate, mutate, probe or prestop (or preStop)")
 	f.StringVar(&o.sdk, "sdk", "", "the wasmkube source tree whose sdk/ a Go, Rust or AssemblyScript plugin builds against")
 	pluginCmd.AddCommand(c)
 }
@@ -115,6 +115,9 @@ func sortedLangs() []string {
 
 // runPluginNew scaffolds dir with a plugin of o.kind in o.lang.
 func runPluginNew(out io.Writer, dir string, o *pluginNewOptions) error {
+	// Kubernetes spells the hook preStop; the kinds are lowercase (as the annotation
+	// hooks.wasmkube.io/prestop.<container> is), and either spelling is that kind.
+	o.kind = strings.ToLower(o.kind)
 	lang, ok := newLangs[o.lang]
 	switch {
 	case o.lang == "":
@@ -206,10 +209,9 @@ func runPluginNew(out io.Writer, dir string, o *pluginNewOptions) error {
 		return err
 	}
 	fmt.Fprintf(out, "created %s/ (%s %s plugin %s): %s\n", dir, o.lang, o.kind, name, strings.Join(names, ", "))
-	fmt.Fprintf(out, "next:\n  cd %s\n  ./build.sh\n  wasmkube plugin check %s\n  wasmkube plugin test %s cases.yaml\n", dir, d.Module, d.Module)
-	if d.Scheduler {
-		fmt.Fprintf(out, "  wasmkube plugin conformance %s\n", d.Module)
-	}
+	// Every kind has conformance checks (scheduler, admission or kubelet-hook ones).
+	fmt.Fprintf(out, "next:\n  cd %s\n  ./build.sh\n  wasmkube plugin check %s\n  wasmkube plugin test %s cases.yaml\n  wasmkube plugin conformance %s\n",
+		dir, d.Module, d.Module, d.Module)
 	return nil
 }
 

@@ -84,12 +84,32 @@ func TestPluginNew(t *testing.T) {
 					t.Fatalf("plugin check: %v\n%s", err, check.String())
 				}
 				var test bytes.Buffer
-				o := &kitOptions{timeout: wasmhost.DefaultTimeout, memoryLimit: "64Mi", output: "text"}
+				o := &kitOptions{memoryLimit: "64Mi", output: "text"} // the default limit, as the commands have it
 				if err := runPluginTest(ctx, &test, module, []string{filepath.Join(dir, "cases.yaml")}, o); err != nil {
 					t.Fatalf("plugin test: %v\n%s", err, test.String())
 				}
 				if !regexp.MustCompile(`(?m)^[1-9][0-9]* passed, 0 failed`).MatchString(test.String()) {
 					t.Errorf("plugin test did not pass the generated cases:\n%s", test.String())
+				}
+				if !strings.Contains(string(readme), "wasmkube plugin conformance "+filepath.Base(dir)+".wasm") {
+					t.Errorf("README.md names no conformance command:\n%s", readme)
+				}
+				// The README promises conformance too. The C and WAT templates (a second or
+				// two each) are checked here; the Go, Rust and AssemblyScript SDKs' examples are
+				// checked by their packages' tests. A hook's leak check makes 20,000 calls over
+				// loopback HTTP (10 s): one hook kind is enough. The limit is 1 s, as
+				// plugins/wasmtest's tests give: at a load of 20 on two cores a call of a
+				// correct plugin can take longer than the default 100 ms.
+				if (lang == "c" || lang == "wat") && ((kind != "probe" && kind != "prestop") || (lang == "wat" && kind == "probe")) {
+					var conf bytes.Buffer
+					co := *o
+					co.timeout = time.Second
+					if err := runPluginConformance(ctx, &conf, module, &co); err != nil {
+						t.Fatalf("plugin conformance: %v\n%s", err, conf.String())
+					}
+					if !regexp.MustCompile(`(?m)^[1-9][0-9]* passed, 0 failed`).MatchString(conf.String()) {
+						t.Errorf("plugin conformance did not pass the generated plugin:\n%s", conf.String())
+					}
 				}
 			})
 		}
@@ -189,5 +209,22 @@ func TestPluginNewInTree(t *testing.T) {
 		if err != nil || !strings.Contains(string(b), "../../../sdk/") {
 			t.Errorf("%s of a %s plugin inside the tree does not name the SDK as ../../../sdk/: %v\n%s", file, lang, err, b)
 		}
+	}
+}
+
+// TestPluginNewPreStopSpelling checks that --kind preStop, as Kubernetes spells the hook,
+// scaffolds the prestop kind.
+func TestPluginNewPreStopSpelling(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "drain")
+	var out bytes.Buffer
+	if err := runPluginNew(&out, dir, &pluginNewOptions{lang: "wat", kind: "preStop"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "wat prestop plugin drain") {
+		t.Errorf("plugin new --kind preStop did not write a prestop plugin:\n%s", out.String())
+	}
+	src, err := os.ReadFile(filepath.Join(dir, "drain.wat"))
+	if err != nil || !strings.Contains(string(src), "wasmkube_prestop") {
+		t.Errorf("drain.wat exports no wasmkube_prestop: %v\n%s", err, src)
 	}
 }
