@@ -407,7 +407,14 @@ func checkLeak(ctx context.Context, p *Plugin, o ConformanceOptions) ([]string, 
 	var marks []uint64
 	for i := range 2 * o.Calls {
 		if _, err := Cycle(ctx, pool, pods[i%len(pods)], nodes, CycleOptions{}); err != nil {
-			return failure(fmt.Sprintf("cycle %d of %d", i+1, 2*o.Calls), err), ""
+			diff := failure(fmt.Sprintf("cycle %d of %d", i+1, 2*o.Calls), err)
+			// A heap that only grows makes each call slower (a collector scans all of it)
+			// before it reaches the limit: say so when the memory grew up to the failure.
+			if len(marks) >= 2 && marks[len(marks)-1] > marks[0]+1<<20 {
+				diff = append(diff, fmt.Sprintf("linear memory had grown from %d KiB to %d KiB over the %d cycles before it: something is kept from every call",
+					marks[0]>>10, marks[len(marks)-1]>>10, (len(marks)-1)*quarter))
+			}
+			return diff, ""
 		}
 		if i >= o.Calls-1 && (i+1)%quarter == 0 {
 			marks = append(marks, sum(pool.IdleMemory()))
