@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/wasmkube/wasmkube/internal/kubeclient"
 	"github.com/wasmkube/wasmkube/kubelet/cni"
 	"github.com/wasmkube/wasmkube/kubelet/hook"
 	"github.com/wasmkube/wasmkube/kubelet/images"
@@ -208,7 +209,7 @@ func New(ctx context.Context, opts Options) (*Kubelet, error) {
 		cfg.QPS, cfg.Burst = 100, 200
 	}
 	cfg.UserAgent = "wasmkube-kubelet/" + opts.NodeName
-	if k.client, err = kubernetes.NewForConfig(cfg); err != nil {
+	if k.client, err = kubeclient.NewClientset(cfg); err != nil {
 		return nil, fmt.Errorf("kubelet: API client: %w", err)
 	}
 	k.rt = opts.Runtime

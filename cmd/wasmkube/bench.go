@@ -31,6 +31,7 @@ import (
 
 	"github.com/wasmkube/wasmkube/core/apiserver"
 	"github.com/wasmkube/wasmkube/core/scheduler"
+	"github.com/wasmkube/wasmkube/internal/kubeclient"
 	"github.com/wasmkube/wasmkube/kubelet/hollow"
 	"github.com/wasmkube/wasmkube/plugins/schedwasm"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
@@ -238,7 +239,7 @@ func runSchedBench(out io.Writer, o schedBenchOptions) error {
 	labelComponent(compClients)
 	ccfg := rest.CopyConfig(cfg)
 	ccfg.Dial = (&net.Dialer{}).DialContext // the pod creators get a connection of their own
-	client, err := kubernetes.NewForConfig(ccfg)
+	client, err := kubeclient.NewClientset(ccfg)
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/apiserver"
 	"github.com/wasmkube/wasmkube/core/controller"
 	"github.com/wasmkube/wasmkube/core/scheduler"
+	"github.com/wasmkube/wasmkube/internal/kubeclient"
 	"github.com/wasmkube/wasmkube/kubelet/hollow"
 )
 
@@ -119,7 +120,7 @@ func runDeploymentBench(log *slog.Logger, nodes, replicas int, leaseInterval, ti
 	defer func() { stopAPI(); <-apiDone }()
 	cfg := rest.CopyConfig(srv.AdminRESTConfig())
 	cfg.QPS, cfg.Burst = 5000, 10000
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := kubeclient.NewClientset(cfg)
 	if err != nil {
 		return res, err
 	}

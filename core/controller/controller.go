@@ -47,6 +47,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/controller/statefulset"
 	"github.com/wasmkube/wasmkube/core/controller/worker"
 	"github.com/wasmkube/wasmkube/core/leaderelect"
+	"github.com/wasmkube/wasmkube/internal/kubeclient"
 )
 
 // LeaseName is the Lease in kube-system that controller managers compete for.
@@ -127,7 +128,7 @@ func Run(ctx context.Context, o Options) error {
 	// 1,000-replica rollout take minutes.
 	cfg.QPS, cfg.Burst = 1000, 2000
 	cfg.UserAgent = "wasmkube-controller-manager"
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := kubeclient.NewClientset(cfg)
 	if err != nil {
 		err = fmt.Errorf("controller manager: client: %w", err)
 		o.Status.Set(leaderelect.Stopped, err)

@@ -39,6 +39,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/scheduler/config"
 	"github.com/wasmkube/wasmkube/core/scheduler/framework"
 	"github.com/wasmkube/wasmkube/core/scheduler/queue"
+	"github.com/wasmkube/wasmkube/internal/kubeclient"
 )
 
 // explainPatchQueue bounds the explanations waiting to be patched onto bound pods.
@@ -136,7 +137,7 @@ func New(ctx context.Context, opts Options) (*Scheduler, error) {
 	}
 	cfg.UserAgent = "wasmkube-scheduler"
 	ownConnection(cfg)
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := kubeclient.NewClientset(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: client: %w", err)
 	}

@@ -31,6 +31,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
+
+	"github.com/wasmkube/wasmkube/internal/kubeclient"
 )
 
 // Options configure the hollow nodes.
@@ -163,7 +165,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		// with every other in-process client of the same API server.
 		cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	}
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := kubeclient.NewClientset(cfg)
 	if err != nil {
 		return fmt.Errorf("hollow nodes: client: %w", err)
 	}
@@ -184,7 +186,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	// Registration is a one-off burst; it gets a faster client than the steady state.
 	regCfg := rest.CopyConfig(cfg)
 	regCfg.QPS, regCfg.Burst = max(opts.QPS, 2000), max(opts.Burst, 4000)
-	regClient, err := kubernetes.NewForConfig(regCfg)
+	regClient, err := kubeclient.NewClientset(regCfg)
 	if err != nil {
 		return fmt.Errorf("hollow nodes: client: %w", err)
 	}
