@@ -102,6 +102,13 @@ var patchCases = []struct {
 	{`[{"op":"add","path":"/spec/containers/0/args","value":["a","b"]}]`, true},
 	{`[{"op":"add","path":"/spec/containers/0/args/0","value":"a"}]`, false}, // no args: null there
 	{`[1]`, false},
+	{`[{"op":"add","path":"/metadata/labels/b","value":"2","Path":"/metadata/labels/c"}]`, false}, // a member in another case
+	{`[{"op":"add","path":"/metadata/labels/b","value":"2","comment":"ignored"}]`, true},          // an unknown member
+	{`[{"op":"add","path":"/metadata/labels","value":{"Op":"1","path":"2"}}]`, true},              // op-like keys inside a value
+	{`[{"op":"add","path":"/metadata/labels/b","value":"2","path":"/metadata/labels/c"}]`, true},  // the last duplicate wins
+	{`[{"op":1,"path":"/metadata/labels/b","value":"2"}]`, false},
+	{`[{"op":"add","path":"/metadata/labels/b","value":"2"} 1]`, false},
+	{`[null]`, false},
 	{`[{"op":"add","path":"/metadata/labels/z","value":"1"},{"op":"move","from":"/metadata/labels/team","path":"/metadata/labels/owner"}]`, false}, // declined after a change
 	{`[{"op":"replace","path":"/spec/containers/0/readinessProbe/httpGet/path","value":"/healthz"}]`, true},                                        // through two pointers
 	{`[{"op":"replace","path":"/spec/containers/0/ports/0/containerPort","value":81},{"op":"add","path":"/spec/containers/0/ports/-","value":{"containerPort":82}}]`, true},
