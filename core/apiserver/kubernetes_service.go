@@ -45,8 +45,14 @@ func (s *Server) ensureKubernetesService(ctx context.Context, host string, port 
 	}
 
 	epStore := s.stores[corev1.SchemeGroupVersion.WithResource("endpoints")]
+	addr := advertiseIP(host)
+	if ip := net.ParseIP(addr); ip != nil && ip.IsLoopback() {
+		// A pod's 127.0.0.1 is its own: kubernetes.default.svc leads nowhere (docs/workloads.md).
+		s.log.Warn("the kubernetes Service's endpoint is a loopback address: pods cannot reach the API server; listen on 0.0.0.0 or a host address for in-cluster clients",
+			"endpoint", net.JoinHostPort(addr, fmt.Sprint(port)))
+	}
 	want := []corev1.EndpointSubset{{
-		Addresses: []corev1.EndpointAddress{{IP: advertiseIP(host)}},
+		Addresses: []corev1.EndpointAddress{{IP: addr}},
 		Ports:     []corev1.EndpointPort{{Name: "https", Port: int32(port), Protocol: corev1.ProtocolTCP}},
 	}}
 	key := epStore.key(metav1.NamespaceDefault, "kubernetes")
