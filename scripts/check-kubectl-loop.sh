@@ -9,6 +9,7 @@
 # output; logs --since=5s --timestamps shows only the recent lines.
 #
 #   KUBECONFIG=_data/admin.kubeconfig scripts/check-kubectl-loop.sh [NODEPORT]
+#   (GATEWAY=IP when the node's bridge is not the default 10.42.0.0/24: its gateway address)
 #
 # NODEPORT (default 30080) must be free in the cluster. Exits non-zero at the first failure.
 # busybox's `wget -T` crashes (SIGSEGV, Debian's busybox 1.35): the checks use `wget` without it.
@@ -69,7 +70,7 @@ for i in $(seq 60); do
 done
 
 # Every target answers, and over a few requests both pods do.
-for target in "$cip" web "web.$NS" "web.$NS.svc.cluster.local" "10.42.0.1:$NP"; do
+for target in "$cip" web "web.$NS" "web.$NS.svc.cluster.local" "${GATEWAY:-10.42.0.1}:$NP"; do
   seen=$(for i in $(seq 12); do K exec client -- wget -qO- "http://$target/"; done | sort -u | tr '\n' ' ')
   [ "$(echo $seen | wc -w)" -eq 2 ] || fail "http://$target/ answered by [$seen], want both pods"
   ok "http://$target/ load-balanced over [$seen]"
