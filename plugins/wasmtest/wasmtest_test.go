@@ -56,6 +56,7 @@ func TestConformanceNamesTheDefect(t *testing.T) {
 		{"go:plugins/wasmtest/testdata/lenientargs", `{"label": "disk"}`, "init refuses bad args with a reason", "wasmkube_init accepted them"},
 		{"go:plugins/wasmtest/testdata/rememberpod", "", "no state carried from one pod's cycle to the next", "answered differently after pod large"},
 		{"wat:plugins/wasmtest/testdata/ignorecap.wat", "", "long, unicode and unrelated data", "n > cap must be retried"},
+		{"wat:plugins/wasmtest/testdata/ignorecapstatic.wat", "", "long, unicode and unrelated data", "n > cap must be retried"},
 	} {
 		t.Run(tt.src, func(t *testing.T) {
 			rs := open(t, build(t, tt.src)).Conformance(context.Background(), wasmtest.ConformanceOptions{Args: []byte(tt.args)})
