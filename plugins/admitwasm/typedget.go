@@ -46,7 +46,7 @@ func typedGet(obj any, path string) (res gjson.Result, ok bool) {
 			break // cur encodes itself (Quantity, RawExtension): gjson reads its JSON
 		}
 		if !found {
-			if more && !plainPath(rest) && !arraySelection(rest) {
+			if _, plain := plainKeys(rest); more && !plain && !arraySelection(rest) {
 				// gjson can answer a later multipath or modifier even where this key
 				// is missing (`0.{)` gives {}): let it decide.
 				return gjson.Result{}, false
@@ -206,22 +206,8 @@ func eachElement(v reflect.Value, sel string) (gjson.Result, bool) {
 // false for any other syntax (escapes, quotes, wildcards, queries, modifiers, pipes,
 // nested multipaths, a trailing path), which gjson then evaluates.
 func parseSelectors(sel string) (sels []member, multi, ok bool) {
-	plainPath := func(p string) ([]string, bool) {
-		var out []string
-		for {
-			comp, rest, more := cutComponent(p)
-			if !plainKey(comp) {
-				return nil, false
-			}
-			out = append(out, comp)
-			if !more {
-				return out, true
-			}
-			p = rest
-		}
-	}
 	if !strings.HasPrefix(sel, "{") {
-		path, ok := plainPath(sel)
+		path, ok := plainKeys(sel)
 		return []member{{path: path}}, false, ok
 	}
 	if len(sel) < 3 || sel[len(sel)-1] != '}' {
@@ -234,7 +220,7 @@ func parseSelectors(sel string) (sels []member, multi, ok bool) {
 		} else if !plainKey(key) {
 			return nil, false, false
 		}
-		path, ok := plainPath(p)
+		path, ok := plainKeys(p)
 		if !ok {
 			return nil, false, false
 		}
@@ -297,15 +283,16 @@ func arraySelection(path string) bool {
 	return ok
 }
 
-// plainPath reports whether every component of path is a plain key.
-func plainPath(path string) bool {
+// plainKeys splits path into its components; ok is false unless each is a plain key.
+func plainKeys(path string) (keys []string, ok bool) {
 	for {
 		comp, rest, more := cutComponent(path)
 		if !plainKey(comp) {
-			return false
+			return nil, false
 		}
+		keys = append(keys, comp)
 		if !more {
-			return true
+			return keys, true
 		}
 		path = rest
 	}

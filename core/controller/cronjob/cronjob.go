@@ -80,9 +80,6 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, recorde
 		return nil, err
 	}
 	onJob := func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
 		j, ok := obj.(*batchv1.Job)
 		if !ok {
 			return
@@ -91,9 +88,7 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, recorde
 			c.queue.Add(j.Namespace + "/" + ref.Name)
 		}
 	}
-	if _, err := jobInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: onJob, UpdateFunc: func(_, n any) { onJob(n) }, DeleteFunc: onJob,
-	}); err != nil {
+	if _, err := jobInf.Informer().AddEventHandler(worker.OnEvery(onJob)); err != nil {
 		return nil, err
 	}
 	return c, nil

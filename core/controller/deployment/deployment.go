@@ -63,14 +63,7 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, recorde
 		queue:    worker.NewQueue(Name),
 		recorder: recorder, log: log.With("controller", Name), now: time.Now,
 	}
-	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			c.queue.Add(key)
-		}
-	}
-	if _, err := dInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue, UpdateFunc: func(_, n any) { enqueue(n) }, DeleteFunc: enqueue,
-	}); err != nil {
+	if _, err := dInf.Informer().AddEventHandler(worker.EnqueueAll(c.queue)); err != nil {
 		return nil, err
 	}
 	if _, err := rsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{

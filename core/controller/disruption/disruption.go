@@ -69,14 +69,7 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, recorde
 		synced: []cache.InformerSynced{pdbInf.Informer().HasSynced, podInf.Informer().HasSynced,
 			rsInf.Informer().HasSynced, depInf.Informer().HasSynced, stsInf.Informer().HasSynced},
 		queue: worker.NewQueue(Name), recorder: recorder, log: log.With("controller", Name), now: time.Now}
-	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			c.queue.Add(key)
-		}
-	}
-	if _, err := pdbInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue, UpdateFunc: func(_, n any) { enqueue(n) }, DeleteFunc: enqueue,
-	}); err != nil {
+	if _, err := pdbInf.Informer().AddEventHandler(worker.EnqueueAll(c.queue)); err != nil {
 		return nil, err
 	}
 	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -93,17 +86,12 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, recorde
 	}
 	// A scale change moves expectedPods of maxUnavailable budgets.
 	scaled := func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
 		if m, err := meta.Accessor(obj); err == nil {
 			c.enqueueNamespace(m.GetNamespace())
 		}
 	}
 	for _, inf := range []cache.SharedIndexInformer{rsInf.Informer(), depInf.Informer(), stsInf.Informer()} {
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: scaled, UpdateFunc: func(_, n any) { scaled(n) }, DeleteFunc: scaled,
-		}); err != nil {
+		if _, err := inf.AddEventHandler(worker.OnEvery(scaled)); err != nil {
 			return nil, err
 		}
 	}

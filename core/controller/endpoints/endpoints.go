@@ -148,9 +148,7 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, log *sl
 			c.queue.Add(key)
 		}
 	}
-	if _, err := svcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue, UpdateFunc: func(_, n any) { enqueue(n) }, DeleteFunc: enqueue,
-	}); err != nil {
+	if _, err := svcInf.Informer().AddEventHandler(worker.EnqueueAll(c.queue)); err != nil {
 		return nil, err
 	}
 	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -78,9 +78,7 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, recorde
 	}
 	for _, h := range handlers {
 		on := h.on
-		if _, err := h.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: on, UpdateFunc: func(_, n any) { on(n) }, DeleteFunc: on,
-		}); err != nil {
+		if _, err := h.inf.AddEventHandler(worker.OnEvery(on)); err != nil {
 			return nil, err
 		}
 	}

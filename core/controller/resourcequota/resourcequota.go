@@ -57,9 +57,6 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, log *sl
 		return nil, err
 	}
 	podEvent := func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
 		if p, ok := obj.(*corev1.Pod); ok {
 			qs, _ := c.quotaLister.ResourceQuotas(p.Namespace).List(labels.Everything())
 			for _, q := range qs {
@@ -67,9 +64,7 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, log *sl
 			}
 		}
 	}
-	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: podEvent, UpdateFunc: func(_, n any) { podEvent(n) }, DeleteFunc: podEvent,
-	}); err != nil {
+	if _, err := podInf.Informer().AddEventHandler(worker.OnEvery(podEvent)); err != nil {
 		return nil, err
 	}
 	return c, nil

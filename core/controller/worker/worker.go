@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 )
@@ -171,4 +172,30 @@ func (m *queueMetrics) NewLongestRunningProcessorSecondsMetric(name string) work
 }
 func (m *queueMetrics) NewRetriesMetric(name string) workqueue.CounterMetric {
 	return m.retries.WithLabelValues(name)
+}
+
+// OnEvery is an informer event handler that calls f with every object added, updated (the
+// new one) or deleted (its last known state: a tombstone is unwrapped), for controllers
+// that react to any change the same way.
+func OnEvery(f func(obj any)) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    f,
+		UpdateFunc: func(_, n any) { f(n) },
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			f(obj)
+		},
+	}
+}
+
+// EnqueueAll is an informer event handler that adds the namespace/name key of every object
+// added, updated or deleted to q.
+func EnqueueAll(q Queue) cache.ResourceEventHandlerFuncs {
+	return OnEvery(func(obj any) {
+		if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
+			q.Add(key)
+		}
+	})
 }
