@@ -183,6 +183,10 @@ func TestJobs(t *testing.T) {
 		if c := jobCond(got, batchv1.JobFailed); c.Reason != job.ReasonDeadlineExceeded {
 			t.Errorf("failed condition %+v", c)
 		}
+		// The running pod it deleted counts as failed, as upstream reports it.
+		if got.Status.Failed != 1 || got.Status.Active != 0 {
+			t.Errorf("status failed=%d active=%d, want 1 and 0", got.Status.Failed, got.Status.Active)
+		}
 		e.eventually("the running pod deleted", func() (bool, error) {
 			n := len(e.jobPods("slow"))
 			return n == 0, fmt.Errorf("%d pods", n)

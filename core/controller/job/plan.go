@@ -195,17 +195,23 @@ func Plan(job *batchv1.Job, pods []*corev1.Pod, now time.Time, o Options) *Decis
 	// 2. Finished pods still carrying the finalizer are recorded (and then released).
 	completed := ParseIndexes(st.CompletedIndexes, max(completions, 0))
 	suspended := job.Spec.Suspend != nil && *job.Spec.Suspend
-	// Pods this controller deletes because the Job is finishing or suspended are not
-	// failures (upstream does not count them either).
-	quiet := suspended || isTrue(condition(st, batchv1.JobFailureTarget)) || isTrue(condition(st, batchv1.JobSuccessCriteriaMet))
+	// Pods this controller deletes because the Job is suspended or has succeeded are not
+	// failures. Those it deletes because the Job is failing (activeDeadlineSeconds, the
+	// back-off limit, a FailJob rule) are: upstream counts every pod that had not
+	// terminated when the Job failed as failed, so a Job past its deadline reports the
+	// pods it lost in status.failed.
+	failing := isTrue(condition(st, batchv1.JobFailureTarget))
+	quiet := !failing && (suspended || isTrue(condition(st, batchv1.JobSuccessCriteriaMet)))
 	var failJob *event
 	var lastFailure time.Time
 	var active []*corev1.Pod
 	var terminating, ready, restarts int32
 	for _, p := range pods {
 		succeeded := p.Status.Phase == corev1.PodSucceeded
+		// A pod deleted while the Job runs counts as failed at once, unless a podFailurePolicy
+		// must see how it ends (upstream waits for its terminal phase then).
 		failed := p.Status.Phase == corev1.PodFailed ||
-			(p.DeletionTimestamp != nil && !succeeded && job.Spec.PodFailurePolicy == nil && !quiet)
+			(p.DeletionTimestamp != nil && !succeeded && !quiet && (failing || job.Spec.PodFailurePolicy == nil))
 		switch {
 		case podstate.IsActive(p):
 			active = append(active, p)

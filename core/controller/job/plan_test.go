@@ -95,3 +95,55 @@ func TestPlanBackoffDelaysReplacement(t *testing.T) {
 		t.Fatalf("after the back-off: create=%v", d.Create)
 	}
 }
+
+// A Job past activeDeadlineSeconds deletes its running pods and counts them as failed, as
+// upstream does, before it reports Failed with reason DeadlineExceeded; a suspended Job's
+// deleted pods are not failures.
+func TestPlanDeadlineCountsDeletedPodsAsFailed(t *testing.T) {
+	c, par, ads := int32(2), int32(2), int64(5)
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "ns"},
+		Spec: batchv1.JobSpec{Completions: &c, Parallelism: &par, ActiveDeadlineSeconds: &ads}}
+	start := time.Now()
+	job.Status.StartTime = &metav1.Time{Time: start}
+	o := Options{BackoffBase: time.Second, BackoffMax: time.Minute}
+	running := []*corev1.Pod{pod("a", corev1.PodRunning, true), pod("b", corev1.PodRunning, true)}
+	now := start.Add(6 * time.Second)
+
+	d := Plan(job, running, now, o)
+	target := condition(&d.Status, batchv1.JobFailureTarget)
+	if !isTrue(target) || target.Reason != ReasonDeadlineExceeded || len(d.Delete) != 2 || isTrue(condition(&d.Status, batchv1.JobFailed)) {
+		t.Fatalf("past the deadline: target %+v delete=%d status %+v", target, len(d.Delete), d.Status)
+	}
+	// The deletions land: both pods terminate, still with the finalizer, and are recorded
+	// as failed (then released); not yet Failed.
+	job.Status = d.Status
+	del := metav1.NewTime(now)
+	for _, p := range running {
+		p.DeletionTimestamp = &del
+	}
+	d = Plan(job, running, now, o)
+	if got := d.Status.UncountedTerminatedPods.Failed; len(got) != 2 || len(d.Release) != 2 {
+		t.Fatalf("terminating pods: uncounted failed %v, release %d", got, len(d.Release))
+	}
+	if isTrue(condition(&d.Status, batchv1.JobFailed)) {
+		t.Fatal("Failed before the pods were counted")
+	}
+	// Finalizers gone, pods gone: counted, and the Job is Failed.
+	job.Status = d.Status
+	d = Plan(job, nil, now, o)
+	failed := condition(&d.Status, batchv1.JobFailed)
+	if d.Status.Failed != 2 || !isTrue(failed) || failed.Reason != ReasonDeadlineExceeded {
+		t.Fatalf("final: failed=%d condition %+v", d.Status.Failed, failed)
+	}
+
+	// Suspension deletes pods without counting them.
+	susp := true
+	job2 := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns"},
+		Spec: batchv1.JobSpec{Completions: &c, Parallelism: &par, Suspend: &susp}}
+	gone := []*corev1.Pod{pod("c", corev1.PodRunning, true)}
+	gone[0].DeletionTimestamp = &del
+	d = Plan(job2, gone, now, o)
+	if len(d.Status.UncountedTerminatedPods.Failed) != 0 || d.Status.Failed != 0 || len(d.Release) != 1 {
+		t.Fatalf("suspended: %+v release %d", d.Status, len(d.Release))
+	}
+}
