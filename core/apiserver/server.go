@@ -211,7 +211,8 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	// As upstream: mutating plugins (the built-in ones, then the caller's: wasm mutating
 	// policies), then built-in validation of the mutated object, then the caller's
 	// validating plugins. The chain runs every Admit before any Validate.
-	plugins = append(plugins, admission.Validation{Create: validation.Validate, Update: validation.ValidateUpdate}, rbacEscalation{s}, customAdmission{s})
+	plugins = append(plugins, admission.Validation{Create: validation.Validate, Update: validation.ValidateUpdate,
+		UpdateSubresource: map[string]func(obj, old runtime.Object) field.ErrorList{"ephemeralcontainers": validation.ValidateEphemeralContainersUpdate}}, rbacEscalation{s}, customAdmission{s})
 	// LimitRanger, Priority, ResourceQuota (policyadmission.go): quota charges come last, after
 	// every built-in check, so a refused object is not charged.
 	pa := &policyAdmission{s: s}

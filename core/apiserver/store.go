@@ -234,6 +234,7 @@ const (
 	updateMain     updateMode = iota // everything but status (if the resource has /status)
 	updateStatus                     // only status
 	updateFinalize                   // only spec.finalizers (namespaces/finalize)
+	updateEphemeral                  // only spec.ephemeralContainers (pods/ephemeralcontainers)
 )
 
 func modeFor(sub string) updateMode {
@@ -242,6 +243,8 @@ func modeFor(sub string) updateMode {
 		return updateStatus
 	case "finalize":
 		return updateFinalize
+	case "ephemeralcontainers":
+		return updateEphemeral
 	}
 	return updateMain
 }
@@ -270,6 +273,11 @@ func (st *store) mergeUpdate(cur, in runtime.Object, mode updateMode) (runtime.O
 		ns := cur.DeepCopyObject().(*corev1.Namespace)
 		ns.Spec.Finalizers = in.(*corev1.Namespace).Spec.Finalizers
 		out = ns
+	case updateEphemeral:
+		// As upstream's dropNonEphemeralContainerUpdates: everything else is the stored pod's.
+		p := cur.DeepCopyObject().(*corev1.Pod)
+		p.Spec.EphemeralContainers = in.(*corev1.Pod).Spec.EphemeralContainers
+		out = p
 	default:
 		out = in.DeepCopyObject()
 		om := objMeta(out)

@@ -118,6 +118,9 @@ func toleratesNoExecute(ts []corev1.Toleration, key string) bool {
 type Validation struct {
 	Create func(obj runtime.Object) field.ErrorList
 	Update func(obj, old runtime.Object) field.ErrorList
+	// UpdateSubresource holds the update rules of subresources whose writes follow rules
+	// of their own (pods/ephemeralcontainers); other subresources get Update.
+	UpdateSubresource map[string]func(obj, old runtime.Object) field.ErrorList
 }
 
 // Validate implements ValidationInterface.
@@ -126,6 +129,8 @@ func (p Validation) Validate(_ context.Context, a *Attributes) error {
 	switch {
 	case a.Operation == Create && p.Create != nil:
 		errs = p.Create(a.Object)
+	case a.Operation == Update && p.UpdateSubresource[a.Subresource] != nil:
+		errs = p.UpdateSubresource[a.Subresource](a.Object, a.OldObject)
 	case a.Operation == Update && p.Update != nil:
 		errs = p.Update(a.Object, a.OldObject)
 	}

@@ -136,6 +136,9 @@ func podSpec(s *corev1.PodSpec) {
 	for i := range s.Containers {
 		container(&s.Containers[i])
 	}
+	for i := range s.EphemeralContainers {
+		container((*corev1.Container)(&s.EphemeralContainers[i].EphemeralContainerCommon))
+	}
 	for i := range s.Volumes {
 		volume(&s.Volumes[i])
 	}

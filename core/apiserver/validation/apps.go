@@ -90,6 +90,9 @@ func validatePodTemplateSpec(tmpl *corev1.PodTemplateSpec, fldPath *field.Path) 
 	allErrs = append(allErrs, metav1validation.ValidateLabels(tmpl.Labels, fldPath.Child("metadata", "labels"))...)
 	allErrs = append(allErrs, apimachineryvalidation.ValidateAnnotations(tmpl.Annotations, fldPath.Child("metadata", "annotations"))...)
 	allErrs = append(allErrs, validatePodSpec(&tmpl.Spec, fldPath.Child("spec"))...)
+	if len(tmpl.Spec.EphemeralContainers) > 0 {
+		allErrs = append(allErrs, field.Forbidden(fldPath.Child("spec", "ephemeralContainers"), "ephemeral containers not allowed in pod template"))
+	}
 	return allErrs
 }
 

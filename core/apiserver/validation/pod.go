@@ -40,6 +40,10 @@ var (
 func validatePod(pod *corev1.Pod) field.ErrorList {
 	allErrs := objectMeta(&pod.ObjectMeta, true, apimachineryvalidation.NameIsDNSSubdomain)
 	allErrs = append(allErrs, validatePodSpec(&pod.Spec, field.NewPath("spec"))...)
+	// Ephemeral containers are added to a running pod through pods/ephemeralcontainers only.
+	if len(pod.Spec.EphemeralContainers) > 0 {
+		allErrs = append(allErrs, field.Forbidden(field.NewPath("spec", "ephemeralContainers"), "cannot have ephemeral containers on create"))
+	}
 	return allErrs
 }
 
@@ -56,6 +60,7 @@ func validatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList 
 	names := sets.New[string]()
 	allErrs = append(allErrs, validateContainers(spec.InitContainers, true, volumes, names, spec, fldPath.Child("initContainers"))...)
 	allErrs = append(allErrs, validateContainers(spec.Containers, false, volumes, names, spec, fldPath.Child("containers"))...)
+	allErrs = append(allErrs, validateEphemeralContainers(spec.EphemeralContainers, names, volumes, spec, fldPath.Child("ephemeralContainers"))...)
 	allErrs = append(allErrs, validateHostPorts(spec, fldPath)...)
 
 	allErrs = append(allErrs, validateRestartPolicy(spec.RestartPolicy, fldPath.Child("restartPolicy"))...)
