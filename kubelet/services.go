@@ -119,6 +119,19 @@ func (s *services) run(ctx context.Context, k *Kubelet) {
 	s.factory.Shutdown()
 }
 
+// podDomain is the domain of a pod with a subdomain (<subdomain>.<namespace>.svc.<cluster
+// domain>, under which its headless Service publishes <hostname>), "" without one.
+func (k *Kubelet) podDomain(pod *v1.Pod) string {
+	if pod.Spec.Subdomain == "" {
+		return ""
+	}
+	domain := k.opts.ClusterDomain
+	if domain == "" {
+		domain = dns.DefaultDomain
+	}
+	return pod.Spec.Subdomain + "." + pod.Namespace + ".svc." + domain
+}
+
 // resolvConf is the pod's /etc/resolv.conf by its dnsPolicy, as upstream's kubelet writes
 // it; nil is the host's.
 func (k *Kubelet) resolvConf(pod *v1.Pod) []byte {

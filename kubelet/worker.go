@@ -258,7 +258,7 @@ func (w *podWorker) reconcile(ctx context.Context, pod *v1.Pod, obs *observed) t
 		tsb := time.Now()
 		var err error
 		sb, err = w.k.rt.RunPodSandbox(ctx, runtime.SandboxConfig{
-			Pod: podRef(pod), Hostname: podHostname(pod), Image: w.k.opts.PauseImage,
+			Pod: podRef(pod), Hostname: podHostname(pod), HostDomain: w.k.podDomain(pod), Image: w.k.opts.PauseImage,
 			HostNetwork: pod.Spec.HostNetwork, HostIP: w.k.opts.NodeIP, ResolvConf: w.k.resolvConf(pod),
 		})
 		w.k.log.Debug("sandbox created", "pod", podKey(pod), "took", time.Since(tsb), "err", err)

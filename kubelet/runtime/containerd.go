@@ -219,11 +219,18 @@ func (r *Containerd) sandboxDir(id string) string {
 	return filepath.Join(r.opts.RootDir, "sandboxes", id)
 }
 
-// HostsFile renders /etc/hosts for a pod.
-func HostsFile(ip, hostname string) []byte {
+// HostsFile renders /etc/hosts for a pod: loopback, then the pod's address with its
+// hostname, preceded by hostname.domain when domain is set (a pod with a subdomain, such as
+// a StatefulSet's: "10.42.0.5\tweb-0.nginx.default.svc.cluster.local\tweb-0", as
+// upstream's kubelet writes it).
+func HostsFile(ip, hostname, domain string) []byte {
 	var b bytes.Buffer
 	b.WriteString("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
-	if ip != "" {
+	switch {
+	case ip == "":
+	case domain != "":
+		fmt.Fprintf(&b, "%s\t%s.%s\t%s\n", ip, hostname, domain, hostname)
+	default:
 		fmt.Fprintf(&b, "%s\t%s\n", ip, hostname)
 	}
 	return b.Bytes()
@@ -263,13 +270,14 @@ func (r *Containerd) newSandbox(ctx context.Context, cfg SandboxConfig, kind str
 
 	var nsPath, ip string
 	nsOpts := []oci.SpecOpts{oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostNamespace(specs.UTSNamespace)}
-	hostname := cfg.Hostname
+	hostname, domain := cfg.Hostname, cfg.HostDomain
 	if hostname == "" {
 		hostname = cfg.Pod.Name
 	}
 	if cfg.HostNetwork {
 		ip = cfg.HostIP
 		hostname, _ = os.Hostname()
+		domain = ""
 	} else {
 		var err error
 		if nsPath, err = newNetNS(filepath.Join(r.opts.RootDir, "netns"), id); err != nil {
@@ -285,7 +293,7 @@ func (r *Containerd) newSandbox(ctx context.Context, cfg SandboxConfig, kind str
 		cleanups = append(cleanups, func() { _ = r.opts.Network.Teardown(bg, id, nsPath, cfg.Pod) })
 		nsOpts = []oci.SpecOpts{oci.WithHostname(hostname), oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: nsPath})}
 	}
-	if err := r.writePodFiles(id, ip, hostname, cfg.ResolvConf); err != nil {
+	if err := r.writePodFiles(id, ip, hostname, domain, cfg.ResolvConf); err != nil {
 		return nil, err
 	}
 
@@ -338,12 +346,12 @@ func (r *Containerd) newSandbox(ctx context.Context, cfg SandboxConfig, kind str
 // writePodFiles writes the /etc/hosts, /etc/hostname and /etc/resolv.conf that every
 // container of the sandbox bind-mounts. Rewriting them keeps their inodes, so containers
 // already running see the new content.
-func (r *Containerd) writePodFiles(id, ip, hostname string, resolv []byte) error {
+func (r *Containerd) writePodFiles(id, ip, hostname, domain string, resolv []byte) error {
 	if resolv == nil {
 		resolv, _ = os.ReadFile("/etc/resolv.conf")
 	}
 	dir := r.sandboxDir(id)
-	for name, data := range map[string][]byte{"hosts": HostsFile(ip, hostname), "hostname": []byte(hostname + "\n"), "resolv.conf": resolv} {
+	for name, data := range map[string][]byte{"hosts": HostsFile(ip, hostname, domain), "hostname": []byte(hostname + "\n"), "resolv.conf": resolv} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			return fmt.Errorf("sandbox %s: %w", id, err)
 		}

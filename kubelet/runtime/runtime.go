@@ -28,7 +28,12 @@ type PodRef struct {
 type SandboxConfig struct {
 	Pod      PodRef
 	Hostname string
-	Image    string // the pause image
+	// HostDomain is the pod's domain when it has a subdomain
+	// (<subdomain>.<namespace>.svc.<cluster domain>): /etc/hosts then gives its address
+	// the fully qualified name first, as upstream's kubelet writes it. Not used on the
+	// host network.
+	HostDomain string
+	Image      string // the pause image
 	// HostNetwork runs the pod in the host's network and UTS namespaces (no CNI); the
 	// pod's IP is then HostIP.
 	HostNetwork bool

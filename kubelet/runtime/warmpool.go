@@ -264,7 +264,7 @@ func (r *Containerd) claim(ctx context.Context, w warmSandbox, cfg SandboxConfig
 	if err := setHostname(w.pid, hostname); err != nil {
 		return nil, err
 	}
-	if err := r.writePodFiles(w.id, w.ip, hostname, cfg.ResolvConf); err != nil {
+	if err := r.writePodFiles(w.id, w.ip, hostname, cfg.HostDomain, cfg.ResolvConf); err != nil {
 		return nil, err
 	}
 	labels := podLabels(cfg.Pod)
