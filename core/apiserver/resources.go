@@ -7,7 +7,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -60,6 +59,9 @@ type resource struct {
 	// custom is the compiled CRD version of a custom resource (customresources.go); nil
 	// for the built-in ones.
 	custom *crd.Version
+	// storedAs is the resource this one is a version view of (versions.go): the same
+	// objects, stored in that resource's version and converted on the way in and out.
+	storedAs *resource
 }
 
 func (r *resource) gvk() schema.GroupVersionKind { return r.gvr.GroupVersion().WithKind(r.kind) }
@@ -172,7 +174,7 @@ var resources = []*resource{
 		newFunc: newOf[corev1.Pod](), newList: newOf[corev1.PodList](), fields: podFields,
 		watchIndex: "spec.nodeName", indexOf: func(o runtime.Object) string { return o.(*corev1.Pod).Spec.NodeName }},
 	{gvr: corev1.SchemeGroupVersion.WithResource("nodes"), kind: "Node", singular: "node",
-		shortNames: []string{"no"}, subresources: []string{"status"},
+		shortNames: []string{"no"}, subresources: []string{"status", "proxy"},
 		newFunc: newOf[corev1.Node](), newList: newOf[corev1.NodeList](), fields: nodeFields},
 	{gvr: corev1.SchemeGroupVersion.WithResource("events"), kind: "Event", singular: "event", namespaced: true,
 		shortNames: []string{"ev"},
@@ -226,9 +228,9 @@ var resources = []*resource{
 		shortNames: []string{"sc"},
 		newFunc:    newOf[storagev1.StorageClass](), newList: newOf[storagev1.StorageClassList]()},
 	// Autoscaling (issue 15; core/controller/podautoscaler, docs/controllers.md).
-	{gvr: autoscalingv2.SchemeGroupVersion.WithResource("horizontalpodautoscalers"), kind: "HorizontalPodAutoscaler", singular: "horizontalpodautoscaler", namespaced: true,
-		shortNames: []string{"hpa"}, categories: allCategory, subresources: []string{"status"},
-		newFunc: newOf[autoscalingv2.HorizontalPodAutoscaler](), newList: newOf[autoscalingv2.HorizontalPodAutoscalerList]()},
+	// Stored in autoscaling/v2 (the preferred version), served in autoscaling/v1 too
+	// (versions.go, conversion/).
+	hpaV2, hpaV1,
 	// The resource metrics API (metricsapi.go): kubectl top and the HPA controller read it.
 	{gvr: metricsv1beta1.SchemeGroupVersion.WithResource("nodes"), kind: "NodeMetrics", singular: "nodemetrics", readOnly: true,
 		newFunc: newOf[metricsv1beta1.NodeMetrics](), newList: newOf[metricsv1beta1.NodeMetricsList]()},

@@ -243,11 +243,21 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		if t := enc.For(r.gvr.Resource, r.gvr.Group); t != nil {
 			ropts = append(ropts, storage.WithTransformer(t))
 		}
+		if r.storedAs != nil {
+			continue // a version view: made below, over the stored version's storage
+		}
 		st := &store{res: r, s: s.backend.ForResource(r.gvr.Resource, r.newFunc, r.newList, ropts...), chain: s.chain}
 		if r.kind == "Service" {
 			st.alloc = alloc
 		}
 		s.stores[r.gvr] = st
+	}
+	for _, r := range resources {
+		if r.storedAs != nil {
+			c := viewConversions[r]
+			s.stores[r.gvr] = &store{res: r, chain: s.chain,
+				s: &versionView{inner: s.stores[r.storedAs.gvr].s, toStored: c.toStored, fromStored: c.fromStored, newList: r.newList}}
+		}
 	}
 	s.crds = newCustomResources(s)
 	if err := s.crds.refresh(ctx); err != nil {

@@ -24,10 +24,10 @@ import (
 
 // TestHPAScalesADeploymentOnCPU runs the real API server, scheduler, controller manager and
 // two hollow nodes that serve /stats/summary with a CPU usage the test sets. The API
-// server's metrics.k8s.io answers from them, kubectl top shows the numbers, and an
-// autoscaling/v2 HPA at 50% of a 100m request scales the Deployment from 1 to 4 when a load
-// of 200m is shared by its pods, keeps it there (50% each), and scales it down to 1 when the
-// load drops to 20m.
+// server's metrics.k8s.io answers from them, kubectl top shows the numbers, and an HPA
+// made by kubectl autoscale (autoscaling/v1) at 50% of a 100m request scales the
+// Deployment from 1 to 4 when a load of 200m is shared by its pods, keeps it there (50%
+// each), and scales it down to 1 when the load drops to 20m.
 func TestHPAScalesADeploymentOnCPU(t *testing.T) {
 	srv := apiservertest.Start(t, apiservertest.WithLogger(testLogger()))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -96,20 +96,10 @@ func TestHPAScalesADeploymentOnCPU(t *testing.T) {
 		t.Fatalf("kubectl top node:\n%s", out)
 	}
 
-	hpa := &autoscalingv2.HorizontalPodAutoscaler{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
-		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
-			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
-			MinReplicas:    ptr.To[int32](1), MaxReplicas: 5,
-			Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
-				Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To[int32](50)}}}},
-			// No scale-down window, so the test need not wait the default 5 minutes.
-			Behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](0)}},
-		},
-	}
-	if _, err := srv.Client.AutoscalingV2().HorizontalPodAutoscalers("default").Create(ctx, hpa, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	// kubectl autoscale posts autoscaling/v1; the scale-down window only v2 can name is
+	// patched in through v2 (no window, so the test need not wait the default 5 minutes).
+	top("autoscale", "deployment", "web", "-n", "default", "--cpu-percent=50", "--min=1", "--max=5")
+	top("patch", "horizontalpodautoscalers.v2.autoscaling", "web", "-n", "default", "--type=merge", "-p", `{"spec":{"behavior":{"scaleDown":{"stabilizationWindowSeconds":0}}}}`)
 	replicas := func() int32 {
 		d, err := srv.Client.AppsV1().Deployments("default").Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
@@ -132,6 +122,9 @@ func TestHPAScalesADeploymentOnCPU(t *testing.T) {
 	})
 	if out := top("get", "hpa", "web"); !strings.Contains(out, "cpu: 200%/50%") {
 		t.Fatalf("kubectl get hpa:\n%s", out)
+	}
+	if out := top("get", "horizontalpodautoscalers.v1.autoscaling", "web", "-o", "jsonpath={.status.currentCPUUtilizationPercentage} {.status.desiredReplicas}"); out != "200 4" {
+		t.Fatalf("the v1 view of the HPA's status: %q", out)
 	}
 
 	// Shared by 4 pods the load is 50m each, 50%: the count stays (within the tolerance).

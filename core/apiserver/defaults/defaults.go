@@ -27,6 +27,9 @@ func Default(obj runtime.Object) {
 	if storage(obj) { // volumes.go
 		return
 	}
+	if autoscaling(obj) { // autoscaling.go
+		return
+	}
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		Pod(o)

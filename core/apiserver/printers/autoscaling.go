@@ -5,9 +5,12 @@ import (
 	"strings"
 	"time"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/conversion"
 )
 
 // Upstream's HorizontalPodAutoscaler columns (pkg/printers/internalversion).
@@ -70,6 +73,21 @@ func hpaTargets(h *autoscalingv2.HorizontalPodAutoscaler) string {
 	return strings.Join(parts, ", ")
 }
 
+// printHPAV1 prints an autoscaling/v1 HPA as the v2 object it is stored as, so that both
+// versions show the same TARGETS (v1 keeps the other metrics in annotations).
+func printHPAV1(obj runtime.Object, now time.Time) ([]any, []metav1.TableRowCondition, bool) {
+	h, ok := obj.(*autoscalingv1.HorizontalPodAutoscaler)
+	if !ok {
+		return nil, nil, false
+	}
+	v2, err := conversion.HPAFromV1(h)
+	if err != nil {
+		return nil, nil, false
+	}
+	return printHPA(v2, now)
+}
+
 func init() {
 	register(autoscalingv2.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler"), hpaColumns, printHPA)
+	register(autoscalingv1.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler"), hpaColumns, printHPAV1)
 }

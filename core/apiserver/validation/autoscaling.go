@@ -1,14 +1,18 @@
 package validation
 
 import (
+	"errors"
 	"fmt"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/conversion"
 )
 
 // The rules of this file are upstream's pkg/apis/autoscaling/validation for
@@ -26,21 +30,57 @@ const (
 
 // validateAutoscaling reports whether obj is one of this file's kinds, and its errors on create.
 func validateAutoscaling(obj runtime.Object) (field.ErrorList, bool) {
-	if o, ok := obj.(*autoscalingv2.HorizontalPodAutoscaler); ok {
+	switch o := obj.(type) {
+	case *autoscalingv2.HorizontalPodAutoscaler:
 		errs := objectMeta(&o.ObjectMeta, true, apimachineryvalidation.NameIsDNSSubdomain)
 		return append(errs, validateHPASpec(&o.Spec, field.NewPath("spec"))...), true
+	case *autoscalingv1.HorizontalPodAutoscaler:
+		errs := objectMeta(&o.ObjectMeta, true, apimachineryvalidation.NameIsDNSSubdomain)
+		return append(errs, validateHPAV1(o, false)...), true
 	}
 	return nil, false
 }
 
 // validateAutoscalingUpdate is validateAutoscaling for an update (and a status update).
 func validateAutoscalingUpdate(obj, old runtime.Object) (field.ErrorList, bool) {
-	if o, ok := obj.(*autoscalingv2.HorizontalPodAutoscaler); ok {
+	switch o := obj.(type) {
+	case *autoscalingv2.HorizontalPodAutoscaler:
 		errs := metaUpdate(&o.ObjectMeta, &old.(*autoscalingv2.HorizontalPodAutoscaler).ObjectMeta)
 		errs = append(errs, validateHPASpec(&o.Spec, field.NewPath("spec"))...)
 		return append(errs, validateHPAStatus(&o.Status, field.NewPath("status"))...), true
+	case *autoscalingv1.HorizontalPodAutoscaler:
+		errs := metaUpdate(&o.ObjectMeta, &old.(*autoscalingv1.HorizontalPodAutoscaler).ObjectMeta)
+		return append(errs, validateHPAV1(o, true)...), true
 	}
 	return nil, false
+}
+
+// validateHPAV1 validates an autoscaling/v1 HPA as the v2 object it is stored as (upstream
+// validates the internal object either way), with the paths of what a v1 client wrote: the
+// CPU metric made from spec.targetCPUUtilizationPercentage is reported as that field, a
+// malformed round-trip annotation as metadata.annotations[key].
+func validateHPAV1(o *autoscalingv1.HorizontalPodAutoscaler, status bool) field.ErrorList {
+	v2, err := conversion.HPAFromV1(o)
+	if err != nil {
+		var ae *conversion.AnnotationError
+		if errors.As(err, &ae) {
+			return field.ErrorList{field.Invalid(field.NewPath("metadata", "annotations").Key(ae.Annotation), o.Annotations[ae.Annotation], ae.Err.Error())}
+		}
+		return field.ErrorList{field.InternalError(field.NewPath("spec"), err)}
+	}
+	errs := validateHPASpec(&v2.Spec, field.NewPath("spec"))
+	if status {
+		errs = append(errs, validateHPAStatus(&v2.Status, field.NewPath("status"))...)
+	}
+	if o.Spec.TargetCPUUtilizationPercentage != nil {
+		cpu := field.NewPath("spec", "metrics").Index(len(v2.Spec.Metrics) - 1).Child("resource", "target", "averageUtilization").String()
+		for _, e := range errs {
+			if e.Field == cpu {
+				e.Field = "spec.targetCPUUtilizationPercentage"
+			}
+		}
+	}
+	return errs
 }
 
 func validateHPASpec(spec *autoscalingv2.HorizontalPodAutoscalerSpec, fldPath *field.Path) field.ErrorList {
