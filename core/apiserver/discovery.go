@@ -30,6 +30,7 @@ var subresourceDiscovery = map[string]struct {
 	"log":      {verbs: metav1.Verbs{"get"}},
 	"eviction": {gvk: schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}, verbs: metav1.Verbs{"create"}},
 	"scale":    {gvk: schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, verbs: metav1.Verbs{"get", "patch", "update"}},
+	"proxy":    {gvk: schema.GroupVersionKind{Kind: "NodeProxyOptions"}, verbs: metav1.Verbs{"create", "delete", "get", "patch", "update"}},
 }
 
 func resourceList(gv schema.GroupVersion, served []*resource) *metav1.APIResourceList {

@@ -203,6 +203,9 @@ func (s *Server) parsePath(method, path string, q url.Values) (*requestInfo, err
 			ri.namespace, rest = rest[1], rest[2:]
 		}
 	}
+	if len(rest) > 3 && rest[2] == "proxy" && !watchPath {
+		rest = rest[:3] // nodes/NAME/proxy/<path to the kubelet> (nodeproxy.go)
+	}
 	if len(rest) == 0 || len(rest) > 3 {
 		return nil, errNotFoundPath
 	}
@@ -257,6 +260,10 @@ func (s *Server) parsePath(method, path string, q url.Values) (*requestInfo, err
 			}
 		}
 	}
+	if ri.subresource == "proxy" && ri.name != "" {
+		// A proxy is authorized with the verb of its method (upstream's RequestInfo).
+		ri.verb = proxyVerbs[method]
+	}
 	if streamSubresources[ri.subresource] && ri.name != "" && (method == http.MethodGet || method == http.MethodPost) {
 		ri.verb = "create" // exec, attach, portforward: a connect, authorized as create (streaming.go)
 	}
@@ -273,6 +280,9 @@ func (s *Server) serveResource(rq *request) error {
 	}
 	if streamSubresources[rq.info.subresource] {
 		return s.serveStream(rq, s.storeOf(rq.info.res))
+	}
+	if rq.info.subresource == "proxy" {
+		return s.serveNodeProxy(rq, s.storeOf(rq.info.res)) // nodeproxy.go
 	}
 	var err error
 	if rq.format, err = negotiate(rq.r.Header.Get("Accept")); err != nil {

@@ -211,7 +211,9 @@ func (e *AnnotationError) Error() string {
 
 func (e *AnnotationError) Unwrap() error { return e.Err }
 
-func annotationError(name string, err error) error { return &AnnotationError{Annotation: name, Err: err} }
+func annotationError(name string, err error) error {
+	return &AnnotationError{Annotation: name, Err: err}
+}
 
 func setJSON(ann map[string]string, key string, set bool, v any) error {
 	if !set {

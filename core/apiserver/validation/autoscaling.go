@@ -73,7 +73,7 @@ func validateHPAV1(o *autoscalingv1.HorizontalPodAutoscaler, status bool) field.
 		errs = append(errs, validateHPAStatus(&v2.Status, field.NewPath("status"))...)
 	}
 	if o.Spec.TargetCPUUtilizationPercentage != nil {
-		cpu := field.NewPath("spec", "metrics").Index(len(v2.Spec.Metrics) - 1).Child("resource", "target", "averageUtilization").String()
+		cpu := field.NewPath("spec", "metrics").Index(len(v2.Spec.Metrics)-1).Child("resource", "target", "averageUtilization").String()
 		for _, e := range errs {
 			if e.Field == cpu {
 				e.Field = "spec.targetCPUUtilizationPercentage"

@@ -1,0 +1,77 @@
+package apiserver
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// proxyVerbs authorize nodes/proxy by method, as upstream's RequestInfoFactory does.
+var proxyVerbs = map[string]string{
+	http.MethodGet: "get", http.MethodHead: "get", http.MethodPost: "create", http.MethodPut: "update",
+	http.MethodPatch: "patch", http.MethodDelete: "delete",
+}
+
+// serveNodeProxy answers /api/v1/nodes/NAME/proxy/PATH with the node's kubelet's answer to
+// PATH (stats/summary, metrics, healthz, containerLogs/...), as upstream's node proxy does:
+// authorized as nodes/proxy with the method's verb, sent over the kubelet client
+// certificate the log, exec and metrics proxies use, the caller's credentials left out.
+// The answer (status, headers, body) is passed back as the kubelet wrote it, streamed.
+func (s *Server) serveNodeProxy(rq *request, st *store) error {
+	ctx := rq.r.Context()
+	name := rq.info.name
+	obj, err := st.s.Get(ctx, st.key("", name))
+	if err != nil {
+		return st.apiError(err, name)
+	}
+	addr, err := kubeletAddress(obj.(*corev1.Node))
+	if err != nil {
+		return apierrors.NewServiceUnavailable(err.Error())
+	}
+	tr, err := s.streamTransport()
+	if err != nil {
+		return apierrors.NewServiceUnavailable(err.Error())
+	}
+	prefix := "/api/v1/nodes/" + name + "/proxy"
+	path, ok := strings.CutPrefix(rq.r.URL.Path, prefix)
+	if !ok {
+		return apierrors.NewBadRequest(fmt.Sprintf("nodes/proxy: path %q does not start with %s", rq.r.URL.Path, prefix))
+	}
+	if path == "" {
+		path = "/"
+	}
+	target := &url.URL{Scheme: "https", Host: addr, Path: path, RawQuery: rq.r.URL.RawQuery}
+	var proxyErr error
+	p := &httputil.ReverseProxy{
+		Transport: tr,
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL = target
+			pr.Out.Host = addr
+			// The caller's credentials are for the API server, not for the kubelet.
+			pr.Out.Header.Del("Authorization")
+			pr.Out.Header.Del("Cookie")
+			for k := range pr.Out.Header {
+				if strings.HasPrefix(strings.ToLower(k), "impersonate-") {
+					pr.Out.Header.Del(k)
+				}
+			}
+		},
+		FlushInterval: -1, // stream as the kubelet writes (logs with follow=true)
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			proxyErr = err
+		},
+	}
+	p.ServeHTTP(rq.w, rq.r)
+	if proxyErr != nil {
+		if ctx.Err() != nil {
+			return nil // the client went away
+		}
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("reach kubelet of node %s at %s: %v", name, addr, proxyErr))
+	}
+	return nil
+}
