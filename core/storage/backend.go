@@ -317,6 +317,9 @@ func (b *Backend) ForResource(resource string, newFunc, newListFunc func() runti
 	for _, opt := range opts {
 		opt(s)
 	}
+	if s.codec.t == nil {
+		s.recent = newRecentStates(maxRecentBytes)
+	}
 	return s
 }
 

@@ -28,6 +28,9 @@ type store struct {
 	newListFunc func() runtime.Object
 	cacher      *cacher
 	ttl         time.Duration // objects expire this long after their last write; 0: never
+	// recent is the last state written or read per key (recent.go); nil for resources
+	// with a Transformer, whose plain form is not kept.
+	recent *recentStates
 }
 
 var _ Interface = (*store)(nil)
@@ -79,6 +82,7 @@ func (s *store) Create(ctx context.Context, key string, obj runtime.Object) (run
 	if err := setRV(obj, resp.Header.Revision); err != nil {
 		return nil, err
 	}
+	s.recent.put(key, data, resp.Header.Revision)
 	return obj, nil
 }
 
@@ -96,9 +100,14 @@ func (s *store) get(ctx context.Context, key string) (*state, error) {
 		return nil, err
 	}
 	if len(resp.Kvs) == 0 {
+		s.recent.forget(key)
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
 	}
-	return s.state(resp.Kvs[0])
+	st, err := s.state(resp.Kvs[0])
+	if err == nil && !st.stale {
+		s.recent.put(key, st.data, st.rev)
+	}
+	return st, err
 }
 
 func (s *store) state(kv *mvccpb.KeyValue) (*state, error) {
@@ -172,19 +181,53 @@ func (s *store) stateFromElse(resp *clientv3.TxnResponse, key string) (*state, e
 	return s.state(kvs[0])
 }
 
+// recentOrGet is the state to start an update or delete of key from: the one remembered
+// (guessed: true), else read from etcd.
+func (s *store) recentOrGet(ctx context.Context, key string) (cur *state, guessed bool, err error) {
+	if rs, ok := s.recent.get(key); ok {
+		obj, err := s.codec.decodePlain(key, rs.data, rs.rev)
+		if err == nil {
+			return &state{obj: obj, data: rs.data, rev: rs.rev}, true, nil
+		}
+		s.recent.forget(key)
+	}
+	cur, err = s.get(ctx, key)
+	return cur, false, err
+}
+
 func (s *store) GuaranteedUpdate(ctx context.Context, key string, pre *Preconditions, tryUpdate UpdateFunc) (runtime.Object, error) {
-	cur, err := s.get(ctx, key)
+	cur, guessed, err := s.recentOrGet(ctx, key)
 	if err != nil {
 		return nil, err
+	}
+	// current replaces a guessed state by the one in etcd before a decision that would end
+	// the update (as upstream's origStateIsCurrent).
+	current := func() error {
+		s.recent.forget(key)
+		guessed = false
+		cur, err = s.get(ctx, key)
+		return err
 	}
 	r := s.retrier(ctx, true)
 	for {
 		if err := checkPreconditions(key, pre, cur.obj); err != nil {
+			if guessed {
+				if err := current(); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			return nil, err
 		}
 		// tryUpdate owns cur.obj: it was decoded for this attempt only.
 		updated, err := tryUpdate(cur.obj)
 		if err != nil {
+			if guessed {
+				if err := current(); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			return nil, err
 		}
 		data, err := s.codec.encode(updated)
@@ -192,6 +235,12 @@ func (s *store) GuaranteedUpdate(ctx context.Context, key string, pre *Precondit
 			return nil, err
 		}
 		if bytes.Equal(data, cur.data) && !cur.stale {
+			if guessed {
+				if err := current(); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			if err := setRV(updated, cur.rev); err != nil {
 				return nil, err
 			}
@@ -212,13 +261,18 @@ func (s *store) GuaranteedUpdate(ctx context.Context, key string, pre *Precondit
 			if err := setRV(updated, resp.Header.Revision); err != nil {
 				return nil, err
 			}
+			s.recent.put(key, data, resp.Header.Revision)
 			return updated, nil
 		}
-		// Another writer won the race: retry on its result. Or, after an attempt whose
-		// outcome was unknown, that attempt won: the stored bytes are ours.
+		// Another writer won the race (or the guessed state was old): retry on the
+		// current state. Or, after an attempt whose outcome was unknown, that attempt
+		// won: the stored bytes are ours.
+		guessed = false
 		if cur, err = s.stateFromElse(resp, key); err != nil {
+			s.recent.forget(key)
 			return nil, err
 		}
+		s.recent.put(key, cur.data, cur.rev)
 		if r.unknown && bytes.Equal(cur.data, data) {
 			return cur.obj, nil
 		}
@@ -245,24 +299,36 @@ func (s *store) Delete(ctx context.Context, key string, pre *Preconditions) (run
 				// preconditions, which take the compare-and-swap path below.)
 				return nil, fmt.Errorf("%w: delete %s: the object is gone, but etcd did not confirm that this request deleted it", ErrOutcomeUnknown, key)
 			}
+			s.recent.forget(key)
 			if len(resp.PrevKvs) == 0 {
 				return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
 			}
 			return s.codec.decode(key, resp.PrevKvs[0].Value, resp.Header.Revision)
 		}
 	}
-	cur, err := s.get(ctx, key)
+	cur, guessed, err := s.recentOrGet(ctx, key)
 	if err != nil {
 		return nil, err
 	}
 	r := s.retrier(ctx, true)
 	for {
 		if err := checkPreconditions(key, pre, cur.obj); err != nil {
+			if guessed {
+				s.recent.forget(key)
+				guessed = false
+				if cur, err = s.get(ctx, key); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			return nil, err
 		}
 		resp, err := s.txn(ctx, r, "delete", key, clientv3.Compare(clientv3.ModRevision(key), "=", cur.rev), clientv3.OpDelete(key), clientv3.OpGet(key))
 		if err != nil {
 			return nil, err
+		}
+		if resp.Succeeded || guessed {
+			s.recent.forget(key)
 		}
 		if resp.Succeeded {
 			// Like the DELETED watch event, the last state carries the deletion's revision.
@@ -271,6 +337,7 @@ func (s *store) Delete(ctx context.Context, key string, pre *Preconditions) (run
 			}
 			return cur.obj, nil
 		}
+		guessed = false
 		if kvs := resp.Responses[0].GetResponseRange().Kvs; r.unknown && len(kvs) == 0 {
 			// An earlier attempt whose outcome was unknown deleted it. Its exact revision
 			// is no longer known: the current one is at least that.
