@@ -178,6 +178,24 @@ func TestNominated(t *testing.T) {
 	if len(q.NominatedPodsForNode("n2")) != 0 {
 		t.Fatal("deleted pod still nominated")
 	}
+	// A pod nominated through its status (as read from the API), and a second one:
+	// forgetting one leaves the other visible.
+	a, b := pod("a", 0), pod("b", 0)
+	a.Status.NominatedNodeName = "n3"
+	q.Add(a)
+	q.AddNominated(b, "n4")
+	if len(q.NominatedPodsForNode("n3")) != 1 || len(q.NominatedPodsForNode("n4")) != 1 {
+		t.Fatalf("nominated through status / AddNominated: n3 %d, n4 %d pods, want 1 and 1",
+			len(q.NominatedPodsForNode("n3")), len(q.NominatedPodsForNode("n4")))
+	}
+	q.DeleteNominated(b)
+	if len(q.NominatedPodsForNode("n3")) != 1 || len(q.NominatedPodsForNode("n4")) != 0 {
+		t.Fatal("forgetting one nomination changed the other")
+	}
+	q.Delete(a)
+	if len(q.NominatedPodsForNode("n3")) != 0 {
+		t.Fatal("deleted pod still nominated")
+	}
 }
 
 // PopContext returns nil when its ctx ends and leaves the queue open: a scheduler that
