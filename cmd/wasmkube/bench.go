@@ -78,9 +78,13 @@ type SchedBenchResult struct {
 	// last binding): the API requests by verb and resource, busiest first, and per
 	// scheduled pod; the process's CPU seconds, and CPU milliseconds per scheduled pod
 	// in all and by component (apiserver, etcd, scheduler, hollow-nodes, clients, gc).
-	Requests         []RequestRate      `json:"requests,omitempty"`
-	RequestsPerPod   float64            `json:"requests_per_pod"`
-	WritesPerPod     float64            `json:"writes_per_pod"`
+	Requests       []RequestRate `json:"requests,omitempty"`
+	RequestsPerPod float64       `json:"requests_per_pod"`
+	WritesPerPod   float64       `json:"writes_per_pod"`
+	// WritesPerPodBy splits WritesPerPod by verb and resource ("POST pods/binding"):
+	// the pods' own writes (create, bind, status, events) and the nodes' (leases, node
+	// status), which do not grow with the pods.
+	WritesPerPodBy   map[string]float64 `json:"writes_per_pod_by_request,omitempty"`
 	CPUSeconds       float64            `json:"cpu_seconds"`
 	CPUPerPodTotalMs float64            `json:"cpu_ms_per_pod"`
 	CPUPerPodMs      map[string]float64 `json:"cpu_ms_per_pod_by_component,omitempty"`
@@ -449,6 +453,10 @@ wait:
 			res.RequestsPerPod += float64(r.Count) / n
 			if writeVerb(r.Verb) {
 				res.WritesPerPod += float64(r.Count) / n
+				if res.WritesPerPodBy == nil {
+					res.WritesPerPodBy = map[string]float64{}
+				}
+				res.WritesPerPodBy[r.what()] += float64(r.Count) / n
 			}
 		}
 		res.CPUPerPodTotalMs = cpuSeconds * 1000 / n

@@ -215,7 +215,16 @@ func formatCost(res *SchedBenchResult) string {
 			}
 			fmt.Fprintf(&b, " %s %.0f;", r.what(), r.PerSecond)
 		}
-		fmt.Fprintf(&b, "\nAPI writes per scheduled pod: %.2f (all requests %.2f)\n", res.WritesPerPod, res.RequestsPerPod)
+		fmt.Fprintf(&b, "\nAPI writes per scheduled pod: %.2f (all requests %.2f)", res.WritesPerPod, res.RequestsPerPod)
+		if len(res.WritesPerPodBy) > 0 {
+			b.WriteString(":")
+			for _, r := range res.Requests { // busiest first
+				if v, ok := res.WritesPerPodBy[r.what()]; ok && writeVerb(r.Verb) {
+					fmt.Fprintf(&b, " %s %.2f;", r.what(), v)
+				}
+			}
+		}
+		b.WriteString("\n")
 	}
 	if len(res.CPUPerPodMs) > 0 {
 		fmt.Fprintf(&b, "CPU per scheduled pod: %.2f ms of process CPU (%.1f s in all):", res.CPUPerPodTotalMs, res.CPUSeconds)

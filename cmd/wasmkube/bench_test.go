@@ -29,6 +29,19 @@ func TestBenchSchedulerJSON(t *testing.T) {
 	if res["p99_ms"].(float64) < res["p50_ms"].(float64) {
 		t.Fatalf("p99 below p50: %s", b.String())
 	}
+	// Each pod is created once and bound once in the measured phase; the split by
+	// request adds up to the writes per pod.
+	by, _ := res["writes_per_pod_by_request"].(map[string]any)
+	if by["POST pods"] != 1.0 || by["POST pods/binding"] != 1.0 {
+		t.Fatalf("writes per pod by request %v: want POST pods and POST pods/binding at 1 each", by)
+	}
+	sum := 0.0
+	for _, v := range by {
+		sum += v.(float64)
+	}
+	if w := res["writes_per_pod"].(float64); sum < w-1e-9 || sum > w+1e-9 {
+		t.Fatalf("writes per pod by request add up to %v, writes_per_pod is %v", sum, w)
+	}
 }
 
 func TestBenchSchedulerCountsFailures(t *testing.T) {
