@@ -217,7 +217,7 @@ func MissingLogMessage(pod *v1.Pod, container string, previous bool) string {
 		return fmt.Sprintf("previous terminated container %q in pod %q not found", container, pod.Name)
 	}
 	reason := "ContainerCreating"
-	for _, list := range [][]v1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+	for _, list := range [][]v1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, pod.Status.EphemeralContainerStatuses} {
 		for _, cs := range list {
 			if cs.Name == container && cs.State.Waiting != nil && cs.State.Waiting.Reason != "" {
 				reason = cs.State.Waiting.Reason
@@ -235,5 +235,5 @@ func hasContainer(pod *v1.Pod, container string) bool {
 			}
 		}
 	}
-	return false
+	return hasEphemeralContainer(pod, container)
 }

@@ -186,6 +186,15 @@ func ComputeStatus(in StatusInput) v1.PodStatus {
 		st.ContainerStatuses = append(st.ContainerStatuses, cs)
 	}
 
+	// Ephemeral containers count for neither the phase nor readiness, and are never ready
+	// (upstream's kubelet reports them the same way).
+	st.EphemeralContainerStatuses = nil
+	for i := range pod.Spec.EphemeralContainers {
+		cs := containerStatus((*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon), "ContainerCreating")
+		cs.Ready = false
+		st.EphemeralContainerStatuses = append(st.EphemeralContainerStatuses, cs)
+	}
+
 	switch {
 	case old.Phase == v1.PodSucceeded || old.Phase == v1.PodFailed:
 		st.Phase = old.Phase // terminal phases never change

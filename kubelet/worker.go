@@ -297,6 +297,8 @@ func (w *podWorker) reconcile(ctx context.Context, pod *v1.Pod, obs *observed) t
 		}
 	}
 
+	w.startEphemeralContainers(ctx, pod, sb, latest, volumes)
+
 	// Init containers, one at a time, in order.
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
@@ -364,6 +366,49 @@ func (w *podWorker) reconcile(ctx context.Context, pod *v1.Pod, obs *observed) t
 	}
 	wg.Wait()
 	return requeue
+}
+
+// startEphemeralContainers starts every ephemeral container that has not run yet, as
+// upstream's kubelet: while the pod initializes too, and never again once it exited (nor
+// after a failed start that left nothing behind: that is retried as the pod's containers
+// are). A container that was created but never started is replaced.
+func (w *podWorker) startEphemeralContainers(ctx context.Context, pod *v1.Pod, sb *runtime.Sandbox, latest map[string]*runtime.ContainerStatus, volumes map[string]string) {
+	for i := range pod.Spec.EphemeralContainers {
+		ec := &pod.Spec.EphemeralContainers[i]
+		l := latest[ec.Name]
+		switch {
+		case l == nil:
+		case l.State == runtime.ContainerCreated:
+			_ = w.k.rt.RemoveContainer(ctx, l.ID)
+		default:
+			continue // running or exited: ephemeral containers are never restarted
+		}
+		w.startContainer(ctx, pod, sb, (*v1.Container)(&ec.EphemeralContainerCommon), fmt.Sprintf("spec.ephemeralContainers[%d]", i), 0, volumes)
+	}
+}
+
+// targetContainerID is the running container whose PID namespace ephemeral container name
+// joins (its targetContainerName), "" when it names none; an error when the target does
+// not run (the start is retried at the next sync).
+func (w *podWorker) targetContainerID(ctx context.Context, pod *v1.Pod, name string) (string, error) {
+	target := ""
+	for _, ec := range pod.Spec.EphemeralContainers {
+		if ec.Name == name {
+			target = ec.TargetContainerName
+		}
+	}
+	if target == "" {
+		return "", nil
+	}
+	cs, err := w.k.rt.ListContainers(ctx, string(pod.UID))
+	if err != nil {
+		return "", err
+	}
+	latest, _ := LatestByName(cs)
+	if l := latest[target]; l != nil && l.State == runtime.ContainerRunning {
+		return l.ID, nil
+	}
+	return "", fmt.Errorf("target container %q of ephemeral container %q is not running", target, name)
 }
 
 // backoffLeft reports how long container l must still wait before its restart, recording
@@ -571,11 +616,16 @@ func (w *podWorker) containerConfig(pod *v1.Pod, sb *runtime.Sandbox, c *v1.Cont
 	if err != nil {
 		return nil, err
 	}
+	target, err := w.targetContainerID(context.Background(), pod, c.Name)
+	if err != nil {
+		return nil, err
+	}
 	return &runtime.ContainerConfig{
 		Name: c.Name, Attempt: attempt, Image: ref, Command: c.Command, Args: c.Args, Env: env,
 		WorkingDir: c.WorkingDir, Mounts: mounts, Resources: ContainerResources(c), Security: ContainerSecurity(pod, c),
 		LogPath: LogPath(w.k.opts.RootDir, string(pod.UID), c.Name, attempt),
 		Stdin:   c.Stdin, StdinOnce: c.StdinOnce, TTY: c.TTY,
+		TargetContainerID: target, HostPID: pod.Spec.HostPID, HostIPC: pod.Spec.HostIPC,
 	}, nil
 }
 
@@ -630,6 +680,11 @@ func findContainer(pod *v1.Pod, name string) *v1.Container {
 	for i := range pod.Spec.InitContainers {
 		if pod.Spec.InitContainers[i].Name == name {
 			return &pod.Spec.InitContainers[i]
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == name {
+			return (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
 		}
 	}
 	return nil

@@ -231,10 +231,10 @@ func (st *store) create(ctx context.Context, rq *request, obj runtime.Object) (r
 type updateMode int
 
 const (
-	updateMain     updateMode = iota // everything but status (if the resource has /status)
-	updateStatus                     // only status
-	updateFinalize                   // only spec.finalizers (namespaces/finalize)
-	updateEphemeral                  // only spec.ephemeralContainers (pods/ephemeralcontainers)
+	updateMain      updateMode = iota // everything but status (if the resource has /status)
+	updateStatus                      // only status
+	updateFinalize                    // only spec.finalizers (namespaces/finalize)
+	updateEphemeral                   // only spec.ephemeralContainers (pods/ephemeralcontainers)
 )
 
 func modeFor(sub string) updateMode {

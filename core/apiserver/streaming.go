@@ -274,10 +274,5 @@ func streamContainer(pod *corev1.Pod, container string) (string, error) {
 	if podHasContainer(pod, container) {
 		return container, nil
 	}
-	for _, c := range pod.Spec.EphemeralContainers {
-		if c.Name == container {
-			return container, nil
-		}
-	}
 	return "", apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s", container, pod.Name))
 }

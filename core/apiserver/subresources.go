@@ -466,12 +466,18 @@ func logReason(code int) metav1.StatusReason {
 	}
 }
 
+// podHasContainer reports whether the pod has an app, init or ephemeral container name.
 func podHasContainer(pod *corev1.Pod, name string) bool {
 	for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
 		for _, c := range cs {
 			if c.Name == name {
 				return true
 			}
+		}
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		if c.Name == name {
+			return true
 		}
 	}
 	return false

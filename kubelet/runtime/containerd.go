@@ -609,6 +609,10 @@ func (r *Containerd) CreateContainer(ctx context.Context, sandboxID string, cfg 
 		return "", fmt.Errorf("create container %s: sandbox %s is not running", cfg.Name, sandboxID)
 	}
 	pid := t.Pid
+	pidNS, err := r.pidNamespace(ctx, cfg)
+	if err != nil {
+		return "", fmt.Errorf("create container %s: %w", cfg.Name, err)
+	}
 	img, err := r.c.GetImage(ctx, cfg.Image)
 	if err != nil {
 		return "", fmt.Errorf("create container %s: image %s: %w", cfg.Name, cfg.Image, wrapNotFound(err))
@@ -638,9 +642,16 @@ func (r *Containerd) CreateContainer(ctx context.Context, sandboxID string, cfg 
 		r.images.withImageConfig(img, iinfo),
 		oci.WithProcessArgs(args...),
 		oci.WithEnv(cfg.Env),
-		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.IPCNamespace, Path: fmt.Sprintf("/proc/%d/ns/ipc", pid)}),
 		oci.WithMounts(mounts),
 		oci.WithAnnotations(map[string]string{labelShimGroup: sandboxID}),
+	}
+	if cfg.HostIPC {
+		opts = append(opts, oci.WithHostNamespace(specs.IPCNamespace))
+	} else {
+		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.IPCNamespace, Path: fmt.Sprintf("/proc/%d/ns/ipc", pid)}))
+	}
+	if pidNS != nil {
+		opts = append(opts, pidNS)
 	}
 	if sbLabels[LabelHostNetwork] == "true" {
 		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostNamespace(specs.UTSNamespace))
@@ -690,6 +701,26 @@ func (r *Containerd) CreateContainer(ctx context.Context, sandboxID string, cfg 
 		return "", fmt.Errorf("create container %s: %w", cfg.Name, err)
 	}
 	return id, nil
+}
+
+// pidNamespace is the PID namespace option of cfg: the host's, a target container's
+// (/proc/<its pid>/ns/pid, as containerd's CRI plugin joins a target), or nil for a
+// namespace of the container's own.
+func (r *Containerd) pidNamespace(ctx context.Context, cfg ContainerConfig) (oci.SpecOpts, error) {
+	switch {
+	case cfg.HostPID:
+		return oci.WithHostNamespace(specs.PIDNamespace), nil
+	case cfg.TargetContainerID == "":
+		return nil, nil
+	}
+	t, err := r.taskOf(ctx, cfg.TargetContainerID)
+	if err != nil {
+		return nil, fmt.Errorf("target container %s: %w", cfg.TargetContainerID, err)
+	}
+	if t == nil || t.Status != tasktypes.Status_RUNNING {
+		return nil, fmt.Errorf("target container %s is not running", cfg.TargetContainerID)
+	}
+	return oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.PIDNamespace, Path: fmt.Sprintf("/proc/%d/ns/pid", t.Pid)}), nil
 }
 
 // StartContainer implements Runtime. The container's stdio ends in the kubelet (a

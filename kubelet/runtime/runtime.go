@@ -101,6 +101,13 @@ type ContainerConfig struct {
 	Stdin, StdinOnce, TTY bool
 	Resources             Resources
 	Security              Security
+	// TargetContainerID is a running container of the same pod whose PID namespace this
+	// one joins (an ephemeral container's targetContainerName, as upstream's
+	// NamespaceOption TARGET); empty gives the container a PID namespace of its own.
+	TargetContainerID string
+	// HostPID and HostIPC put the container in the host's PID and IPC namespaces (the
+	// pod's hostPID and hostIPC); HostPID wins over TargetContainerID.
+	HostPID, HostIPC bool
 }
 
 // ContainerState is the lifecycle state of a container.
