@@ -30,9 +30,10 @@ type services struct {
 	domain  string
 }
 
-// gatewayIP is the first address of the pod subnet, which the bridge plugin gives the
-// bridge (isGateway): the node as its pods see it.
-func gatewayIP(podCIDR string) (string, error) {
+// GatewayIP is the first address of the pod subnet, which the bridge plugin gives the
+// bridge (isGateway): the node as its pods see it. The node's DNS server answers there,
+// and under `wasmkube up` the API server too.
+func GatewayIP(podCIDR string) (string, error) {
 	_, n, err := net.ParseCIDR(podCIDR)
 	if err != nil || n.IP.To4() == nil {
 		return "", fmt.Errorf("pod CIDR %q is not an IPv4 CIDR", podCIDR)
@@ -55,7 +56,7 @@ func (k *Kubelet) setupServices(nodePods cache.SharedIndexInformer) error {
 	if k.net == nil || k.opts.DisableServiceProxy {
 		return nil
 	}
-	gw, err := gatewayIP(k.opts.PodCIDR)
+	gw, err := GatewayIP(k.opts.PodCIDR)
 	if err != nil {
 		return err
 	}

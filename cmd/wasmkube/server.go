@@ -38,11 +38,12 @@ kubelets on other hosts obtain their node credential. A restart on the same data
 every object and credential.
 
 Settings, highest priority first: flags, environment (WASMKUBE_DATA_DIR, WASMKUBE_LISTEN,
-WASMKUBE_ETCD_ENDPOINTS, WASMKUBE_DEFAULT_TOLERATION_SECONDS, WASMKUBE_LOG_LEVEL,
+WASMKUBE_ADVERTISE_ADDRESS, WASMKUBE_ETCD_ENDPOINTS, WASMKUBE_DEFAULT_TOLERATION_SECONDS, WASMKUBE_LOG_LEVEL,
 WASMKUBE_ENCRYPTION_PROVIDER_CONFIG, WASMKUBE_TOKEN_AUTH_FILE), then
 the config file keys:
   server.dataDir                    data directory (required)
   server.listen                     host:port (default 127.0.0.1:6443)
+  server.advertiseAddress           IPv4 address pods reach the server at (default: the listen address)
   server.etcdEndpoints              list of external etcd URLs (default: embedded etcd)
   controller.defaultTolerationSeconds  not-ready/unreachable toleration of pods (default 300)
   server.logLevel                   debug|info|warn|error (default info)
@@ -65,6 +66,10 @@ quorum) stops its work and campaigns again; the process does not exit. /readyz l
 				return err
 			}
 			opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			if a := opts.AdvertiseAddress; a != "" && !localAddress(a) {
+				// Bound anyway (IP_FREEBIND): the address may be a bridge's that appears later.
+				opts.Logger.Warn("the advertise address is not an address of this machine yet: pods reach the API server there only once it is", "advertiseAddress", a)
+			}
 			ctx, stop := signalContext()
 			defer stop()
 			// The API server outlives a stop signal briefly, so that the in-process
@@ -116,6 +121,7 @@ quorum) stops its work and campaigns again; the process does not exit. /readyz l
 	f := cmd.Flags()
 	f.String("data-dir", "", "data directory for etcd, certificates and tokens")
 	f.String("listen", apiserver.DefaultListen, "HTTPS listen address host:port")
+	f.String("advertise-address", "", "IPv4 address the kubernetes Service's Endpoints carry, where pods reach the API (as kube-apiserver's flag); the server also listens there at the --listen port when --listen does not cover it (default: the --listen address)")
 	f.StringSlice("etcd-endpoints", nil, "external etcd cluster URLs (comma separated); default is an embedded etcd in the data dir")
 	f.Int64("default-toleration-seconds", 300, "tolerationSeconds of the not-ready/unreachable tolerations added to pods")
 	f.String("log-level", "info", "log level: debug, info, warn, error")
@@ -131,6 +137,7 @@ quorum) stops its work and campaigns again; the process does not exit. /readyz l
 var serverFlagKeys = []struct{ flag, key, env string }{
 	{"data-dir", "server.dataDir", "WASMKUBE_DATA_DIR"},
 	{"listen", "server.listen", "WASMKUBE_LISTEN"},
+	{"advertise-address", "server.advertiseAddress", "WASMKUBE_ADVERTISE_ADDRESS"},
 	{"etcd-endpoints", "server.etcdEndpoints", "WASMKUBE_ETCD_ENDPOINTS"},
 	{"default-toleration-seconds", "controller.defaultTolerationSeconds", "WASMKUBE_DEFAULT_TOLERATION_SECONDS"},
 	{"log-level", "server.logLevel", "WASMKUBE_LOG_LEVEL"},
@@ -157,8 +164,12 @@ func serverOptions(cmd *cobra.Command) (apiserver.Options, slog.Level, error) {
 	opts := apiserver.Options{
 		DataDir:                  v.GetString("server.dataDir"),
 		Listen:                   v.GetString("server.listen"),
+		AdvertiseAddress:         v.GetString("server.advertiseAddress"),
 		DefaultTolerationSeconds: v.GetInt64("controller.defaultTolerationSeconds"),
 		EncryptionConfig:         v.GetString("server.encryptionProviderConfig"),
+	}
+	if err := apiserver.CheckAdvertiseAddress(opts.AdvertiseAddress); err != nil {
+		return opts, 0, fmt.Errorf("server.advertiseAddress (--advertise-address): %w", err)
 	}
 	tokenFile, err := checkTokenAuthFile(v.GetString("server.tokenAuthFile"))
 	if err != nil {
@@ -298,4 +309,19 @@ func checkTokenAuthFile(path string) (string, error) {
 		return "", fmt.Errorf("server.tokenAuthFile (--token-auth-file): %s is not a regular file", abs)
 	}
 	return abs, nil
+}
+
+// localAddress reports whether ip is an address of one of this machine's interfaces.
+func localAddress(ip string) bool {
+	want := net.ParseIP(ip)
+	addrs, err := net.InterfaceAddrs()
+	if err != nil || want == nil {
+		return false
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.Equal(want) {
+			return true
+		}
+	}
+	return false
 }

@@ -30,6 +30,7 @@ func TestServerOptionsPrecedence(t *testing.T) {
 		listen   string
 		etcd     []string
 		tolerate int64
+		advert   string
 		wantErr  string // in the error
 	}{
 		{name: "file", args: []string{"--config", cfg}, dataDir: "/from/file", listen: "127.0.0.1:1111", etcd: []string{"http://a:2379", "http://b:2379"}, tolerate: 30},
@@ -53,11 +54,16 @@ func TestServerOptionsPrecedence(t *testing.T) {
 		{name: "bare host:port etcd", args: []string{"--data-dir", "/d", "--etcd-endpoints", "127.0.0.1:2379"}, dataDir: "/d", listen: "127.0.0.1:6443", etcd: []string{"127.0.0.1:2379"}, tolerate: 300},
 		{name: "etcd endpoint not a URL", args: []string{"--data-dir", "/d", "--etcd-endpoints", "not a url"}, wantErr: "server.etcdEndpoints"},
 		{name: "etcd endpoint bad scheme", args: []string{"--data-dir", "/d", "--etcd-endpoints", "ftp://a:2379"}, wantErr: "server.etcdEndpoints"},
+		{name: "advertise address: env, flag over env", env: map[string]string{"WASMKUBE_ADVERTISE_ADDRESS": "10.0.0.5"},
+			args: []string{"--data-dir", "/d", "--advertise-address", "10.42.0.1"}, dataDir: "/d", listen: "127.0.0.1:6443", tolerate: 300, advert: "10.42.0.1"},
+		{name: "advertise address from env", env: map[string]string{"WASMKUBE_ADVERTISE_ADDRESS": "10.0.0.5"},
+			args: []string{"--data-dir", "/d"}, dataDir: "/d", listen: "127.0.0.1:6443", tolerate: 300, advert: "10.0.0.5"},
+		{name: "advertise address not an IP", args: []string{"--data-dir", "/d", "--advertise-address", "myhost"}, wantErr: "server.advertiseAddress (--advertise-address): advertise address \"myhost\""},
 		{name: "etcd endpoint without host", args: []string{"--data-dir", "/d", "--etcd-endpoints", "http://"}, wantErr: "server.etcdEndpoints"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			for _, k := range []string{"WASMKUBE_DATA_DIR", "WASMKUBE_LISTEN", "WASMKUBE_ETCD_ENDPOINTS", "WASMKUBE_DEFAULT_TOLERATION_SECONDS", "WASMKUBE_LOG_LEVEL"} {
+			for _, k := range []string{"WASMKUBE_DATA_DIR", "WASMKUBE_LISTEN", "WASMKUBE_ETCD_ENDPOINTS", "WASMKUBE_DEFAULT_TOLERATION_SECONDS", "WASMKUBE_LOG_LEVEL", "WASMKUBE_ADVERTISE_ADDRESS"} {
 				t.Setenv(k, c.env[k])
 				if c.env[k] == "" {
 					os.Unsetenv(k)
@@ -77,7 +83,7 @@ func TestServerOptionsPrecedence(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if opts.DataDir != c.dataDir || opts.Listen != c.listen || !reflect.DeepEqual(opts.EtcdEndpoints, c.etcd) || opts.DefaultTolerationSeconds != c.tolerate {
+			if opts.DataDir != c.dataDir || opts.Listen != c.listen || !reflect.DeepEqual(opts.EtcdEndpoints, c.etcd) || opts.DefaultTolerationSeconds != c.tolerate || opts.AdvertiseAddress != c.advert {
 				t.Fatalf("got %+v", opts)
 			}
 		})
@@ -210,6 +216,36 @@ func TestHeldByHost(t *testing.T) {
 	for _, c := range cases {
 		if got := heldByHost(c.holder, "vm"); got != c.want {
 			t.Errorf("heldByHost(%v, vm) = %v, want %v", c.holder, got, c.want)
+		}
+	}
+}
+
+// `wasmkube up` advertises its real node's pod-bridge gateway unless told otherwise, and
+// the listen address (no advertise address) without a real node.
+func TestUpAdvertiseAddress(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		o        upOptions
+		realNode bool
+		want     string
+		wantErr  string
+	}{
+		{name: "real node, default CIDR", o: upOptions{podCIDR: "10.42.0.0/24"}, realNode: true, want: "10.42.0.1"},
+		{name: "real node, own CIDR", o: upOptions{podCIDR: "10.77.0.0/24"}, realNode: true, want: "10.77.0.1"},
+		{name: "no real node", o: upOptions{podCIDR: "10.42.0.0/24"}, want: ""},
+		{name: "explicit", o: upOptions{podCIDR: "10.42.0.0/24", advertise: "192.0.2.7"}, realNode: true, want: "192.0.2.7"},
+		{name: "bad explicit", o: upOptions{advertise: "node1"}, wantErr: "--advertise-address: advertise address \"node1\""},
+		{name: "bad CIDR", o: upOptions{podCIDR: "10.42.0.0"}, realNode: true, wantErr: "--pod-cidr"},
+	} {
+		got, err := upAdvertiseAddress(c.o, c.realNode)
+		if c.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("%s: error %v, want one with %q", c.name, err, c.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%s: %q %v, want %q", c.name, got, err, c.want)
 		}
 	}
 }

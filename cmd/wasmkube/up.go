@@ -19,6 +19,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/leaderelect"
 	"github.com/wasmkube/wasmkube/core/scheduler"
 	"github.com/wasmkube/wasmkube/kubelet"
+	"github.com/wasmkube/wasmkube/kubelet/cni"
 	"github.com/wasmkube/wasmkube/kubelet/containerd"
 	"github.com/wasmkube/wasmkube/kubelet/dns"
 	"github.com/wasmkube/wasmkube/kubelet/hollow"
@@ -31,6 +32,9 @@ type upOptions struct {
 	dataDir     string
 	configFile  string
 	listen      string
+	advertise   string
+	podCIDR     string
+	bridge      string
 	nodeName    string
 	imagesDir   string
 	hollowNodes int
@@ -67,6 +71,9 @@ shims outlive containerd), and the next up on the same data dir adopts them with
 	f.StringVar(&o.dataDir, "data-dir", "_data", "data directory (etcd, certificates, kubeconfig, kubelet and containerd state)")
 	f.StringVar(&o.configFile, "config", "", "wasmkube YAML config file (scheduler profiles, wasm plugins, admission policies, controller settings)")
 	f.StringVar(&o.listen, "listen", apiserver.DefaultListen, "API server HTTPS listen address")
+	f.StringVar(&o.advertise, "advertise-address", "", "address the kubernetes Service sends pods to, where the API server also listens (default: the real node's pod-bridge gateway, the first address of --pod-cidr; without a real node, the --listen address)")
+	f.StringVar(&o.podCIDR, "pod-cidr", cni.DefaultPodCIDR, "the real node's pod subnet (IPv4)")
+	f.StringVar(&o.bridge, "bridge", cni.DefaultBridge, "the real node's Linux bridge for pods (a second cluster on this machine needs its own, and its own --pod-cidr)")
 	f.StringVar(&o.nodeName, "node-name", "", "name of the real node (default: the host name)")
 	f.StringVar(&o.imagesDir, "images-dir", "", "OCI archives the kubelet imports at start (default: images/ beside the binary)")
 	f.IntVar(&o.hollowNodes, "hollow-nodes", 0, "number of simulated nodes to add")
@@ -98,6 +105,18 @@ func runUp(o upOptions) error {
 		return err
 	}
 
+	// The real node runs unless told not to or unable to; pods on it reach the API server
+	// at the node's pod-bridge gateway, where the API server then also listens: the API
+	// stays off the machine's other interfaces (docs/workloads.md).
+	var missing []string
+	if !o.noKubelet {
+		missing = kubeletPrerequisites()
+	}
+	advertise, err := upAdvertiseAddress(o, !o.noKubelet && len(missing) == 0)
+	if err != nil {
+		return err
+	}
+
 	ctx, stop := signalContext()
 	defer stop()
 	// The API server outlives the other components, so that the kubelet can finish
@@ -109,7 +128,7 @@ func runUp(o upOptions) error {
 		return err
 	}
 	srv, err := startAPIServer(apiCtx, apiserver.Options{
-		DataDir: dataDir, Listen: o.listen, DefaultTolerationSeconds: cs.tolerationSeconds, Logger: log,
+		DataDir: dataDir, Listen: o.listen, AdvertiseAddress: advertise, DefaultTolerationSeconds: cs.tolerationSeconds, Logger: log,
 		Admission: admPlugins, TokenAuthFile: tokenFile,
 	})
 	if err != nil {
@@ -126,7 +145,7 @@ func runUp(o upOptions) error {
 	var daemon *containerd.Daemon
 	if o.noKubelet {
 		kubeletDone <- nil
-	} else if missing := kubeletPrerequisites(); len(missing) > 0 {
+	} else if len(missing) > 0 {
 		fmt.Fprintf(os.Stderr, "wasmkube up: no real node, because %s.\n  Run `make run` (it installs containerd, runc and the CNI plugins as root), or use --hollow-nodes N.\n",
 			joinWords(missing))
 		kubeletDone <- nil
@@ -164,6 +183,26 @@ func runUp(o upOptions) error {
 		}
 	}
 	return nil
+}
+
+// upAdvertiseAddress is --advertise-address, else with a real node its pod-bridge gateway
+// (which pods reach, unlike the default loopback listen address), else "" (the listen
+// address).
+func upAdvertiseAddress(o upOptions, realNode bool) (string, error) {
+	if o.advertise != "" {
+		if err := apiserver.CheckAdvertiseAddress(o.advertise); err != nil {
+			return "", fmt.Errorf("--advertise-address: %w", err)
+		}
+		return o.advertise, nil
+	}
+	if !realNode {
+		return "", nil
+	}
+	gw, err := kubelet.GatewayIP(o.podCIDR)
+	if err != nil {
+		return "", fmt.Errorf("--pod-cidr: %w", err)
+	}
+	return gw, nil
 }
 
 // upTokenAuthFile is --token-auth-file, else WASMKUBE_TOKEN_AUTH_FILE, else the config
@@ -326,6 +365,7 @@ func startKubelet(ctx context.Context, srv *apiserver.Server, dataDir string, o 
 	k, err := kubelet.New(ctx, kubelet.Options{
 		RESTConfig: nodeCfg, NodeName: name, RootDir: filepath.Join(dataDir, "kubelet"),
 		ContainerdAddress: daemon.Address(), Snapshotter: daemon.Snapshotter(),
+		PodCIDR: o.podCIDR, Bridge: o.bridge,
 		ImagesDir: images, ServerAddr: kubeletAddr(), CleanupOnExit: !o.keepPods, Logger: log,
 		WarmSandboxes: o.warm, ConfigFile: o.configFile, Hooks: hooks, Registerer: prometheus.DefaultRegisterer,
 		// Pods resolve cluster names at the node's DNS server, other names through the host's.

@@ -14,13 +14,14 @@ import (
 
 	"github.com/wasmkube/wasmkube/core/apiserver/defaults"
 	"github.com/wasmkube/wasmkube/core/storage"
+	"github.com/wasmkube/wasmkube/internal/freebind"
 )
 
 // ensureKubernetesService keeps the `default/kubernetes` Service (the first address of
 // the service range, port 443) and its Endpoints (this server's address and port), as
 // upstream's API server does, so clients that look for the API inside the cluster find
 // it.
-func (s *Server) ensureKubernetesService(ctx context.Context, host string, port int) error {
+func (s *Server) ensureKubernetesService(ctx context.Context, listenHost string, port int) error {
 	_, cidr, err := net.ParseCIDR(s.opts.ServiceCIDR)
 	if err != nil {
 		return err
@@ -45,10 +46,10 @@ func (s *Server) ensureKubernetesService(ctx context.Context, host string, port 
 	}
 
 	epStore := s.stores[corev1.SchemeGroupVersion.WithResource("endpoints")]
-	addr := advertiseIP(host)
+	addr := advertiseIP(listenHost, s.opts.AdvertiseAddress)
 	if ip := net.ParseIP(addr); ip != nil && ip.IsLoopback() {
 		// A pod's 127.0.0.1 is its own: kubernetes.default.svc leads nowhere (docs/workloads.md).
-		s.log.Warn("the kubernetes Service's endpoint is a loopback address: pods cannot reach the API server; listen on 0.0.0.0 or a host address for in-cluster clients",
+		s.log.Warn("the kubernetes Service's endpoint is a loopback address: pods cannot reach the API server; give an --advertise-address that pods reach (wasmkube up advertises its node's pod-bridge gateway)",
 			"endpoint", net.JoinHostPort(addr, fmt.Sprint(port)))
 	}
 	want := []corev1.EndpointSubset{{
@@ -76,10 +77,14 @@ func (s *Server) ensureKubernetesService(ctx context.Context, host string, port 
 	return nil
 }
 
-// advertiseIP is the address other hosts reach this server at: the listen address, or
-// for a wildcard listen the first non-loopback address of the machine.
-func advertiseIP(host string) string {
-	if ip := net.ParseIP(host); ip != nil && !ip.IsUnspecified() {
+// advertiseIP is the address other hosts and pods reach this server at: the advertise
+// address when one is set, else the listen address, or for a wildcard listen the first
+// non-loopback address of the machine.
+func advertiseIP(listenHost, advertise string) string {
+	if advertise != "" {
+		return advertise
+	}
+	if ip := net.ParseIP(listenHost); ip != nil && !ip.IsUnspecified() {
 		return ip.String()
 	}
 	if addrs, err := net.InterfaceAddrs(); err == nil {
@@ -90,4 +95,39 @@ func advertiseIP(host string) string {
 		}
 	}
 	return "127.0.0.1"
+}
+
+// CheckAdvertiseAddress refuses an advertise address that is not a usable IPv4 address
+// (the service range, and so the kubernetes Service, is IPv4).
+func CheckAdvertiseAddress(a string) error {
+	if a == "" {
+		return nil
+	}
+	ip := net.ParseIP(a)
+	if ip == nil || ip.To4() == nil || ip.IsUnspecified() || ip.IsMulticast() {
+		return fmt.Errorf("advertise address %q: not an IPv4 address; give the address pods and other hosts reach this server at (for example 10.42.0.1)", a)
+	}
+	return nil
+}
+
+// listenAdvertised listens on the advertise address at the API port when the listen
+// address does not already cover it (a loopback or other single-address listen), so the
+// address the kubernetes Endpoints name is served without listening on every interface.
+// The socket is bound with IP_FREEBIND: under `wasmkube up` the advertise address is the
+// pod bridge's gateway, which exists only once the node's first pod is networked. nil
+// when no second listener is needed.
+func listenAdvertised(listenHost, advertise string, port int) (net.Listener, error) {
+	if advertise == "" {
+		return nil, nil
+	}
+	if ip := net.ParseIP(listenHost); listenHost == "" || (ip != nil && (ip.IsUnspecified() || ip.Equal(net.ParseIP(advertise)))) {
+		return nil, nil
+	}
+	lc := net.ListenConfig{Control: freebind.Control}
+	addr := net.JoinHostPort(advertise, fmt.Sprint(port))
+	ln, err := lc.Listen(context.Background(), "tcp4", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on the advertise address %s: %w (another server on this address and port? choose another port with --listen, or another --advertise-address)", addr, err)
+	}
+	return ln, nil
 }

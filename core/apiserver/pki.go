@@ -174,9 +174,11 @@ func caHash(caPEM []byte) string {
 // Service (what in-cluster clients dial: client-go's rest.InClusterConfig goes to
 // https://$KUBERNETES_SERVICE_HOST, the service range's first address, and checks the
 // certificate against the mounted ca.crt; upstream's kube-apiserver and kubeadm put the
-// same names in theirs), the listen host, and for a wildcard listen every address of this
+// same names in theirs), the listen host, the advertise address (where the kubernetes
+// Endpoints send in-cluster clients: the pod bridge's gateway under `wasmkube up`; a client
+// that dials it directly checks it too), and for a wildcard listen every address of this
 // machine plus its host name.
-func servingHosts(listenHost, serviceCIDR string) []string {
+func servingHosts(listenHost, advertise, serviceCIDR string) []string {
 	hosts := []string{"127.0.0.1", "localhost", "::1",
 		"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}
 	if ip := kubernetesServiceIP(serviceCIDR); ip != "" {
@@ -189,6 +191,9 @@ func servingHosts(listenHost, serviceCIDR string) []string {
 			}
 		}
 		hosts = append(hosts, h)
+	}
+	if advertise != "" {
+		add(advertise)
 	}
 	switch listenHost {
 	case "", "0.0.0.0", "::":

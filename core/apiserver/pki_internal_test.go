@@ -22,7 +22,7 @@ func TestServingCertificateCoversInClusterNames(t *testing.T) {
 	}
 	caBefore, _ := os.ReadFile(filepath.Join(dir, "ca.crt"))
 
-	p, err := loadOrCreatePKI(dir, servingHosts("127.0.0.1", "10.96.0.0/16"))
+	p, err := loadOrCreatePKI(dir, servingHosts("127.0.0.1", "", "10.96.0.0/16"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,6 +41,16 @@ func TestServingCertificateCoversInClusterNames(t *testing.T) {
 		if _, err := leaf.Verify(x509.VerifyOptions{DNSName: name, Roots: roots}); err != nil {
 			t.Errorf("serving certificate for %s: %v", name, err)
 		}
+	}
+	// The advertise address (the pod bridge's gateway under `wasmkube up`) is added by a
+	// reissue under the same CA.
+	p, err = loadOrCreatePKI(dir, servingHosts("127.0.0.1", "10.42.0.1", "10.96.0.0/16"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, _ = x509.ParseCertificate(p.serving.Certificate[0])
+	if _, err := leaf.Verify(x509.VerifyOptions{DNSName: "10.42.0.1", Roots: roots}); err != nil {
+		t.Errorf("serving certificate for the advertise address: %v", err)
 	}
 	if got := kubernetesServiceIP("10.43.0.0/16"); got != "10.43.0.1" {
 		t.Errorf("kubernetesServiceIP(10.43.0.0/16) = %q, want 10.43.0.1", got)

@@ -45,6 +45,12 @@ type Options struct {
 	DataDir string
 	// Listen is host:port for HTTPS; DefaultListen when empty. Port 0 picks a free port.
 	Listen string
+	// AdvertiseAddress is the IPv4 address the `default/kubernetes` Endpoints carry, where
+	// pods reach this server through kubernetes.default.svc (upstream's
+	// --advertise-address). The server also listens there, at Listen's port, when Listen
+	// does not cover it, and its certificate names it. Empty: the listen address (a
+	// wildcard listen: the machine's first non-loopback address). See docs/workloads.md.
+	AdvertiseAddress string
 	// EtcdEndpoints of an external etcd cluster; empty runs an embedded etcd.
 	EtcdEndpoints []string
 	// DefaultTolerationSeconds for the not-ready/unreachable tolerations added to pods;
@@ -97,6 +103,7 @@ type Server struct {
 	chain          *admission.Chain
 	metrics        *apiMetrics
 	ln             net.Listener
+	advLn          net.Listener // on AdvertiseAddress when ln does not cover it; nil otherwise
 	url            string
 
 	metricsHandler http.Handler
@@ -149,6 +156,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("apiserver: invalid listen address %q: %w", opts.Listen, err)
 	}
+	if err := CheckAdvertiseAddress(opts.AdvertiseAddress); err != nil {
+		return nil, fmt.Errorf("apiserver: %w", err)
+	}
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("apiserver: create data dir: %w", err)
 	}
@@ -180,7 +190,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if len(opts.EtcdEndpoints) > 0 {
 		shared = newSharedIdentity(s.backend, opts.DataDir, opts.EncryptionConfig == "")
 		err := shared.sync(ctx, func() error {
-			if _, err := loadOrCreatePKI(pkiDir, servingHosts(host, opts.ServiceCIDR)); err != nil {
+			if _, err := loadOrCreatePKI(pkiDir, servingHosts(host, opts.AdvertiseAddress, opts.ServiceCIDR)); err != nil {
 				return err
 			}
 			_, err := loadOrCreateTokens(opts.DataDir, opts.NodeCredentialTTL)
@@ -190,7 +200,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("apiserver: %w", err)
 		}
 	}
-	if s.pki, err = loadOrCreatePKI(pkiDir, servingHosts(host, opts.ServiceCIDR)); err != nil {
+	if s.pki, err = loadOrCreatePKI(pkiDir, servingHosts(host, opts.AdvertiseAddress, opts.ServiceCIDR)); err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
 	if s.auth, err = loadOrCreateTokens(opts.DataDir, opts.NodeCredentialTTL); err != nil {
@@ -300,17 +310,28 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if urlHost == "" || urlHost == "0.0.0.0" || urlHost == "::" {
 		urlHost = "127.0.0.1"
 	}
-	s.url = "https://" + net.JoinHostPort(urlHost, fmt.Sprint(s.ln.Addr().(*net.TCPAddr).Port))
-	if err := s.ensureKubernetesService(ctx, host, s.ln.Addr().(*net.TCPAddr).Port); err != nil {
+	port := s.ln.Addr().(*net.TCPAddr).Port
+	s.url = "https://" + net.JoinHostPort(urlHost, fmt.Sprint(port))
+	closeListeners := func() {
+		s.ln.Close()
+		if s.advLn != nil {
+			s.advLn.Close()
+		}
+	}
+	if s.advLn, err = listenAdvertised(host, opts.AdvertiseAddress, port); err != nil {
 		s.ln.Close()
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
+	if err := s.ensureKubernetesService(ctx, host, port); err != nil {
+		closeListeners()
+		return nil, fmt.Errorf("apiserver: %w", err)
+	}
 	if err := s.writeKubeconfig(); err != nil {
-		s.ln.Close()
+		closeListeners()
 		return nil, err
 	}
 	if err := s.writeJoinToken(); err != nil {
-		s.ln.Close()
+		closeListeners()
 		return nil, err
 	}
 	ok = true
@@ -357,10 +378,17 @@ func (s *Server) Run(ctx context.Context) error {
 		srv := s.httpServer() // the timeouts and limits of httpguard.go
 		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{s.pki.serving}, MinVersion: tls.VersionTLS12}
 		srv.ErrorLog = slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)
-		serveErr := make(chan error, 1)
+		serveErr := make(chan error, 2)
 		go func() { serveErr <- srv.ServeTLS(s.ln, "", "") }()
+		if s.advLn != nil {
+			go func() { serveErr <- srv.ServeTLS(s.advLn, "", "") }()
+		}
 		close(s.ready)
-		s.log.Info("serving", "url", s.url, "kubeconfig", s.AdminKubeconfigPath())
+		if s.advLn != nil {
+			s.log.Info("serving", "url", s.url, "advertised", s.advLn.Addr().String(), "kubeconfig", s.AdminKubeconfigPath())
+		} else {
+			s.log.Info("serving", "url", s.url, "kubeconfig", s.AdminKubeconfigPath())
+		}
 		select {
 		case <-ctx.Done():
 		case runErr = <-serveErr:

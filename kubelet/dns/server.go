@@ -13,15 +13,15 @@ import (
 	"net"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	mdns "github.com/miekg/dns"
-	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/wasmkube/wasmkube/internal/freebind"
 )
 
 // DefaultDomain is the cluster domain.
@@ -90,22 +90,10 @@ func (s *Server) Endpoints(ns, name string) *v1.Endpoints {
 	return e
 }
 
-// freebind lets the sockets bind an address the host does not have yet.
-func freebind(_, _ string, c syscall.RawConn) error {
-	var serr error
-	err := c.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_FREEBIND, 1)
-	})
-	if err != nil {
-		return err
-	}
-	return serr
-}
-
 // Listen binds the UDP and TCP sockets; Run serves them. Split so that a caller learns of a
 // port already taken before it writes pods' resolv.conf.
 func (s *Server) Listen() (net.PacketConn, net.Listener, error) {
-	lc := net.ListenConfig{Control: freebind}
+	lc := net.ListenConfig{Control: freebind.Control}
 	pc, err := lc.ListenPacket(context.Background(), "udp4", s.opts.Addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("dns: listen udp %s: %w", s.opts.Addr, err)

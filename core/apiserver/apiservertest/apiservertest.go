@@ -49,6 +49,7 @@ type options struct {
 	etcd       []string
 	nodeTTL    time.Duration
 	tokenFile  string
+	advertise  string
 }
 
 // Option configures Start.
@@ -82,6 +83,11 @@ func WithNodeCredentialTTL(d time.Duration) Option { return func(o *options) { o
 // WithTokenAuthFile sets Options.TokenAuthFile (static user tokens, token,user,uid,groups).
 func WithTokenAuthFile(path string) Option { return func(o *options) { o.tokenFile = path } }
 
+// WithAdvertiseAddress sets Options.AdvertiseAddress: the kubernetes Endpoints carry it and
+// the server also listens there (a test node's pod-bridge gateway, for pods that call the
+// API through kubernetes.default.svc).
+func WithAdvertiseAddress(ip string) Option { return func(o *options) { o.advertise = ip } }
+
 // Start runs an API server until the test ends (or Stop is called).
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
@@ -100,6 +106,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 		DataDir: o.dataDir, Listen: "127.0.0.1:0", Admission: o.admission, Logger: o.logger,
 		DefaultTolerationSeconds: o.toleration, CompactionInterval: o.compaction,
 		EtcdEndpoints: o.etcd, NodeCredentialTTL: o.nodeTTL, TokenAuthFile: o.tokenFile,
+		AdvertiseAddress: o.advertise,
 	})
 	if err != nil {
 		cancel()
