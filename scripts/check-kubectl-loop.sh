@@ -6,7 +6,8 @@
 # namespace-relative, full) and by NodePort on the bridge's gateway from the client pod; a pod
 # that turns unready leaves the rotation and comes back; exec -it under a pty; cp in and out;
 # port-forward to a pod and to the Service, read with curl on loopback; run -i --rm prints its
-# output; logs --since=5s --timestamps shows only the recent lines.
+# output; logs --since=5s --timestamps shows only the recent lines; kubectl debug (an
+# ephemeral container with --target, --copy-to, node/NAME).
 #
 #   KUBECONFIG=_data/admin.kubeconfig scripts/check-kubectl-loop.sh [NODEPORT]
 #   (GATEWAY=IP when the node's bridge is not the default 10.42.0.0/24: its gateway address)
@@ -137,4 +138,39 @@ n=$(echo "$recent" | wc -l)
 [ "$n" -ge 3 ] && [ "$n" -le 7 ] && [ "$n" -lt "$all" ] || fail "logs --since=5s: $n of $all lines: $recent"
 echo "$recent" | grep -Eqv '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z tick [0-9]+$' && fail "logs --timestamps: $recent"
 ok "logs --since=5s --timestamps: $n of $all lines, each timestamped"
+# kubectl debug: an ephemeral container in a web pod's PID namespace (--target), attached
+# under a pty; a copy of the client pod with a debug container; a pod on the node in the
+# host's namespaces with its root at /host. The image is the node's imported busybox
+# (--image=busybox would need a registry).
+# tty_session CMD: runs kubectl CMD under script(1), typing the lines of stdin once the
+# session has had time to attach.
+tty_session() {
+  local lines=$1; shift
+  (sleep 6; printf '%s\n' "$lines"; sleep 2; printf 'exit\n') | script -qec "kubectl -n $NS $*" /dev/null
+}
+out=$(tty_session 'ps; echo "dbg-$((6*7))"' debug -it "${pods[1]}" --image=$IMG --image-pull-policy=Never --target=httpd -c dbg -- sh) ||
+  fail "debug -it --target: $out"
+echo "$out" | grep -q 'httpd -f -p 8080' && echo "$out" | grep -q 'dbg-42' || fail "debug -it --target=httpd: no httpd in ps: $out"
+for i in $(seq 30); do
+  st=$(K get pod "${pods[1]}" -o jsonpath='{.status.ephemeralContainerStatuses[0].state.terminated.exitCode}')
+  [ -n "$st" ] && break
+  sleep 1
+done
+[ "$st" = 0 ] || fail "ephemeral container dbg: exit code [$st] in status"
+ok "debug -it --target=httpd: the target's processes seen, attached, exited 0 in ephemeralContainerStatuses"
+
+out=$(tty_session 'echo "copy-$((6*7)) $(hostname)"' debug client -it --copy-to=client-debug --container=debugger --image=$IMG --image-pull-policy=Never -- sh) ||
+  fail "debug --copy-to: $out"
+echo "$out" | grep -q 'copy-42 client-debug' || fail "debug --copy-to=client-debug: $out"
+[ "$(K get pod client-debug -o jsonpath='{.spec.containers[*].name}')" = "client debugger" ] || fail "client-debug containers: $(K get pod client-debug -o jsonpath='{.spec.containers[*].name}')"
+K delete pod client-debug --wait=false >/dev/null
+ok "debug --copy-to=client-debug --container=debugger"
+
+node=$(K get pod client -o jsonpath='{.spec.nodeName}')
+out=$(tty_session 'echo "pid1=$(cat /proc/1/comm) host=$(ls /host | tr "\n" " ")"' debug "node/$node" -it --image=$IMG --image-pull-policy=Never -- sh) ||
+  fail "debug node/$node: $out"
+echo "$out" | grep -q 'host=.*etc.*proc' || fail "debug node/$node: no host root at /host: $out"
+echo "$out" | grep -q 'pid1=sh' && fail "debug node/$node: not in the host's PID namespace: $out"
+K delete pod -l app.kubernetes.io/managed-by=kubectl-debug --wait=false >/dev/null
+ok "debug node/$node: host PID namespace ($(echo "$out" | grep -o 'pid1=[a-z]*' | tail -1)), host root at /host"
 echo "all checks passed"
