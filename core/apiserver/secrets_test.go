@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"os"
 	"os/exec"
@@ -86,6 +87,27 @@ func TestKubectlSecrets(t *testing.T) {
 	bad := k.file("bad.yaml", "apiVersion: v1\nkind: Secret\nmetadata: {name: bad}\ntype: kubernetes.io/tls\ndata: {tls.crt: Yw==}\n")
 	if out, err := k.run("create", "-f", bad); err == nil || !strings.Contains(out, `data[tls.key]: Required value`) {
 		t.Fatalf("tls secret without key: %v\n%s", err, out)
+	}
+	// stringData is merged into data (its keys win over data's) and never stored or
+	// returned, as upstream; a tls Secret given as stringData validates on the merged keys.
+	sd := k.file("sd.yaml", "apiVersion: v1\nkind: Secret\nmetadata: {name: sd}\ndata: {user: b2xk, keep: a2VwdA==}\nstringData: {user: alice, password: pw-sd}\n")
+	k.ok("apply", "-f", sd)
+	got, err := srv.Client.CoreV1().Secrets("default").Get(context.Background(), "sd", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.StringData) != 0 || string(got.Data["user"]) != "alice" || string(got.Data["password"]) != "pw-sd" || string(got.Data["keep"]) != "kept" {
+		t.Fatalf("secret from stringData: data %q stringData %q", got.Data, got.StringData)
+	}
+	if out := k.ok("get", "secret", "sd", "--no-headers"); len(strings.Fields(out)) < 3 || strings.Fields(out)[2] != "3" {
+		t.Fatalf("get secret sd: DATA column of %q, want 3", out)
+	}
+	crtPEM, _ := os.ReadFile(crt)
+	keyPEM, _ := os.ReadFile(key)
+	tlsSD := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "tls-sd"}, Type: corev1.SecretTypeTLS,
+		StringData: map[string]string{"tls.crt": string(crtPEM), "tls.key": string(keyPEM)}}
+	if _, err := srv.Client.CoreV1().Secrets("default").Create(context.Background(), tlsSD, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("tls secret as stringData: %v", err)
 	}
 	if out, err := k.run("patch", "secret", "db", "-p", `{"type":"kubernetes.io/tls"}`); err == nil || !strings.Contains(out, "type: Invalid value") || !strings.Contains(out, "field is immutable") {
 		t.Fatalf("type change: %v\n%s", err, out)
@@ -196,5 +218,45 @@ func TestPodServiceAccountDefaults(t *testing.T) {
 		Spec: corev1.PodSpec{ServiceAccountName: "nobody", Containers: []corev1.Container{{Name: "a", Image: "busybox"}}}}, metav1.CreateOptions{})
 	if want := `pods "lost" is forbidden: error looking up service account default/nobody: serviceaccount "nobody" not found`; !apierrors.IsForbidden(err) || err.Error() != want {
 		t.Fatalf("pod with a missing account: %v, want %s", err, want)
+	}
+
+	// Accounts are read through a cache kept from a watch (objcache.go): a change to an
+	// account, and its deletion, reach the pods created after the watch delivered them.
+	sa, err := srv.Client.CoreV1().ServiceAccounts("default").Get(ctx, "quiet", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := true
+	sa.AutomountServiceAccountToken = &tr
+	if _, err := srv.Client.CoreV1().ServiceAccounts("default").Update(ctx, sa, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	seen := false
+	for i := 0; i < 300 && !seen; i++ {
+		seen = len(mk(fmt.Sprintf("loud-%d", i), "quiet").Spec.Volumes) == 1
+		if !seen {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if !seen {
+		t.Fatal("pods created after the account allowed automount still get no API access volume")
+	}
+	if err := srv.Client.CoreV1().ServiceAccounts("default").Delete(ctx, "quiet", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	refused := false
+	for i := 0; i < 300 && !refused; i++ {
+		_, err := srv.Client.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("after-%d", i)},
+			Spec: corev1.PodSpec{ServiceAccountName: "quiet", Containers: []corev1.Container{{Name: "a", Image: "busybox"}}}}, metav1.CreateOptions{})
+		refused = apierrors.IsForbidden(err)
+		if err != nil && !refused {
+			t.Fatal(err)
+		}
+		if !refused {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if !refused {
+		t.Fatal("pods naming a deleted account are still admitted")
 	}
 }

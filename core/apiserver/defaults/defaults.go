@@ -47,6 +47,18 @@ func Default(obj runtime.Object) {
 		if o.Type == "" {
 			o.Type = corev1.SecretTypeOpaque
 		}
+		// stringData is write-only: upstream merges it into data (its keys win) as it
+		// decodes a request, so validation sees the merged keys and no stored or returned
+		// Secret carries it.
+		if len(o.StringData) > 0 {
+			if o.Data == nil {
+				o.Data = make(map[string][]byte, len(o.StringData))
+			}
+			for k, v := range o.StringData {
+				o.Data[k] = []byte(v)
+			}
+			o.StringData = nil
+		}
 	case *appsv1.Deployment:
 		deployment(o)
 	case *appsv1.ReplicaSet:
