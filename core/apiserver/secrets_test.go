@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"os"
 	"os/exec"
@@ -217,5 +218,45 @@ func TestPodServiceAccountDefaults(t *testing.T) {
 		Spec: corev1.PodSpec{ServiceAccountName: "nobody", Containers: []corev1.Container{{Name: "a", Image: "busybox"}}}}, metav1.CreateOptions{})
 	if want := `pods "lost" is forbidden: error looking up service account default/nobody: serviceaccount "nobody" not found`; !apierrors.IsForbidden(err) || err.Error() != want {
 		t.Fatalf("pod with a missing account: %v, want %s", err, want)
+	}
+
+	// Accounts are read through a cache kept from a watch (objcache.go): a change to an
+	// account, and its deletion, reach the pods created after the watch delivered them.
+	sa, err := srv.Client.CoreV1().ServiceAccounts("default").Get(ctx, "quiet", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := true
+	sa.AutomountServiceAccountToken = &tr
+	if _, err := srv.Client.CoreV1().ServiceAccounts("default").Update(ctx, sa, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	seen := false
+	for i := 0; i < 300 && !seen; i++ {
+		seen = len(mk(fmt.Sprintf("loud-%d", i), "quiet").Spec.Volumes) == 1
+		if !seen {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if !seen {
+		t.Fatal("pods created after the account allowed automount still get no API access volume")
+	}
+	if err := srv.Client.CoreV1().ServiceAccounts("default").Delete(ctx, "quiet", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	refused := false
+	for i := 0; i < 300 && !refused; i++ {
+		_, err := srv.Client.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("after-%d", i)},
+			Spec: corev1.PodSpec{ServiceAccountName: "quiet", Containers: []corev1.Container{{Name: "a", Image: "busybox"}}}}, metav1.CreateOptions{})
+		refused = apierrors.IsForbidden(err)
+		if err != nil && !refused {
+			t.Fatal(err)
+		}
+		if !refused {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if !refused {
+		t.Fatal("pods naming a deleted account are still admitted")
 	}
 }

@@ -176,16 +176,15 @@ func (s *Server) serveTokenRequest(ctx context.Context, rq *request, st *store) 
 }
 
 // getServiceAccount is the ServiceAccount admission plugin's reader: nil when absent.
+// It reads through a cache kept from a watch (objcache.go), as upstream's plugin reads
+// through an informer; an account the cache has not seen yet is read from storage.
 func (s *Server) getServiceAccount(ctx context.Context, ns, name string) (*corev1.ServiceAccount, error) {
 	st := s.stores[corev1.SchemeGroupVersion.WithResource("serviceaccounts")]
-	obj, err := st.s.Get(ctx, st.key(ns, name))
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
+	obj, err := st.cached().get(ctx, s.stoppedCh(), ns, name)
+	if err != nil || obj == nil {
 		return nil, err
 	}
-	return obj.(*corev1.ServiceAccount), nil
+	return obj.(*corev1.ServiceAccount).DeepCopy(), nil
 }
 
 // seedServiceAccounts gives namespaces (by default the ones the server creates at start)
