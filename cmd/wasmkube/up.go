@@ -61,6 +61,12 @@ func init() {
   bridge networking (needs root, containerd, runc and the CNI plugins: scripts/deps.sh installs them),
   and --hollow-nodes simulated nodes for scale work.
 
+The API server listens on --listen (loopback by default) and, with the real node, on that
+node's pod-bridge gateway (the first address of --pod-cidr) at the same port: the kubernetes
+Service sends pods there, so in-cluster clients work without exposing the API on the
+machine's other interfaces. A second up on this machine needs its own --bridge, --pod-cidr
+and --listen port.
+
 Ctrl-C stops everything and removes the kubelet's pods: no containers, mounts, veths or
 network namespaces are left behind. With --keep-pods the pods' containers keep running (their
 shims outlive containerd), and the next up on the same data dir adopts them without restarts.`,
