@@ -61,7 +61,7 @@ func names(l *unstructured.UnstructuredList) []string {
 
 // Lists of custom objects, served from the objects each store keeps per revision
 // (customlist.go), answer as a list that decodes everything would: every item equal to
-// its GET, selectors, pages with continue and remainingItemCount, a list at an older
+// its GET and to its create's answer, selectors, pages with continue and remainingItemCount, a list at an older
 // resourceVersion, deletes, the None conversion to another served version, tables and
 // YAML, and pruning and defaulting on read after the CRD's schema changes.
 func TestCustomObjectLists(t *testing.T) {
@@ -77,14 +77,17 @@ func TestCustomObjectLists(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := dc.Resource(thingsGVR).Namespace("default")
+	created := map[string]*unstructured.Unstructured{}
 	for i := 0; i < 7; i++ {
 		tier := map[bool]string{true: "a", false: "b"}[i%2 == 0]
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Thing",
 			"metadata": map[string]any{"name": fmt.Sprintf("t-%d", i), "labels": map[string]any{"tier": tier}},
-			"spec":     map[string]any{"color": "red", "legacy": "old"}}}
-		if _, err := res.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			"spec":     map[string]any{"color": "red", "legacy": "old", "bogus": "pruned"}}}
+		c, err := res.Create(ctx, u, metav1.CreateOptions{})
+		if err != nil {
 			t.Fatal(err)
 		}
+		created[c.GetName()] = c
 	}
 	if _, err := dc.Resource(thingsGVR).Namespace("other").Create(ctx, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "example.com/v1", "kind": "Thing", "metadata": map[string]any{"name": "elsewhere"}}}, metav1.CreateOptions{}); err != nil {
@@ -113,6 +116,10 @@ func TestCustomObjectLists(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got.Object, it.Object) {
 			t.Errorf("list item %s = %v, GET = %v", it.GetName(), it.Object, got.Object)
+		}
+		// The create's answer is the kept served form a list then reuses (customlist.go).
+		if c := created[it.GetName()]; !reflect.DeepEqual(c.Object, got.Object) {
+			t.Errorf("create answered %s = %v, GET = %v", it.GetName(), c.Object, got.Object)
 		}
 	}
 	if again := all(thingsGVR, metav1.ListOptions{}); !reflect.DeepEqual(again.Items, first.Items) {

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/crd"
@@ -77,6 +78,42 @@ func (c *customReads) read(v *crd.Version, key string, value []byte, rev int64) 
 	}
 	c.mu.Unlock()
 	return nr, nil
+}
+
+// respondWritten answers a create, update or patch of a custom object: the object as
+// written (pruned and defaulted when decoded) is normalized as a read would (ForRead, in
+// place: it is the request's own), kept as this revision's served form with its JSON, and
+// the JSON is the response. So a list after writes through this server decodes none of
+// what they wrote (the first list after 10,000 creates decoded all of them). Objects of
+// another version than the request's, dry runs and other formats are answered as reads.
+func (s *Server) respondWritten(rq *request, st *store, code int, out runtime.Object) error {
+	v := st.res.custom
+	u, ok := out.(*unstructured.Unstructured)
+	if !ok || st.reads == nil || rq.dryRun || u.GetAPIVersion() != v.GVR.GroupVersion().String() {
+		return s.respond(rq, code, out)
+	}
+	rev, err := strconv.ParseInt(u.GetResourceVersion(), 10, 64)
+	if err != nil {
+		return s.respond(rq, code, out)
+	}
+	v.ForRead(u)
+	b, err := json.Marshal(u.Object)
+	if err != nil {
+		return apierrors.NewInternalError(errors.New("encode " + u.GetName() + ": " + err.Error()))
+	}
+	key := st.key(u.GetNamespace(), u.GetName())
+	st.reads.mu.Lock()
+	if cur := st.reads.m[key]; cur == nil || cur.rev < rev {
+		st.reads.m[key] = &customRead{rev: rev, obj: u, json: b}
+	}
+	st.reads.mu.Unlock()
+	if rq.format != outJSON {
+		return s.respond(rq, code, u) // a copy is normalized again; u stays as kept
+	}
+	rq.w.Header().Set("Content-Type", "application/json")
+	rq.w.WriteHeader(code)
+	_, _ = rq.w.Write(b)
+	return nil
 }
 
 // forget drops the kept objects under prefix with keys from lo to hi (inclusive; "" is

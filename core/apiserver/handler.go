@@ -382,6 +382,9 @@ func (s *Server) serveResource(rq *request) error {
 				s.log.Warn("default service account of a new namespace (the controller manager retries)", "err", err)
 			}
 		}
+		if st.res.custom != nil && info.subresource == "" {
+			return s.respondWritten(rq, st, http.StatusCreated, out) // customlist.go
+		}
 		return s.respond(rq, http.StatusCreated, out)
 	case "update":
 		in, err := s.decodeRequest(rq, st.res)
