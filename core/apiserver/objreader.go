@@ -32,6 +32,11 @@ type objectReader struct {
 func newObjectReader(ctx context.Context, s *Server) *objectReader {
 	r := &objectReader{s: s, ctx: ctx, byName: map[string]*store{}, caches: map[string]*objectCache{}}
 	for gvr, st := range s.stores {
+		if st.res.storedAs != nil {
+			// A version view (versions.go) shares its resource name with the stored
+			// version: policies read the stored one, as they always did.
+			continue
+		}
 		r.byName[gvr.Resource] = st
 	}
 	return r
