@@ -220,7 +220,7 @@ func TestPodServiceAccountDefaults(t *testing.T) {
 		t.Fatalf("pod with a missing account: %v, want %s", err, want)
 	}
 
-	// Accounts are read through a cache kept from a watch (objcache.go): a change to an
+	// Accounts are read through a cache kept from a watch (objreader.go): a change to an
 	// account, and its deletion, reach the pods created after the watch delivered them.
 	sa, err := srv.Client.CoreV1().ServiceAccounts("default").Get(ctx, "quiet", metav1.GetOptions{})
 	if err != nil {

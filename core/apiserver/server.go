@@ -112,6 +112,9 @@ type Server struct {
 	kubeletStreams kubeletStreams // exec, attach, port-forward (streaming.go)
 
 	namespaces *nsCache
+	// reader is the watch-fed object cache (objreader.go) of wasm policies, quota and the
+	// ServiceAccount admission plugin.
+	reader *objectReader
 	// saTokens signs and verifies service account tokens (serviceaccounts.go).
 	saTokens *serviceaccount.Issuer
 	// rbac and nodeAuthz are the authorizers (rbac.go, nodeauth.go); staticTokens the
@@ -296,6 +299,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	reader := newObjectReader(bg, s)
 	pa.reader = reader
+	s.reader = reader
 	for _, p := range opts.Admission {
 		if w, ok := p.(admission.WantsObjectReader); ok {
 			if err := w.SetObjectReader(reader); err != nil {

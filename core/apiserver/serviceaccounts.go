@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
 	"github.com/wasmkube/wasmkube/core/apiserver/serviceaccount"
@@ -176,12 +177,23 @@ func (s *Server) serveTokenRequest(ctx context.Context, rq *request, st *store) 
 }
 
 // getServiceAccount is the ServiceAccount admission plugin's reader: nil when absent.
-// It reads through a cache kept from a watch (objcache.go), as upstream's plugin reads
-// through an informer; an account the cache has not seen yet is read from storage.
+// It reads through the server's watch-fed object cache (objreader.go, the one wasm
+// policies read through), as upstream's plugin reads through an informer; an account the
+// cache has not seen yet (created a moment ago) is read from storage, as upstream's
+// plugin falls back to a live lookup.
 func (s *Server) getServiceAccount(ctx context.Context, ns, name string) (*corev1.ServiceAccount, error) {
-	st := s.stores[corev1.SchemeGroupVersion.WithResource("serviceaccounts")]
-	obj, err := st.cached().get(ctx, s.stoppedCh(), ns, name)
-	if err != nil || obj == nil {
+	var obj runtime.Object
+	err := admission.ErrNotFound
+	if s.reader != nil {
+		obj, err = s.reader.Get(ctx, "serviceaccounts", ns, name)
+	}
+	if errors.Is(err, admission.ErrNotFound) {
+		st := s.stores[corev1.SchemeGroupVersion.WithResource("serviceaccounts")]
+		if obj, err = st.s.Get(ctx, st.key(ns, name)); errors.Is(err, storage.ErrNotFound) {
+			return nil, nil
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	return obj.(*corev1.ServiceAccount).DeepCopy(), nil

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -36,16 +35,6 @@ type store struct {
 	alloc *serviceAllocator
 	// reads keeps custom objects as served, for lists (custom resources only; customlist.go).
 	reads *customReads
-	// cache holds the objects from a watch for readers that accept a moment's lag
-	// (objcache.go); made by the first call of cached.
-	cacheOnce sync.Once
-	cache     *objCache
-}
-
-// cached is the store's watch-fed cache of objects.
-func (st *store) cached() *objCache {
-	st.cacheOnce.Do(func() { st.cache = newObjCache(st) })
-	return st.cache
 }
 
 const optimisticLockMsg = "the object has been modified; please apply your changes to the latest version and try again"
