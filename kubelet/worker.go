@@ -539,7 +539,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, sb *runtime
 	delete(w.pullRetry, c.Name)
 	delete(w.pullNever, c.Name)
 	w.mu.Unlock()
-	cfg, err := w.containerConfig(pod, sb, c, field, attempt, volumes)
+	cfg, err := w.containerConfig(ctx, pod, sb, c, field, attempt, volumes)
 	if err != nil {
 		w.setWaiting(c.Name, &Waiting{Reason: "CreateContainerConfigError", Message: err.Error()})
 		w.k.rec.event(pod, v1.EventTypeWarning, "Failed", c.Name, "Error: %v", err)
@@ -591,7 +591,7 @@ func (w *podWorker) pruneOldAttempts(ctx context.Context, name string, attempt i
 	}
 }
 
-func (w *podWorker) containerConfig(pod *v1.Pod, sb *runtime.Sandbox, c *v1.Container, field string, attempt int, volumes map[string]string) (*runtime.ContainerConfig, error) {
+func (w *podWorker) containerConfig(ctx context.Context, pod *v1.Pod, sb *runtime.Sandbox, c *v1.Container, field string, attempt int, volumes map[string]string) (*runtime.ContainerConfig, error) {
 	mounts, err := ContainerMounts(pod, c, field, volumes)
 	if err != nil {
 		return nil, err
@@ -616,7 +616,7 @@ func (w *podWorker) containerConfig(pod *v1.Pod, sb *runtime.Sandbox, c *v1.Cont
 	if err != nil {
 		return nil, err
 	}
-	target, err := w.targetContainerID(context.Background(), pod, c.Name)
+	target, err := w.targetContainerID(ctx, pod, c.Name)
 	if err != nil {
 		return nil, err
 	}
