@@ -58,6 +58,9 @@ type Options struct {
 	CNIBinDir           string // default /usr/lib/cni
 	PauseImage          string // default images.PauseRef
 	ImagesDir           string // OCI archives imported at start when their images are missing
+	// OCIRuntime is the OCI runtime new containers are created with: auto (default: crun
+	// when installed, else runc), runc or crun (runtime.ResolveOCIRuntime, docs/kubelet.md).
+	OCIRuntime string
 
 	ServerAddr string // HTTPS listen address; default :10250, 127.0.0.1:0 in tests
 
@@ -218,8 +221,13 @@ func New(ctx context.Context, opts Options) (*Kubelet, error) {
 		if err != nil {
 			return nil, err
 		}
+		oci, err := runtime.ResolveOCIRuntime(opts.OCIRuntime, runtime.OCIWrapperDir)
+		if err != nil {
+			return nil, fmt.Errorf("kubelet: %w", err)
+		}
+		k.log.Info("OCI runtime", "runtime", oci.Name, "binary", oci.Binary, "note", oci.Note)
 		c, err := runtime.NewContainerd(ctx, runtime.ContainerdOptions{Address: opts.ContainerdAddress, Namespace: opts.ContainerdNamespace,
-			Snapshotter: opts.Snapshotter, RootDir: filepath.Join(root, "runtime"), Network: net, Logger: k.log})
+			Snapshotter: opts.Snapshotter, RootDir: filepath.Join(root, "runtime"), Network: net, Logger: k.log, OCIRuntime: oci})
 		if err != nil {
 			return nil, err
 		}

@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -25,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/apiservertest"
+	"github.com/wasmkube/wasmkube/kubelet"
 	"github.com/wasmkube/wasmkube/kubelet/internal/nodetest"
 )
 
@@ -311,69 +314,146 @@ func waitPodLog(t *testing.T, srv *apiservertest.Server, pod, text string) {
 }
 
 // BenchmarkKubectlExec measures `kubectl exec POD -- true` end to end (kubectl's own start,
-// TLS to the API server, the WebSocket v5 upgrade and its translation to SPDY, the kubelet,
-// a containerd exec): p50 and p99 per round trip.
+// TLS to the API server, the WebSocket v5 upgrade passed through to the kubelet, a
+// containerd exec, the exit Status back): p50 and p99 per round trip, for each OCI runtime
+// installed (runc, crun: one node each on one containerd, their execs alternated so that
+// both meet the same load), then the same round trip from client-go's WebSocket executor
+// without kubectl's start. WASMKUBE_BENCH_OCI_RUNTIMES=runc (or crun) measures one.
 //
-//	go test -run '^$' -bench KubectlExec -benchtime 50x ./kubelet/
+//	go test -run '^$' -bench KubectlExec -benchtime 40x ./kubelet/
+//
+// With WASMKUBE_TEST_LOG=debug the API server, the kubelets and the benchmark log every
+// stage of every exec with microsecond times (scripts/exec-timeline.py joins them into the
+// table of docs/benchmarks.md).
 func BenchmarkKubectlExec(b *testing.B) {
-	srv := apiservertest.Start(b)
-	n := &node{name: "node-exec-bench", root: b.TempDir(), daemon: nodetest.Containerd(b)}
-	n.net = nodetest.Network(b, filepath.Join(n.root, "cni"))
-	startKubeletB(b, srv, n)
+	stages := &execStages{}
+	logger := slog.New(stages.handler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(), ReplaceAttr: microTime})))
+	srv := apiservertest.Start(b, apiservertest.WithLogger(logger))
+	daemon := nodetest.Containerd(b)
 	ctx := context.Background()
-	pod := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "target", Namespace: "default"},
-		Spec: v1.PodSpec{NodeName: n.name, AutomountServiceAccountToken: new(bool),
-			Containers: []v1.Container{busybox("app", "exec sleep 3600")}},
-	}
-	if _, err := srv.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		p, err := srv.Client.CoreV1().Pods("default").Get(ctx, "target", metav1.GetOptions{})
-		if err == nil && p.Status.Phase == v1.PodRunning {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("pod never running")
+	runtimes := []string{}
+	for _, rt := range strings.Split(envOr("WASMKUBE_BENCH_OCI_RUNTIMES", "runc,crun"), ",") {
+		if _, err := exec.LookPath(rt); err == nil {
+			runtimes = append(runtimes, rt)
 		}
 	}
-	run := func() time.Duration {
+	if len(runtimes) == 0 {
+		b.Fatal("no OCI runtime of WASMKUBE_BENCH_OCI_RUNTIMES is installed")
+	}
+	for _, rt := range runtimes {
+		n := &node{name: "node-exec-" + rt, root: b.TempDir(), daemon: daemon,
+			options: func(o *kubelet.Options) { o.OCIRuntime, o.Logger = rt, logger }}
+		n.net = nodetest.Network(b, filepath.Join(n.root, "cni"))
+		startKubeletB(b, srv, n)
+		pod := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "target-" + rt, Namespace: "default"},
+			Spec: v1.PodSpec{NodeName: n.name, AutomountServiceAccountToken: new(bool),
+				Containers: []v1.Container{busybox("app", "exec sleep 3600")}},
+		}
+		if _, err := srv.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, rt := range runtimes {
+		for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			p, err := srv.Client.CoreV1().Pods("default").Get(ctx, "target-"+rt, metav1.GetOptions{})
+			if err == nil && p.Status.Phase == v1.PodRunning {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("pod target-%s never running", rt)
+			}
+		}
+	}
+	type benchExec struct {
+		pod   string
+		start time.Time
+		took  time.Duration
+	}
+	var execs []benchExec
+	run := func(pod string) time.Duration {
 		start := time.Now()
-		out, err := exec.Command("kubectl", "--kubeconfig", srv.KubeconfigPath, "exec", "target", "--", "true").CombinedOutput()
+		out, err := exec.Command("kubectl", "--kubeconfig", srv.KubeconfigPath, "exec", pod, "--", "true").CombinedOutput()
 		if err != nil {
-			b.Fatalf("kubectl exec: %v: %s", err, out)
+			b.Fatalf("kubectl exec %s: %v: %s", pod, err, out)
 		}
-		return time.Since(start)
+		took := time.Since(start)
+		logger.Debug("bench exec", "pod", pod, "start", start.UnixMicro(), "took", took)
+		execs = append(execs, benchExec{pod, start, took})
+		return took
 	}
-	run() // kubectl's discovery cache filled
-	var all []time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		all = append(all, run())
-	}
-	b.StopTimer()
-	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
-	b.ReportMetric(float64(all[len(all)/2].Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1000, "p99-ms")
-	start := time.Now()
-	_ = exec.Command("kubectl", "version", "--client").Run()
-	b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "kubectl-start-ms")
-	// The same round trip from client-go's WebSocket executor, without kubectl's start.
-	u := srv.Client.CoreV1().RESTClient().Post().Namespace("default").Resource("pods").Name("target").SubResource("exec").
-		VersionedParams(&v1.PodExecOptions{Command: []string{"true"}, Stdout: true, Stderr: true}, scheme.ParameterCodec).URL()
-	var lib []time.Duration
-	for i := 0; i < max(b.N, 10); i++ {
+	lib := func(pod string) time.Duration {
+		u := srv.Client.CoreV1().RESTClient().Post().Namespace("default").Resource("pods").Name(pod).SubResource("exec").
+			VersionedParams(&v1.PodExecOptions{Command: []string{"true"}, Stdout: true, Stderr: true}, scheme.ParameterCodec).URL()
 		start := time.Now()
 		ex, err := remotecommand.NewWebSocketExecutor(srv.Config, "GET", u.String())
 		if err != nil {
 			b.Fatal(err)
 		}
 		if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: io.Discard, Stderr: io.Discard}); err != nil {
-			b.Fatal(err)
+			b.Fatalf("exec %s: %v", pod, err)
 		}
-		lib = append(lib, time.Since(start))
+		return time.Since(start)
 	}
-	sort.Slice(lib, func(i, j int) bool { return lib[i] < lib[j] })
-	b.ReportMetric(float64(lib[len(lib)/2].Microseconds())/1000, "client-go-p50-ms")
+	for _, rt := range runtimes {
+		run("target-" + rt) // kubectl's discovery cache filled
+	}
+	execs = nil
+	all := map[string][]time.Duration{}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, rt := range runtimes {
+			all[rt] = append(all[rt], run("target-"+rt))
+		}
+	}
+	b.StopTimer()
+	time.Sleep(200 * time.Millisecond)     // the last sessions' lines logged
+	rows := map[string][][]time.Duration{} // per runtime, per exec: its stages (streaming_stages_test.go)
+	for _, x := range execs {
+		rt := strings.TrimPrefix(x.pod, "target-")
+		if st, ok := stages.split(x.pod, "node-exec-"+rt, x.start, x.took); ok {
+			rows[rt] = append(rows[rt], st)
+		}
+	}
+	libs := map[string][]time.Duration{}
+	for i := 0; i < max(b.N, 10); i++ {
+		for _, rt := range runtimes {
+			libs[rt] = append(libs[rt], lib("target-"+rt))
+		}
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	for _, rt := range runtimes {
+		d := all[rt]
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		l := libs[rt]
+		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
+		b.ReportMetric(ms(d[len(d)/2]), rt+"-p50-ms")
+		b.ReportMetric(ms(d[len(d)*99/100]), rt+"-p99-ms")
+		b.ReportMetric(ms(l[len(l)/2]), rt+"-client-go-p50-ms")
+		if m := medians(rows[rt]); m != nil {
+			// On stdout, not b.Logf: a benchmark's log is cut after a few lines.
+			fmt.Printf("exec stages, %s: medians over %d execs (kubectl p50 %.1f ms)\n", rt, len(rows[rt]), ms(d[len(d)/2]))
+			for i, name := range stageNames {
+				fmt.Printf("  %-16s %7.1f ms\n", name, ms(m[i]))
+			}
+		}
+	}
+	start := time.Now()
+	_ = exec.Command("kubectl", "version", "--client").Run()
+	b.ReportMetric(ms(time.Since(start)), "kubectl-start-ms")
+}
+
+// microTime logs times with microseconds, for joining the components' lines of one exec.
+func microTime(groups []string, a slog.Attr) slog.Attr {
+	if a.Key == slog.TimeKey && len(groups) == 0 {
+		return slog.Int64("time", a.Value.Time().UnixMicro())
+	}
+	return a
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }

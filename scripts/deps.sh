@@ -4,7 +4,7 @@
 # Used by `make run` and `make test`; safe to run many times. Needs root (or sudo) for apt-get.
 set -euo pipefail
 
-PKGS=(containerd runc containernetworking-plugins busybox-static iproute2 iptables
+PKGS=(containerd runc crun containernetworking-plugins busybox-static iproute2 iptables
       clang lld wasi-libc libclang-rt-14-dev-wasm32 wabt etcd-server
       rustc libstd-rust-dev-wasm32 cargo curl)
 

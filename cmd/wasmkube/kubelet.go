@@ -23,6 +23,7 @@ import (
 	"github.com/wasmkube/wasmkube/kubelet/dns"
 	"github.com/wasmkube/wasmkube/kubelet/nodecred"
 	"github.com/wasmkube/wasmkube/kubelet/proxy"
+	kruntime "github.com/wasmkube/wasmkube/kubelet/runtime"
 	"github.com/wasmkube/wasmkube/plugins/nodewasm"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 )
@@ -36,6 +37,7 @@ type kubeletFlags struct {
 	serviceCIDR, clusterDomain         string
 	cleanupOnExit, ipMasq              bool
 	warmSandboxes                      int
+	ociRuntime                         string
 }
 
 func init() {
@@ -73,6 +75,7 @@ restarted kubelet adopts them) unless --cleanup-on-exit is set.`,
 	fl.StringVar(&f.listen, "listen", ":10250", "HTTPS listen address (logs, healthz)")
 	fl.BoolVar(&f.cleanupOnExit, "cleanup-on-exit", false, "stop and remove this node's pods when the kubelet exits")
 	fl.IntVar(&f.warmSandboxes, "warm-sandboxes", kubelet.DefaultWarmSandboxes, "pod sandboxes (network wired, pause running) kept ready for the next pods; 0 turns the pool off")
+	fl.StringVar(&f.ociRuntime, "oci-runtime", kruntime.OCIRuntimeAuto, "OCI runtime new containers are created with: auto (crun when installed, else runc), runc or crun")
 	fl.StringVar(&f.serviceCIDR, "service-cidr", proxy.DefaultServiceCIDR, "the API server's service range: traffic to it is load-balanced by the node proxy or refused, never routed off the node")
 	fl.StringVar(&f.clusterDomain, "cluster-domain", dns.DefaultDomain, "the cluster DNS domain the node's DNS server answers")
 	fl.BoolVar(&f.ipMasq, "ip-masq", false, "masquerade pod traffic that leaves the node (off: pods reach only this machine)")
@@ -133,7 +136,7 @@ func runKubelet(f kubeletFlags) error {
 		ContainerdAddress: f.containerdAddr, ContainerdNamespace: f.containerdNS,
 		PodCIDR: f.podCIDR, Bridge: f.bridge, CNIBinDir: f.cniBinDir, ImagesDir: f.images,
 		ServerAddr: f.listen, CleanupOnExit: f.cleanupOnExit, IPMasq: f.ipMasq, Logger: log,
-		WarmSandboxes: f.warmSandboxes, ConfigFile: f.configFile, Hooks: hooks, Registerer: reg,
+		WarmSandboxes: f.warmSandboxes, ConfigFile: f.configFile, Hooks: hooks, Registerer: reg, OCIRuntime: f.ociRuntime,
 		ServiceCIDR: f.serviceCIDR, ClusterDomain: f.clusterDomain, DNSUpstreams: dns.HostUpstreams("/etc/resolv.conf"),
 	}
 	if opts.ContainerdAddress == "" {

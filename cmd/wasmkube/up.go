@@ -23,6 +23,7 @@ import (
 	"github.com/wasmkube/wasmkube/kubelet/containerd"
 	"github.com/wasmkube/wasmkube/kubelet/dns"
 	"github.com/wasmkube/wasmkube/kubelet/hollow"
+	kruntime "github.com/wasmkube/wasmkube/kubelet/runtime"
 	"github.com/wasmkube/wasmkube/plugins/schedwasm"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 )
@@ -39,6 +40,7 @@ type upOptions struct {
 	imagesDir   string
 	hollowNodes int
 	warm        int
+	ociRuntime  string
 	noKubelet   bool
 	keepPods    bool
 	metricsAddr string
@@ -84,6 +86,7 @@ shims outlive containerd), and the next up on the same data dir adopts them with
 	f.StringVar(&o.imagesDir, "images-dir", "", "OCI archives the kubelet imports at start (default: images/ beside the binary)")
 	f.IntVar(&o.hollowNodes, "hollow-nodes", 0, "number of simulated nodes to add")
 	f.IntVar(&o.warm, "warm-sandboxes", kubelet.DefaultWarmSandboxes, "pod sandboxes (network wired, pause running) the real kubelet keeps ready for the next pods; 0 turns the pool off")
+	f.StringVar(&o.ociRuntime, "oci-runtime", kruntime.OCIRuntimeAuto, "OCI runtime the real kubelet creates containers with: auto (crun when installed, else runc), runc or crun")
 	f.BoolVar(&o.noKubelet, "no-kubelet", false, "run without the real kubelet (hollow nodes only)")
 	f.BoolVar(&o.keepPods, "keep-pods", false, "on Ctrl-C leave the real node's containers running (their shims outlive containerd); the next up on the same data dir adopts them")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -373,7 +376,7 @@ func startKubelet(ctx context.Context, srv *apiserver.Server, dataDir string, o 
 		ContainerdAddress: daemon.Address(), Snapshotter: daemon.Snapshotter(),
 		PodCIDR: o.podCIDR, Bridge: o.bridge,
 		ImagesDir: images, ServerAddr: kubeletAddr(), CleanupOnExit: !o.keepPods, Logger: log,
-		WarmSandboxes: o.warm, ConfigFile: o.configFile, Hooks: hooks, Registerer: prometheus.DefaultRegisterer,
+		WarmSandboxes: o.warm, ConfigFile: o.configFile, Hooks: hooks, Registerer: prometheus.DefaultRegisterer, OCIRuntime: o.ociRuntime,
 		// Pods resolve cluster names at the node's DNS server, other names through the host's.
 		DNSUpstreams: dns.HostUpstreams("/etc/resolv.conf"),
 	})

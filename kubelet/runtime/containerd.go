@@ -74,6 +74,7 @@ type ContainerdOptions struct {
 	RootDir     string // sandbox files, network namespaces, exec FIFOs
 	Network     Network
 	Logger      *slog.Logger
+	OCIRuntime  OCIRuntime // the shim's runtime binary for new containers (ResolveOCIRuntime); zero: runc
 }
 
 // Containerd is the Runtime on a containerd daemon (>= 1.6).
@@ -317,13 +318,13 @@ func (r *Containerd) newSandbox(ctx context.Context, cfg SandboxConfig, kind str
 		client.WithImage(img),
 		client.WithSnapshotter(r.opts.Snapshotter),
 		withSnapshot(id, img, iinfo),
-		client.WithRuntime(runcV2, nil),
+		client.WithRuntime(runcV2, r.opts.OCIRuntime.shimOptions()),
 		client.WithContainerLabels(labels),
 		client.WithNewSpec(append([]oci.SpecOpts{
 			r.images.withImageConfig(img, iinfo),
 			oci.WithAnnotations(map[string]string{labelShimGroup: id}),
 			oci.WithMounts(r.podFileMounts(id)),
-		}, nsOpts...)...),
+		}, append(nsOpts, r.opts.OCIRuntime.specOpt())...)...),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox %s: create pause container: %w", id, err)
@@ -661,6 +662,7 @@ func (r *Containerd) CreateContainer(ctx context.Context, sandboxID string, cfg 
 			oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.UTSNamespace, Path: fmt.Sprintf("/proc/%d/ns/uts", pid)}))
 	}
 	opts = append(opts, cgroupOpts(cfg.Security.Privileged)...)
+	opts = append(opts, r.opts.OCIRuntime.specOpt())
 	opts = append(opts, securityOpts(cfg.Security)...)
 	if cfg.TTY {
 		opts = append(opts, oci.WithTTY)
@@ -693,7 +695,7 @@ func (r *Containerd) CreateContainer(ctx context.Context, sandboxID string, cfg 
 		client.WithImage(img),
 		client.WithSnapshotter(r.opts.Snapshotter),
 		withSnapshot(id, img, iinfo),
-		client.WithRuntime(runcV2, nil),
+		client.WithRuntime(runcV2, r.opts.OCIRuntime.shimOptions()),
 		client.WithContainerLabels(labels),
 		client.WithNewSpec(opts...),
 	)
