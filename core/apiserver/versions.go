@@ -61,8 +61,7 @@ func hpaToStored(obj runtime.Object) (runtime.Object, error) {
 	if err != nil {
 		var ae *conversion.AnnotationError
 		if errors.As(err, &ae) {
-			return nil, apierrors.NewInvalid(hpaV1.gvk().GroupKind(), in.Name, field.ErrorList{
-				field.Invalid(field.NewPath("metadata", "annotations").Key(ae.Annotation), in.Annotations[ae.Annotation], ae.Err.Error())})
+			return nil, apierrors.NewInvalid(hpaV1.gvk().GroupKind(), in.Name, field.ErrorList{ae.FieldError(in.Annotations)})
 		}
 		return nil, err
 	}

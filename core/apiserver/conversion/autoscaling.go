@@ -14,6 +14,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // The annotations in which autoscaling/v1 keeps what only autoscaling/v2 can say, so that a
@@ -210,6 +211,12 @@ func (e *AnnotationError) Error() string {
 }
 
 func (e *AnnotationError) Unwrap() error { return e.Err }
+
+// FieldError is e as the validation error of metadata.annotations[key], with the value
+// found in annotations (the object's).
+func (e *AnnotationError) FieldError(annotations map[string]string) *field.Error {
+	return field.Invalid(field.NewPath("metadata", "annotations").Key(e.Annotation), annotations[e.Annotation], e.Err.Error())
+}
 
 func annotationError(name string, err error) error {
 	return &AnnotationError{Annotation: name, Err: err}

@@ -64,7 +64,7 @@ func validateHPAV1(o *autoscalingv1.HorizontalPodAutoscaler, status bool) field.
 	if err != nil {
 		var ae *conversion.AnnotationError
 		if errors.As(err, &ae) {
-			return field.ErrorList{field.Invalid(field.NewPath("metadata", "annotations").Key(ae.Annotation), o.Annotations[ae.Annotation], ae.Err.Error())}
+			return field.ErrorList{ae.FieldError(o.Annotations)}
 		}
 		return field.ErrorList{field.InternalError(field.NewPath("spec"), err)}
 	}

@@ -3,6 +3,7 @@ package validation
 import (
 	"testing"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -126,4 +127,32 @@ func TestHorizontalPodAutoscaler(t *testing.T) {
 		{field.ErrorTypeInvalid, "spec.maxReplicas", "must be greater than or equal to `minReplicas`"},
 		{field.ErrorTypeInvalid, "status.desiredReplicas", "must be greater than or equal to 0"},
 		{field.ErrorTypeInvalid, "metadata.name", "field is immutable"}})
+}
+
+// An autoscaling/v1 HPA is validated as the v2 object it is stored as, with the paths a v1
+// client wrote: a malformed round-trip annotation is reported as that annotation, and a
+// bad targetCPUUtilizationPercentage as that field.
+func TestHorizontalPodAutoscalerV1Paths(t *testing.T) {
+	v1 := func() *autoscalingv1.HorizontalPodAutoscaler {
+		return &autoscalingv1.HorizontalPodAutoscaler{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+			Spec: autoscalingv1.HorizontalPodAutoscalerSpec{
+				ScaleTargetRef: autoscalingv1.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+				MinReplicas:    ptr.To(int32(1)), MaxReplicas: 5, TargetCPUUtilizationPercentage: ptr.To(int32(50)),
+			},
+		}
+	}
+	checkErrors(t, Validate(v1()), nil)
+
+	bad := v1()
+	bad.Annotations = map[string]string{"autoscaling.alpha.kubernetes.io/metrics": "not json"}
+	errs := Validate(bad)
+	checkErrors(t, errs, []want{{field.ErrorTypeInvalid, "metadata.annotations[autoscaling.alpha.kubernetes.io/metrics]", ""}})
+	if errs[0].BadValue != "not json" {
+		t.Errorf("annotation error's value %v, want the annotation's", errs[0].BadValue)
+	}
+
+	cpu := v1()
+	cpu.Spec.TargetCPUUtilizationPercentage = ptr.To(int32(0))
+	checkErrors(t, Validate(cpu), []want{{field.ErrorTypeInvalid, "spec.targetCPUUtilizationPercentage", ""}})
 }
