@@ -87,6 +87,8 @@ type Call struct {
 	// Capabilities are the resources the policy may read through it.
 	Reader       admission.ObjectReader
 	Capabilities []string
+	// Wait, when set, bounds the time Do waits for an idle instance (wasmhost.Call.Wait).
+	Wait time.Duration
 
 	// Outputs.
 
@@ -114,7 +116,7 @@ func (c *Call) Do(ctx context.Context, p *wasmhost.Pool, req *Request) error {
 	if req == nil || req.a != c.Attributes {
 		c.req = NewRequest(c.Attributes)
 	}
-	c.hc = wasmhost.Call{Kind: c.Kind, Data: c}
+	c.hc = wasmhost.Call{Kind: c.Kind, Data: c, Wait: c.Wait}
 	err := p.Do(ctx, &c.hc)
 	c.Code, c.Reason = c.hc.Code, c.hc.Reason
 	c.hc.Data = nil

@@ -84,6 +84,7 @@ func BenchmarkPodCreatePolicies(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			reg := prometheus.NewRegistry()
 			var plugins []admission.Plugin
+			var pol *admitwasm.Policies
 			if withPolicies {
 				cfg := fmt.Sprintf(benchConfig, benchPool)
 				for _, p := range examplePolicies {
@@ -99,7 +100,7 @@ func BenchmarkPodCreatePolicies(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				pol, err := admitwasm.New(context.Background(), admitwasm.Options{Host: h, ConfigFile: file, Registerer: reg, Logger: quiet})
+				pol, err = admitwasm.New(context.Background(), admitwasm.Options{Host: h, ConfigFile: file, Registerer: reg, Logger: quiet})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -107,7 +108,13 @@ func BenchmarkPodCreatePolicies(b *testing.B) {
 				plugins = append(plugins, pol)
 			}
 			srv := apiservertest.Start(b, apiservertest.WithAdmission(plugins...))
-			creates, p99, cpu := createPods(b, srv, clients)
+			var created0, discarded0 int64
+			timed := func() {
+				if pol != nil {
+					created0, discarded0 = admitwasm.InstancesCreated(pol)
+				}
+			}
+			creates, p99, cpu := createPods(b, srv, clients, timed)
 			b.ReportMetric(creates, "creates/s")
 			b.ReportMetric(p99, "p99-ms")
 			b.ReportMetric(cpu, "cpu-us/create")
@@ -115,6 +122,11 @@ func BenchmarkPodCreatePolicies(b *testing.B) {
 				for _, p := range examplePolicies {
 					b.ReportMetric(histogramQuantile(b, reg, 0.99, p)*1e6, "p99-us/"+p)
 				}
+				// Instances made and discarded while timed: the warm-up makes every
+				// instance, so both are 0 unless a call failed or overran its limit.
+				created, discarded := admitwasm.InstancesCreated(pol)
+				b.ReportMetric(float64(created-created0), "new-instances")
+				b.ReportMetric(float64(discarded-discarded0), "discarded-instances")
 			}
 		})
 	}
@@ -124,7 +136,7 @@ func BenchmarkPodCreatePolicies(b *testing.B) {
 // latency of one create in milliseconds, and the process's CPU time per create in
 // microseconds (clients, API server and etcd are all in this process; unlike creates/s,
 // it does not depend on what else the machine runs).
-func createPods(b *testing.B, srv *apiservertest.Server, clients int) (float64, float64, float64) {
+func createPods(b *testing.B, srv *apiservertest.Server, clients int, timed func()) (float64, float64, float64) {
 	ctx := context.Background()
 	cs := make([]kubernetes.Interface, clients)
 	for i := range cs {
@@ -159,6 +171,7 @@ func createPods(b *testing.B, srv *apiservertest.Server, clients int) (float64, 
 	lat := make([][]time.Duration, clients)
 	var wg sync.WaitGroup
 	var failed atomic.Value
+	timed()
 	b.ResetTimer()
 	cpu0 := cpuTime(b)
 	start := time.Now()
@@ -299,6 +312,12 @@ func BenchmarkPolicyCall(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/float64(b.N), "cpu-us/op")
+			// The linear memory of an idle instance after the calls (the guest's heap).
+			var mem uint64
+			for _, m := range p.Pool.IdleMemory() {
+				mem = max(mem, m)
+			}
+			b.ReportMetric(float64(mem>>10), "KiB/instance")
 		})
 	}
 }

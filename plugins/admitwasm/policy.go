@@ -72,15 +72,14 @@ func (p *Policy) run(ctx context.Context, k *wasmhost.Kind, a *admission.Attribu
 		return nil
 	}
 	req := requestOf(a)
-	c := &Call{Kind: k, Attributes: a, Reader: o.reader(), Capabilities: p.spec.Capabilities}
 	// Waiting for a free instance counts against the request too: with every instance
 	// busy, a call gives up after twice its time limit (and a margin for a call that
 	// cannot be interrupted, such as a large memory.grow) instead of queueing without end.
+	// The call itself ends at its own limit.
 	giveUp := 2*p.timeout + 500*time.Millisecond
-	cctx, cancel := context.WithTimeout(ctx, giveUp)
+	c := &Call{Kind: k, Attributes: a, Reader: o.reader(), Capabilities: p.spec.Capabilities, Wait: giveUp}
 	start := time.Now()
-	err := c.Do(cctx, p.pool, req)
-	cancel()
+	err := c.Do(ctx, p.pool, req)
 	elapsed := time.Since(start)
 	for _, w := range c.Warnings {
 		a.AddWarning(w)

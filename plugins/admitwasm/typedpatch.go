@@ -294,6 +294,67 @@ func deref(v reflect.Value) (reflect.Value, bool) {
 // decodeValue decodes an operation's value as the JSON route's final decode would: into
 // a fresh value of type t, unknown fields refused.
 func decodeValue(raw json.RawMessage, t reflect.Type) (reflect.Value, bool) {
+	cp := copierOf(t)
+	if cp == nil || len(raw) > maxMemoValue {
+		return decodeValueUncached(raw, t)
+	}
+	k := decodedKey{t, string(raw)}
+	v, hit := decodedValues.get(k)
+	if !hit {
+		var ok bool
+		if v, ok = decodeValueUncached(raw, t); !ok {
+			return reflect.Value{}, false
+		}
+		decodedValues.put(k, v)
+	}
+	return cp(v), true
+}
+
+// decodedValues memoizes decodeValue by type and JSON: a mutating policy sends the same
+// values in every patch (default-resources' requests and limits), and encoding/json was
+// half of the typed route's cost. Only values that can be copied exactly are kept
+// (copierOf); every caller gets its own copy, so a patched object never shares memory
+// with the memo or with another request's object.
+var decodedValues = memo[decodedKey, reflect.Value]{max: 1024}
+
+// maxMemoValue is the longest value JSON decodedValues keeps.
+const maxMemoValue = 4 << 10
+
+type decodedKey struct {
+	t   reflect.Type
+	raw string
+}
+
+// copierOf returns how to copy a value of type t deeply (its generated DeepCopyInto, or
+// plain assignment for a type that holds no references), or nil when there is no exact
+// copy: such values are decoded each time.
+func copierOf(t reflect.Type) func(reflect.Value) reflect.Value {
+	if c, ok := copiers.Load(t); ok {
+		return c.(func(reflect.Value) reflect.Value)
+	}
+	var c func(reflect.Value) reflect.Value
+	switch t.Kind() {
+	case reflect.Bool, reflect.String, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		c = func(v reflect.Value) reflect.Value { return v }
+	default:
+		pt := reflect.PointerTo(t)
+		if m, ok := pt.MethodByName("DeepCopyInto"); ok && m.Type.NumIn() == 2 && m.Type.In(1) == pt && m.Type.NumOut() == 0 {
+			c = func(v reflect.Value) reflect.Value {
+				in, out := reflect.New(t), reflect.New(t)
+				in.Elem().Set(v)
+				m.Func.Call([]reflect.Value{in, out})
+				return out.Elem()
+			}
+		}
+	}
+	copiers.Store(t, c)
+	return c
+}
+
+var copiers sync.Map // reflect.Type -> func(reflect.Value) reflect.Value (nil: none)
+
+func decodeValueUncached(raw json.RawMessage, t reflect.Type) (reflect.Value, bool) {
 	p := reflect.New(t)
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()

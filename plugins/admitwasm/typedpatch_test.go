@@ -1,6 +1,7 @@
 package admitwasm
 
 import (
+	"reflect"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -191,4 +192,57 @@ func FuzzApplyPatch(f *testing.F) {
 	f.Fuzz(func(t *testing.T, patch string) {
 		comparePatchRoutes(t, []byte(patch))
 	})
+}
+
+// A patch value decoded once is reused for later patches (decodedValues), as a copy: two
+// requests patched with the same value share no map or pointer, with each other or with
+// the memo, and both equal the JSON route's result.
+func TestTypedPatchMemoizedValuesAreCopies(t *testing.T) {
+	patch := []byte(`[{"op":"add","path":"/spec/containers/0/resources","value":{"requests":{"cpu":"100m","memory":"128Mi"},"limits":{"cpu":"500m"}}},` +
+		`{"op":"add","path":"/spec/containers/1/resources/requests","value":{"cpu":"50m"}},` +
+		`{"op":"replace","path":"/spec/containers/1/image","value":"busybox:1.37"}]`)
+	var outs []*v1.Pod
+	for range 3 {
+		comparePatchRoutes(t, patch)
+		out, ok := applyTyped(patchPod(), patch)
+		if !ok {
+			t.Fatal("declined")
+		}
+		outs = append(outs, out.(*v1.Pod))
+	}
+	want := outs[2].DeepCopy()
+	outs[0].Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("9")
+	delete(outs[0].Spec.Containers[0].Resources.Limits, v1.ResourceCPU)
+	outs[1].Spec.Containers[1].Resources.Requests[v1.ResourceMemory] = resource.MustParse("1Gi")
+	for range 3 {
+		comparePatchRoutes(t, patch)
+	}
+	if !equality.Semantic.DeepEqual(outs[2], want) {
+		t.Fatalf("changing one patched pod changed another:\n%s", objectJSON(outs[2], "v1", "Pod"))
+	}
+	again, _ := applyTyped(patchPod(), patch)
+	if !equality.Semantic.DeepEqual(again, want) {
+		t.Fatalf("changing a patched pod changed the memo:\n%s", objectJSON(again, "v1", "Pod"))
+	}
+}
+
+func TestCopierOf(t *testing.T) {
+	for _, tc := range []struct {
+		t    reflect.Type
+		copy bool
+	}{
+		{reflect.TypeFor[string](), true},
+		{reflect.TypeFor[v1.PullPolicy](), true},
+		{reflect.TypeFor[int64](), true},
+		{reflect.TypeFor[v1.ResourceRequirements](), true},
+		{reflect.TypeFor[v1.ResourceList](), true},
+		{reflect.TypeFor[v1.Container](), true},
+		{reflect.TypeFor[*bool](), false},
+		{reflect.TypeFor[[]v1.Container](), false},
+		{reflect.TypeFor[map[string]string](), false},
+	} {
+		if got := copierOf(tc.t) != nil; got != tc.copy {
+			t.Errorf("copierOf(%v) != nil is %v, want %v", tc.t, got, tc.copy)
+		}
+	}
 }

@@ -19,6 +19,11 @@ type Call struct {
 	// Timeout, when set, is this call's time limit instead of the module's (a probe's
 	// timeoutSeconds, what is left of a grace period).
 	Timeout time.Duration
+	// Wait, when set, is the longest Do waits for an idle instance; then it fails as
+	// ReasonCanceled (the caller's context still ends the wait sooner). A bound given
+	// here costs a timer only when every instance is busy, where a context with a
+	// timeout around Do costs one on every call.
+	Wait time.Duration
 
 	// Code is the status code the entry point returned.
 	Code int32

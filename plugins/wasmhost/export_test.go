@@ -14,7 +14,7 @@ func WithContextInterrupt(o LoadOptions) LoadOptions {
 // RunRaw calls k on an instance of p with the batch size count and returns wazero's raw
 // error, before the host trims it to its first line.
 func RunRaw(p *Pool, k *Kind, count int) error {
-	inst, err := p.acquire(context.Background())
+	inst, err := p.acquire(context.Background(), 0)
 	if err != nil {
 		return err
 	}

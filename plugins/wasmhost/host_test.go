@@ -293,6 +293,40 @@ func TestCallerCancellationIsNotAPluginFailure(t *testing.T) {
 	}
 }
 
+// A call with Wait gives up when no instance becomes idle in time, as a cancellation (not
+// the plugin's failure), while the call holding the instance goes on.
+func TestWaitForAnIdleInstance(t *testing.T) {
+	h, _ := newHost(t)
+	p, err := load(t, h, "loop-wait", "loop.wat", wasmhost.LoadOptions{Timeout: time.Hour}).NewPool(context.Background(), nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	holder := make(chan error, 1)
+	go func() { holder <- newCall(schedwasm.Filter, testPod("p", map[string]string{"bad": ""}), testNodes("n0")).Do(ctx, p) }()
+	for len(p.IdleMemory()) > 0 {
+		time.Sleep(time.Millisecond) // until the looping call holds the only instance
+	}
+	err = p.Do(context.Background(), &wasmhost.Call{Kind: schedwasm.Filter, Count: 1, Wait: 50 * time.Millisecond})
+	var ce *wasmhost.CallError
+	if !errors.As(err, &ce) || ce.Reason != wasmhost.ReasonCanceled {
+		t.Fatalf("got %v, want a call that gave up waiting", err)
+	}
+	select {
+	case err := <-holder:
+		t.Fatalf("the call holding the instance ended: %v", err)
+	default:
+	}
+	cancel()
+	if err := <-holder; !errors.As(err, &ce) || ce.Reason != wasmhost.ReasonCanceled {
+		t.Fatalf("holder: got %v, want a canceled call", err)
+	}
+	if got := failures(h, "loop-wait", "filter"); got != 0 {
+		t.Errorf("failures metric counted a wait: %v", got)
+	}
+}
+
 func TestClosedPoolRefusesCalls(t *testing.T) {
 	h, _ := newHost(t)
 	p, err := load(t, h, "closed", "trap.wat", wasmhost.LoadOptions{}).NewPool(context.Background(), nil, 2)

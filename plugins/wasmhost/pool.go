@@ -293,9 +293,13 @@ func (p *Pool) Do(ctx context.Context, c *Call) error {
 	if !p.m.kinds.Has(c.Kind) {
 		return &CallError{Plugin: p.m.name, Kind: c.Kind, Reason: ReasonGarbage, Err: fmt.Errorf("module does not export %s", c.Kind.Export)}
 	}
-	inst, err := p.acquire(ctx)
+	inst, err := p.acquire(ctx, c.Wait)
 	if err != nil {
-		return p.failed(&CallError{Plugin: p.m.name, Kind: c.Kind, Reason: reasonOf(err, ctx), Err: err})
+		reason := reasonOf(err, ctx)
+		if errors.Is(err, errWaited) {
+			reason = ReasonCanceled // as if the caller had given up: not the plugin's failure
+		}
+		return p.failed(&CallError{Plugin: p.m.name, Kind: c.Kind, Reason: reason, Err: err})
 	}
 	cerr, discard := inst.invoke(ctx, c)
 	if discard || p.closed.Load() {
@@ -359,16 +363,29 @@ func (p *Pool) closeInst(inst *instance) {
 // Live is how many instances of the pool exist (idle or in a call).
 func (p *Pool) Live() int64 { return p.created.Load() - p.closedN.Load() }
 
-// acquire returns an idle instance, creating one for a free slot.
-func (p *Pool) acquire(ctx context.Context) (*instance, error) {
+// errWaited is acquire's error when no instance became idle within the call's Wait.
+var errWaited = errors.New("no idle instance within the wait")
+
+// acquire returns an idle instance, creating one for a free slot. It waits for one as long
+// as ctx allows and, when wait is set, at most wait; the timer is made only when the call
+// has to wait, not for every call.
+func (p *Pool) acquire(ctx context.Context, wait time.Duration) (*instance, error) {
 	var inst *instance
 	select {
 	case inst = <-p.slots:
 	default:
+		var expired <-chan time.Time
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			expired = t.C
+		}
 		select {
 		case inst = <-p.slots:
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-expired:
+			return nil, errWaited
 		}
 	}
 	if p.closed.Load() {
