@@ -171,12 +171,26 @@ func writeCrunWrapper(dir, bin string) (string, error) {
 	if have, err := os.ReadFile(path); err == nil && string(have) == want {
 		return path, nil
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(want), 0o755); err != nil {
+	// A temporary file of this call's own: kubelets starting at once (two nodes on one
+	// machine) share dir, and a shared temporary name lost one of them its rename.
+	f, err := os.CreateTemp(dir, "crun-v1-cgroups-*.tmp")
+	if err != nil {
 		return "", err
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return "", err
+	tmp := f.Name()
+	_, err = f.WriteString(want)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o755)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return "", fmt.Errorf("write the crun wrapper %s: %w", path, err)
 	}
 	return path, nil
 }

@@ -122,3 +122,40 @@ func TestCrunWrapper(t *testing.T) {
 		t.Fatal("the host lost its unified mount")
 	}
 }
+
+// Kubelets starting at once (two nodes on one machine share OCIWrapperDir) all get the
+// wrapper, complete, and leave no temporary file behind.
+func TestCrunWrapperConcurrentWrites(t *testing.T) {
+	for _, tool := range []string{"unshare", "umount"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed: %v", tool, err)
+		}
+	}
+	bin := "/usr/bin/crun"
+	for round := range 20 {
+		dir := t.TempDir()
+		const n = 8
+		errs := make(chan error, n)
+		start := make(chan struct{})
+		for range n {
+			go func() {
+				<-start
+				_, err := writeCrunWrapper(dir, bin)
+				errs <- err
+			}()
+		}
+		close(start)
+		for range n {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: a concurrent write failed: %v", round, err)
+			}
+		}
+		got, err := os.ReadFile(filepath.Join(dir, "crun-v1-cgroups"))
+		if err != nil || !strings.HasSuffix(string(got), "exec "+bin+" \"$@\"\n") {
+			t.Fatalf("round %d: wrapper %q (%v), want the whole script", round, got, err)
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+			t.Fatalf("round %d: %d files in the wrapper dir, want only the wrapper", round, len(ents))
+		}
+	}
+}
