@@ -304,7 +304,9 @@ func TestWaitForAnIdleInstance(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	holder := make(chan error, 1)
-	go func() { holder <- newCall(schedwasm.Filter, testPod("p", map[string]string{"bad": ""}), testNodes("n0")).Do(ctx, p) }()
+	go func() {
+		holder <- newCall(schedwasm.Filter, testPod("p", map[string]string{"bad": ""}), testNodes("n0")).Do(ctx, p)
+	}()
 	for len(p.IdleMemory()) > 0 {
 		time.Sleep(time.Millisecond) // until the looping call holds the only instance
 	}
