@@ -13,18 +13,23 @@ import (
 
 	"github.com/wasmkube/wasmkube/core/apiserver/apiservertest"
 	"github.com/wasmkube/wasmkube/kubelet/images"
+	"github.com/wasmkube/wasmkube/kubelet/internal/nodetest"
 )
 
 // TestDebugWithKubectl runs `kubectl debug` against a real kubelet on containerd: an
 // ephemeral container with --target sees the target's processes (and only those: a
 // container of its own otherwise), shares the pod's network and UTS namespaces, is
 // attached to by kubectl (its output comes back only after kubectl's input reached it),
-// reports in status.ephemeralContainerStatuses, is never restarted and stops with the
-// pod; --copy-to makes a copy with a debug container; node/NAME runs in the host's PID
+// reports in status.ephemeralContainerStatuses, is never restarted (nor by a restarted
+// kubelet, which adopts a running one) and stops with the pod; --copy-to makes a copy with a debug container; node/NAME runs in the host's PID
 // and network namespaces with the host's root at /host.
 func TestDebugWithKubectl(t *testing.T) {
 	srv := apiservertest.Start(t)
-	n := newNode(t, srv, "node-debug")
+	// Pods outlive this first kubelet (the kubelet-restart subtest); the second cleans up.
+	n := &node{name: "node-debug", root: t.TempDir(), daemon: nodetest.Containerd(t)}
+	n.net = nodetest.Network(t, filepath.Join(n.root, "cni"))
+	startKubelet(t, srv, n, false)
+	top := t
 	ctx := context.Background()
 	pods := srv.Client.CoreV1().Pods("default")
 	img := images.BusyboxRef
@@ -102,9 +107,52 @@ func TestDebugWithKubectl(t *testing.T) {
 		}
 	})
 
+	t.Run("kubelet-restart", func(t *testing.T) {
+		// Without -i kubectl returns once the container exists.
+		debug(t, "", "target", "--image="+img, "--image-pull-policy=IfNotPresent", "--target=app", "-c", "keeper", "--", "sleep", "3600")
+		running := func(p *v1.Pod) string {
+			for _, s := range p.Status.EphemeralContainerStatuses {
+				if s.Name == "keeper" && s.State.Running != nil {
+					return s.ContainerID
+				}
+			}
+			return ""
+		}
+		before := running(waitPod(t, srv.Client, "default", "target", "keeper running", func(p *v1.Pod) bool { return running(p) != "" }))
+		n.stop()
+		startKubelet(top, srv, n, true) // for the subtests after this one too
+		// The new kubelet adopts it: a later status write (the node's lease and status are
+		// rewritten at start, the pod's after its first sync) still shows the same container.
+		time.Sleep(3 * time.Second)
+		p := waitPod(t, srv.Client, "default", "target", "keeper running", func(p *v1.Pod) bool { return running(p) != "" })
+		if after := running(p); after != before {
+			t.Errorf("keeper after the kubelet restart: %s, was %s (restarted, not adopted)", after, before)
+		}
+		cs, err := n.kubelet.Runtime().ListContainers(ctx, string(p.UID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		count := 0
+		for _, c := range cs {
+			if c.Name == "keeper" {
+				count++
+			}
+		}
+		if count != 1 {
+			t.Errorf("%d keeper containers after the restart, want 1", count)
+		}
+		// exec into the adopted ephemeral container: still in the target's PID namespace.
+		out, errOut, code := kubectlRun(t, srv, "", nil, "exec", "target", "-c", "keeper", "--", "ps")
+		if code != 0 || !strings.Contains(out, "httpd -f -p 127.0.0.1:8080") {
+			t.Errorf("exec -c keeper after the restart = %q, %q, exit %d", out, errOut, code)
+		}
+	})
+
 	t.Run("copy-to", func(t *testing.T) {
 		out := debug(t, "copy\n", "target", "-i", "--copy-to=target-debug", "--same-node", "--container=debugger", "--image="+img,
-			"--image-pull-policy=IfNotPresent", "--", "sh", "-c", `read x; echo "copied $x"; wget -q -O- http://127.0.0.1:8080/`)
+			"--image-pull-policy=IfNotPresent", "--", "sh", "-c",
+			// The copy's app container starts beside the debugger: wait for its server.
+			`read x; echo "copied $x"; for i in $(seq 100); do wget -q -O- http://127.0.0.1:8080/ && break; sleep 0.2; done`)
 		if !strings.Contains(out, "copied copy") || !strings.Contains(out, "debug-me") {
 			t.Errorf("kubectl debug --copy-to: %s", out)
 		}
