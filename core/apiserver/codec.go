@@ -13,6 +13,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
@@ -139,7 +140,12 @@ func decodeInto(data []byte, res *resource, kind string, gv schema.GroupVersion,
 	if fv != fvIgnore {
 		opts = []kjson.StrictOption{kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields}
 	}
-	strictErrs, err := kjson.UnmarshalStrict(data, obj, opts...)
+	var strictErrs []error
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		strictErrs, err = decodeUnstructured(data, u, fv) // customresources.go
+	} else {
+		strictErrs, err = kjson.UnmarshalStrict(data, obj, opts...)
+	}
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", kind, gv.Version, kind, err))
 	}

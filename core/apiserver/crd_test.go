@@ -2,6 +2,10 @@ package apiserver_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/yaml"
 
@@ -208,5 +213,96 @@ func TestHelmInstallsChartWithCRD(t *testing.T) {
 	}
 	if r, _, _ := unstructured.NestedInt64(w.Object, "spec", "replicas"); r != 1 {
 		t.Errorf("the chart's custom object was not defaulted: %v", w.Object)
+	}
+}
+
+// A custom object's body is decoded as upstream's serializer decodes unstructured
+// objects: a duplicate field is refused under fieldValidation=Strict, a warning under
+// Warn and silently the last value under Ignore; a body without kind is refused; integers
+// stay integers for the schema's integer fields.
+func TestCustomObjectBodyDecoding(t *testing.T) {
+	srv := apiservertest.Start(t)
+	dc, err := dynamic.NewForConfig(srv.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createCRD(t, dc, widgetCRD, widgetsGVR)
+	hc, err := rest.HTTPClientFor(srv.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var warned []string // the last answer's Warning headers
+	post := func(fv, body string) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.Config.Host+"/apis/example.com/v1/namespaces/default/widgets?fieldValidation="+fv, strings.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		warned = resp.Header.Values("Warning")
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode == http.StatusCreated {
+			return err
+		}
+		// An error's body is the server's Status: keep its code, reason and message.
+		var st metav1.Status
+		if err := json.Unmarshal(b, &st); err != nil || st.Kind != "Status" {
+			return fmt.Errorf("status %d, body %s", resp.StatusCode, b)
+		}
+		return &apierrors.StatusError{ErrStatus: st}
+	}
+	dup := func(name string) string {
+		return `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"` + name + `"},"spec":{"size":"huge","replicas":2,"size":"small"}}`
+	}
+
+	err = post("Strict", dup("strict"))
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), `duplicate field`) || !strings.Contains(err.Error(), "size") {
+		t.Fatalf("Strict, a duplicate spec.size: want BadRequest naming the duplicate field, got %v", err)
+	}
+	if _, err := dc.Resource(widgetsGVR).Namespace("default").Get(ctx, "strict", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the refused object was stored: %v", err)
+	}
+
+	if err := post("Warn", dup("warn")); err != nil {
+		t.Fatalf("Warn, a duplicate spec.size: %v", err)
+	}
+	got := strings.Join(warned, "; ")
+	if !strings.Contains(got, "duplicate field") || !strings.Contains(got, "size") {
+		t.Fatalf("Warn, a duplicate spec.size: want a warning naming it, got %q", got)
+	}
+
+	if err := post("Ignore", dup("ignore")); err != nil {
+		t.Fatalf("Ignore, a duplicate spec.size: %v", err)
+	}
+	got = strings.Join(warned, "; ")
+	if got != "" {
+		t.Fatalf("Ignore: want no warning, got %q", got)
+	}
+	for _, name := range []string{"warn", "ignore"} {
+		u, err := dc.Resource(widgetsGVR).Namespace("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The last value wins (as encoding/json), and replicas is still an integer.
+		if size, _, _ := unstructured.NestedString(u.Object, "spec", "size"); size != "small" {
+			t.Fatalf("%s: spec.size %q, want the last value small", name, size)
+		}
+		if r, ok, _ := unstructured.NestedInt64(u.Object, "spec", "replicas"); !ok || r != 2 {
+			t.Fatalf("%s: spec.replicas %#v, want the integer 2", name, u.Object["spec"])
+		}
+	}
+
+	err = post("Strict", `{"apiVersion":"example.com/v1","metadata":{"name":"nokind"},"spec":{"size":"small"}}`)
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "Kind' is missing") {
+		t.Fatalf("a body without kind: want BadRequest, got %v", err)
+	}
+	err = post("Strict", `["not", "an", "object"]`)
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "cannot be handled as a Widget") {
+		t.Fatalf("a body that is not an object: want BadRequest, got %v", err)
 	}
 }

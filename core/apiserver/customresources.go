@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/version"
+	kjson "sigs.k8s.io/json"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 
@@ -491,6 +492,30 @@ func customDecoded(res *resource, obj runtime.Object, fv fieldValidation) ([]str
 			res.kind, res.gvr.Version, res.kind, joinComma(msgs)))
 	}
 	return msgs, nil
+}
+
+// decodeUnstructured decodes a request body into a custom object as upstream's JSON
+// serializer does for unstructured objects: once, straight into a map, with duplicate
+// fields reported unless fieldValidation is Ignore (unknown fields are the schema's
+// business: customDecoded prunes them). Decoding through Unstructured's UnmarshalJSON
+// scanned the body three times and, behind that custom unmarshaler, saw no duplicates.
+func decodeUnstructured(data []byte, u *unstructured.Unstructured, fv fieldValidation) ([]error, error) {
+	m := map[string]any{}
+	var strictErrs []error
+	var err error
+	if fv == fvIgnore {
+		err = kjson.UnmarshalCaseSensitivePreserveInts(data, &m)
+	} else {
+		strictErrs, err = kjson.UnmarshalStrict(data, &m, kjson.DisallowDuplicateFields)
+	}
+	if err != nil {
+		return nil, err
+	}
+	u.Object = m
+	if u.GetKind() == "" {
+		return nil, runtime.NewMissingKindErr(string(data))
+	}
+	return strictErrs, nil
 }
 
 func joinComma(s []string) string {
