@@ -58,8 +58,8 @@ type Options struct {
 	CNIBinDir           string // default /usr/lib/cni
 	PauseImage          string // default images.PauseRef
 	ImagesDir           string // OCI archives imported at start when their images are missing
-	// OCIRuntime is the OCI runtime new containers are created with: auto (default: crun
-	// when installed, else runc), runc or crun (runtime.ResolveOCIRuntime, docs/kubelet.md).
+	// OCIRuntime is the OCI runtime new containers are created with: runc (the default),
+	// crun, or auto (crun when installed, else runc); runtime.ResolveOCIRuntime, docs/kubelet.md.
 	OCIRuntime string
 
 	ServerAddr string // HTTPS listen address; default :10250, 127.0.0.1:0 in tests

@@ -75,7 +75,7 @@ restarted kubelet adopts them) unless --cleanup-on-exit is set.`,
 	fl.StringVar(&f.listen, "listen", ":10250", "HTTPS listen address (logs, healthz)")
 	fl.BoolVar(&f.cleanupOnExit, "cleanup-on-exit", false, "stop and remove this node's pods when the kubelet exits")
 	fl.IntVar(&f.warmSandboxes, "warm-sandboxes", kubelet.DefaultWarmSandboxes, "pod sandboxes (network wired, pause running) kept ready for the next pods; 0 turns the pool off")
-	fl.StringVar(&f.ociRuntime, "oci-runtime", kruntime.OCIRuntimeAuto, "OCI runtime new containers are created with: auto (crun when installed, else runc), runc or crun")
+	fl.StringVar(&f.ociRuntime, "oci-runtime", kruntime.OCIRuntimeRunc, "OCI runtime new containers are created with: runc, crun, or auto (crun when installed, else runc)")
 	fl.StringVar(&f.serviceCIDR, "service-cidr", proxy.DefaultServiceCIDR, "the API server's service range: traffic to it is load-balanced by the node proxy or refused, never routed off the node")
 	fl.StringVar(&f.clusterDomain, "cluster-domain", dns.DefaultDomain, "the cluster DNS domain the node's DNS server answers")
 	fl.BoolVar(&f.ipMasq, "ip-masq", false, "masquerade pod traffic that leaves the node (off: pods reach only this machine)")

@@ -86,7 +86,7 @@ shims outlive containerd), and the next up on the same data dir adopts them with
 	f.StringVar(&o.imagesDir, "images-dir", "", "OCI archives the kubelet imports at start (default: images/ beside the binary)")
 	f.IntVar(&o.hollowNodes, "hollow-nodes", 0, "number of simulated nodes to add")
 	f.IntVar(&o.warm, "warm-sandboxes", kubelet.DefaultWarmSandboxes, "pod sandboxes (network wired, pause running) the real kubelet keeps ready for the next pods; 0 turns the pool off")
-	f.StringVar(&o.ociRuntime, "oci-runtime", kruntime.OCIRuntimeAuto, "OCI runtime the real kubelet creates containers with: auto (crun when installed, else runc), runc or crun")
+	f.StringVar(&o.ociRuntime, "oci-runtime", kruntime.OCIRuntimeRunc, "OCI runtime the real kubelet creates containers with: runc, crun, or auto (crun when installed, else runc)")
 	f.BoolVar(&o.noKubelet, "no-kubelet", false, "run without the real kubelet (hollow nodes only)")
 	f.BoolVar(&o.keepPods, "keep-pods", false, "on Ctrl-C leave the real node's containers running (their shims outlive containerd); the next up on the same data dir adopts them")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")

@@ -33,7 +33,7 @@ func TestResolveOCIRuntime(t *testing.T) {
 			t.Fatalf("%q: %v", name, err)
 		}
 		want := OCIRuntimeRunc
-		if name == "crun" || (name != "runc" && crunErr == nil) {
+		if name == "crun" || (name == "auto" && crunErr == nil) {
 			want = OCIRuntimeCrun
 		}
 		if rt.Name != want {
