@@ -77,7 +77,7 @@ func ResolveOCIRuntime(name, dir string) (OCIRuntime, error) {
 		if _, err := exec.LookPath("crun"); err != nil {
 			return OCIRuntime{Name: OCIRuntimeRunc, Note: "crun is not installed"}, nil
 		}
-		return resolveCrun(dir)
+		return orRunc(resolveCrun(dir))
 	case "", OCIRuntimeRunc:
 		if _, err := exec.LookPath("runc"); err != nil {
 			return OCIRuntime{}, fmt.Errorf("--oci-runtime runc: runc is not in PATH (install it with `apt-get install runc`)")
@@ -90,6 +90,16 @@ func ResolveOCIRuntime(name, dir string) (OCIRuntime, error) {
 		return resolveCrun(dir)
 	}
 	return OCIRuntime{}, fmt.Errorf("--oci-runtime %q: must be auto, runc or crun", name)
+}
+
+// orRunc is auto's answer: crun when it can be used, else runc with the reason (a hybrid
+// cgroup host whose wrapper cannot be written, say), as auto promises; `--oci-runtime
+// crun` keeps the error instead.
+func orRunc(crun OCIRuntime, err error) (OCIRuntime, error) {
+	if err != nil {
+		return OCIRuntime{Name: OCIRuntimeRunc, Note: "crun cannot be used here (" + err.Error() + "): using runc"}, nil
+	}
+	return crun, nil
 }
 
 func resolveCrun(dir string) (OCIRuntime, error) {

@@ -159,3 +159,17 @@ func TestCrunWrapperConcurrentWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoFallsBackToRunc: auto promises crun when it can be used, else runc; a crun that
+// cannot be set up (its wrapper not written, say) makes auto use runc with the reason,
+// while the error itself is what `--oci-runtime crun` reports.
+func TestAutoFallsBackToRunc(t *testing.T) {
+	crun := OCIRuntime{Name: OCIRuntimeCrun, Binary: "/usr/bin/crun"}
+	if rt, err := orRunc(crun, nil); err != nil || rt != crun {
+		t.Fatalf("usable crun: got %+v, %v; want crun itself", rt, err)
+	}
+	rt, err := orRunc(OCIRuntime{}, os.ErrPermission)
+	if err != nil || rt.Name != OCIRuntimeRunc || rt.Binary != "" || !strings.Contains(rt.Note, os.ErrPermission.Error()) {
+		t.Fatalf("unusable crun: got %+v, %v; want runc with a note naming the reason", rt, err)
+	}
+}
