@@ -136,15 +136,14 @@ func decodeInto(data []byte, res *resource, kind string, gv schema.GroupVersion,
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the request body for %s is empty; send a %s", res.gvr.Resource, kind))
 	}
-	var opts []kjson.StrictOption
-	if fv != fvIgnore {
-		opts = []kjson.StrictOption{kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields}
-	}
 	var strictErrs []error
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		strictErrs, err = decodeUnstructured(data, u, fv) // customresources.go
+	} else if fv == fvIgnore {
+		// Not UnmarshalStrict without options: that applies every strict check.
+		err = kjson.UnmarshalCaseSensitivePreserveInts(data, obj)
 	} else {
-		strictErrs, err = kjson.UnmarshalStrict(data, obj, opts...)
+		strictErrs, err = kjson.UnmarshalStrict(data, obj, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
 	}
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", kind, gv.Version, kind, err))
