@@ -81,6 +81,10 @@ quorum) stops its work and campaigns again; the process does not exit. /readyz l
 			stopAPIOnSignal := context.AfterFunc(ctx, stopAPI)
 			apiOnly, _ := cmd.Flags().GetBool("apiserver-only")
 			configFile, _ := cmd.Flags().GetString("config")
+			// 0700 before anything is written into it (the wasm cache comes first).
+			if err := apiserver.PrepareDataDir(opts.DataDir); err != nil {
+				return err
+			}
 			adm, admPlugins, err := newAdmission(apiCtx, opts.DataDir, configFile, opts.Logger)
 			if err != nil {
 				return err

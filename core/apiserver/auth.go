@@ -48,6 +48,12 @@ func attrsOf(u admission.UserInfo, ri *requestInfo, fieldSelector string) *authz
 	if ri.res != nil {
 		a.group, a.resource = ri.res.gvr.Group, ri.res.gvr.Resource
 	}
+	// As upstream's RequestInfoFactory: a request for one namespace (/api/v1/namespaces/a,
+	// and its subresources) is in that namespace, so a RoleBinding in namespace a that
+	// grants get on namespaces lets its subjects read namespace a.
+	if a.resourceRequest && a.group == "" && a.resource == "namespaces" && a.namespace == "" && a.name != "" {
+		a.namespace = a.name
+	}
 	if a.name == "" && (a.verb == "list" || a.verb == "watch") && fieldSelector != "" {
 		if sel, err := fields.ParseSelector(fieldSelector); err == nil {
 			if n, ok := sel.RequiresExactMatch("metadata.name"); ok {

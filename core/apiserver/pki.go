@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -142,13 +143,21 @@ func writePair(certPath, keyPath string, der []byte, key *ecdsa.PrivateKey) erro
 }
 
 // writeFileAtomic writes through a temporary file and a rename, so a crash never leaves
-// a half-written credential.
+// a half-written credential. A file that already holds data with mode is left alone: a
+// restart rewrites nothing it does not change, so it also starts on a full disk.
 func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm() == mode.Perm() && fi.Size() == int64(len(data)) {
+		if cur, err := os.ReadFile(path); err == nil && bytes.Equal(cur, data) {
+			return nil
+		}
+	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, data, mode); err != nil {
+		_ = os.Remove(tmp) // a partial file (a full disk) is not left behind
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

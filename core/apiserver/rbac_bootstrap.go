@@ -50,6 +50,8 @@ var (
 	apps      = []string{"apps"}
 	batch     = []string{"batch"}
 	rbacGroup = []string{rbacv1.GroupName}
+
+	certificates = []string{"certificates.k8s.io"}
 )
 
 func clusterRole(name string, labels map[string]string, rules ...rbacv1.PolicyRule) *rbacv1.ClusterRole {
@@ -93,6 +95,10 @@ func bootstrapClusterRoles() []*rbacv1.ClusterRole {
 			rule([]string{"create"}, []string{"authorization.k8s.io"}, "localsubjectaccessreviews"),
 			rule(readWrite, rbacGroup, "rolebindings", "roles")),
 		clusterRole("system:aggregate-to-edit", map[string]string{aggregateToEdit: "true"},
+			// Read on the escalating resources (view has none of them): kubectl exec,
+			// attach and port-forward over WebSockets are GETs on pods/exec, pods/attach
+			// and pods/portforward, so without it edit and admin could not use them.
+			rule(read, core, "pods/attach", "pods/proxy", "pods/exec", "pods/portforward", "secrets", "services/proxy"),
 			rule([]string{"impersonate"}, core, "serviceaccounts"),
 			rule(write, core, "pods", "pods/attach", "pods/proxy", "pods/exec", "pods/portforward"),
 			rule([]string{"create"}, core, "pods/eviction"),
@@ -121,6 +127,40 @@ func bootstrapClusterRoles() []*rbacv1.ClusterRole {
 			rule(read, batch, "cronjobs", "cronjobs/status", "jobs", "jobs/status"),
 			rule(read, []string{"policy"}, "poddisruptionbudgets", "poddisruptionbudgets/status"),
 			rule(read, []string{"networking.k8s.io"}, "ingresses", "ingresses/status", "networkpolicies")),
+		// Upstream's roles for add-ons and node bootstrap. wasmkube runs none of these
+		// components itself; the roles are there so that manifests binding them (a DNS
+		// server, a volume provisioner, a problem detector) work as on upstream.
+		clusterRole("system:heapster", nil,
+			rule(read, core, "events", "namespaces", "nodes", "pods"),
+			rule(read, []string{"extensions"}, "deployments")),
+		clusterRole("system:node-problem-detector", nil,
+			rule([]string{"get"}, core, "nodes"),
+			rule([]string{"patch"}, core, "nodes/status"),
+			eventsRule()),
+		clusterRole("system:node-bootstrapper", nil,
+			rule([]string{"create", "get", "list", "watch"}, certificates, "certificatesigningrequests")),
+		clusterRole("system:kube-aggregator", nil,
+			rule(read, core, "endpoints", "services")),
+		clusterRole("system:kube-dns", nil,
+			rule([]string{"list", "watch"}, core, "endpoints", "services")),
+		clusterRole("system:persistent-volume-provisioner", nil,
+			rule([]string{"create", "delete", "get", "list", "watch"}, core, "persistentvolumes"),
+			rule([]string{"get", "list", "update", "watch"}, core, "persistentvolumeclaims"),
+			rule(read, []string{"storage.k8s.io"}, "storageclasses"),
+			rule([]string{"watch"}, core, "events"),
+			eventsRule()),
+		clusterRole("system:volume-scheduler", nil,
+			rule([]string{"get", "list", "patch", "update", "watch"}, core, "persistentvolumes"),
+			rule(read, []string{"storage.k8s.io"}, "storageclasses"),
+			rule([]string{"get", "list", "patch", "update", "watch"}, core, "persistentvolumeclaims")),
+		clusterRole("system:certificates.k8s.io:certificatesigningrequests:nodeclient", nil,
+			rule([]string{"create"}, certificates, "certificatesigningrequests/nodeclient")),
+		clusterRole("system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", nil,
+			rule([]string{"create"}, certificates, "certificatesigningrequests/selfnodeclient")),
+		signerApprover("system:certificates.k8s.io:legacy-unknown-approver", "kubernetes.io/legacy-unknown"),
+		signerApprover("system:certificates.k8s.io:kubelet-serving-approver", "kubernetes.io/kubelet-serving"),
+		signerApprover("system:certificates.k8s.io:kube-apiserver-client-approver", "kubernetes.io/kube-apiserver-client"),
+		signerApprover("system:certificates.k8s.io:kube-apiserver-client-kubelet-approver", "kubernetes.io/kube-apiserver-client-kubelet"),
 		// The nodes' permissions: kubelets get them from the node authorizer; the role is
 		// there for reading (and binding to a credential that is not a node's).
 		clusterRole("system:node", nil, nodeRules...),
@@ -177,6 +217,19 @@ func bootstrapClusterRoles() []*rbacv1.ClusterRole {
 	}
 }
 
+// eventsRule is upstream's: write Events in either API group.
+func eventsRule() rbacv1.PolicyRule {
+	return rule([]string{"create", "patch", "update"}, []string{"", "events.k8s.io"}, "events")
+}
+
+// signerApprover may approve certificate requests for one signer, as upstream's
+// system:certificates.k8s.io:*-approver roles.
+func signerApprover(name, signer string) *rbacv1.ClusterRole {
+	r := rule([]string{"approve"}, certificates, "signers")
+	r.ResourceNames = []string{signer}
+	return clusterRole(name, nil, r)
+}
+
 func clusterRoleBinding(name, role string, subjects ...rbacv1.Subject) *rbacv1.ClusterRoleBinding {
 	return &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{bootstrapLabel: "rbac-defaults"},
@@ -205,6 +258,9 @@ func bootstrapClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 		clusterRoleBinding("system:kube-scheduler", "system:kube-scheduler", userSubject(SchedulerUser)),
 		clusterRoleBinding("system:kube-controller-manager", "system:kube-controller-manager", userSubject(ControllerManagerUser)),
 		clusterRoleBinding("system:node-proxier", "system:node-proxier", userSubject("system:kube-proxy")),
+		clusterRoleBinding("system:volume-scheduler", "system:volume-scheduler", userSubject(SchedulerUser)),
+		clusterRoleBinding("system:kube-dns", "system:kube-dns",
+			rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: "kube-system", Name: "kube-dns"}),
 		// As upstream: bound to no one, kubelets are authorized by the node authorizer.
 		clusterRoleBinding("system:node", "system:node"),
 	}

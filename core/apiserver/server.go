@@ -162,8 +162,8 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err := CheckAdvertiseAddress(opts.AdvertiseAddress); err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
-	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("apiserver: create data dir: %w", err)
+	if err := PrepareDataDir(opts.DataDir); err != nil {
+		return nil, fmt.Errorf("apiserver: %w", err)
 	}
 	s := &Server{
 		opts: opts, log: opts.Logger.With("component", "apiserver"), reg: newRegistry(),
@@ -432,6 +432,28 @@ func (s *Server) URL() string { return s.url }
 
 // CACertPEM is the cluster CA certificate.
 func (s *Server) CACertPEM() []byte { return append([]byte(nil), s.pki.caPEM...) }
+
+// PrepareDataDir creates the data dir with mode 0700, or tightens an existing one to
+// 0700: it holds the CA key, the tokens and etcd's data, which no other user may read
+// (kube-apiserver's and etcd's own directories are 0700 too).
+func PrepareDataDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create data dir %s: %w", dir, err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("data dir %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("data dir %s is not a directory", dir)
+	}
+	if fi.Mode().Perm() != 0o700 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("data dir %s: tighten mode %#o to 0700: %w", dir, fi.Mode().Perm(), err)
+		}
+	}
+	return nil
+}
 
 // AdminKubeconfigPath is <data-dir>/admin.kubeconfig.
 func (s *Server) AdminKubeconfigPath() string {

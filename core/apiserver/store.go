@@ -269,6 +269,12 @@ func (st *store) mergeUpdate(cur, in runtime.Object, mode updateMode) (runtime.O
 	case updateStatus:
 		out = cur.DeepCopyObject()
 		copyStatus(out, in)
+		if n, ok := out.(*corev1.Node); ok {
+			// As upstream's nodeStatusStrategy, which resets only the spec: a
+			// nodes/status write carries its labels and annotations, so NodeRestriction
+			// judges a kubelet's label change there too (a 403, never silently dropped).
+			n.Labels, n.Annotations = objMeta(in).GetLabels(), objMeta(in).GetAnnotations()
+		}
 	case updateFinalize:
 		ns := cur.DeepCopyObject().(*corev1.Namespace)
 		ns.Spec.Finalizers = in.(*corev1.Namespace).Spec.Finalizers

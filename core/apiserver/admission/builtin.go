@@ -205,8 +205,10 @@ func (NodeRestriction) Validate(_ context.Context, a *Attributes) error {
 // instance type, kubelet.kubernetes.io/, node.kubernetes.io/); and it may not change its
 // taints once registered.
 func nodeSelfRestriction(a *Attributes, node string) error {
+	// Every write to the Node, nodes/status included: a status write may carry labels
+	// (as upstream's), and a forbidden one is refused there too.
 	n, ok := a.Object.(*corev1.Node)
-	if !ok || a.Subresource != "" {
+	if !ok {
 		return nil
 	}
 	old, _ := a.OldObject.(*corev1.Node)
