@@ -8,6 +8,7 @@ import (
 	"net"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -73,6 +74,46 @@ func (s *Server) ensureKubernetesService(ctx context.Context, listenHost string,
 	}
 	if err != nil {
 		return fmt.Errorf("update endpoints default/kubernetes: %w", err)
+	}
+	return s.ensureKubernetesEndpointSlice(ctx, addr, int32(port))
+}
+
+// ensureKubernetesEndpointSlice keeps the EndpointSlice of the kubernetes Service, which
+// the node proxies and DNS read: the Service has no selector, so no controller makes it,
+// and its Endpoints carry skip-mirror, as upstream's API server writes both itself.
+func (s *Server) ensureKubernetesEndpointSlice(ctx context.Context, addr string, port int32) error {
+	st := s.stores[discoveryv1.SchemeGroupVersion.WithResource("endpointslices")]
+	ready, name, proto := true, "https", corev1.ProtocolTCP
+	addrType := discoveryv1.AddressTypeIPv4
+	if ip := net.ParseIP(addr); ip != nil && ip.To4() == nil {
+		addrType = discoveryv1.AddressTypeIPv6
+	}
+	want := func(es *discoveryv1.EndpointSlice) {
+		if es.Labels == nil {
+			es.Labels = map[string]string{}
+		}
+		es.Labels[discoveryv1.LabelServiceName] = "kubernetes"
+		es.AddressType = addrType
+		es.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{addr}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}}
+		es.Ports = []discoveryv1.EndpointPort{{Name: &name, Port: &port, Protocol: &proto}}
+	}
+	key := st.key(metav1.NamespaceDefault, "kubernetes")
+	_, err := st.s.GuaranteedUpdate(ctx, key, nil, func(cur runtime.Object) (runtime.Object, error) {
+		es := cur.DeepCopyObject().(*discoveryv1.EndpointSlice)
+		want(es)
+		return es, nil
+	})
+	if errors.Is(err, storage.ErrNotFound) {
+		es := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: metav1.NamespaceDefault}}
+		want(es)
+		st.prepareForCreate(es, metav1.Now())
+		_, err = st.s.Create(ctx, key, es)
+		if errors.Is(err, storage.ErrAlreadyExists) {
+			err = nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("update endpointslice default/kubernetes: %w", err)
 	}
 	return nil
 }

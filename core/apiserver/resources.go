@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -296,6 +297,8 @@ var resources = []*resource{
 	{gvr: networkingv1.SchemeGroupVersion.WithResource("networkpolicies"), kind: "NetworkPolicy", singular: "networkpolicy", namespaced: true,
 		shortNames: []string{"netpol"}, generation: true,
 		newFunc: newOf[networkingv1.NetworkPolicy](), newList: newOf[networkingv1.NetworkPolicyList]()},
+	{gvr: discoveryv1.SchemeGroupVersion.WithResource("endpointslices"), kind: "EndpointSlice", singular: "endpointslice", namespaced: true,
+		newFunc: newOf[discoveryv1.EndpointSlice](), newList: newOf[discoveryv1.EndpointSliceList]()},
 }
 
 // registry finds resources by group, version and plural name.

@@ -1,6 +1,6 @@
 // Package controller runs wasmkube's controllers in one process, as kube-controller-manager
 // does: ReplicaSet, Deployment, StatefulSet, DaemonSet, Job, CronJob, node lifecycle (with
-// taint-based eviction), garbage collector, pod GC, namespace and endpoints, sharing one set
+// taint-based eviction), garbage collector, pod GC, namespace, endpoints and EndpointSlices, sharing one set
 // of informers, behind a
 // Lease-based leader election so that only one controller manager acts at a time.
 package controller
@@ -34,6 +34,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/controller/deployment"
 	"github.com/wasmkube/wasmkube/core/controller/disruption"
 	"github.com/wasmkube/wasmkube/core/controller/endpoints"
+	"github.com/wasmkube/wasmkube/core/controller/endpointslice"
 	"github.com/wasmkube/wasmkube/core/controller/garbagecollector"
 	"github.com/wasmkube/wasmkube/core/controller/job"
 	"github.com/wasmkube/wasmkube/core/controller/namespace"
@@ -224,6 +225,14 @@ func runControllers(ctx context.Context, cfg *rest.Config, client kubernetes.Int
 	if err != nil {
 		return fmt.Errorf("controller manager: %s: %w", endpoints.Name, err)
 	}
+	eps, err := endpointslice.New(client, f, log)
+	if err != nil {
+		return fmt.Errorf("controller manager: %s: %w", endpointslice.Name, err)
+	}
+	epm, err := endpointslice.NewMirror(client, f, log)
+	if err != nil {
+		return fmt.Errorf("controller manager: %s: %w", endpointslice.MirrorName, err)
+	}
 	caPEM, err := rootCA(cfg)
 	if err != nil {
 		return fmt.Errorf("controller manager: %s: %w", serviceaccount.Name, err)
@@ -291,6 +300,8 @@ func runControllers(ctx context.Context, cfg *rest.Config, client kubernetes.Int
 	run(func() { pgc.Run(ctx) })
 	run(func() { ns.Run(ctx, o.Workers) })
 	run(func() { ep.Run(ctx, o.Workers) })
+	run(func() { eps.Run(ctx, o.Workers) })
+	run(func() { epm.Run(ctx, o.Workers) })
 	run(func() { sac.Run(ctx, o.Workers) })
 	run(func() { gc.Run(ctx, 2*o.Workers) })
 	run(func() { jobs.Run(ctx, o.Workers) })

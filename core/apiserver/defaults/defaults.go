@@ -30,6 +30,9 @@ func Default(obj runtime.Object) {
 	if autoscaling(obj) { // autoscaling.go
 		return
 	}
+	if discovery(obj) { // discovery.go
+		return
+	}
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		Pod(o)

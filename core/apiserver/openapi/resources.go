@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -111,6 +112,7 @@ var resources = []resource{
 		subresources: []subresource{statusOf(networkingv1.SchemeGroupVersion.WithKind("Ingress"), &networkingv1.Ingress{})}},
 	{gv: networkingv1.SchemeGroupVersion, plural: "ingressclasses", kind: "IngressClass", obj: &networkingv1.IngressClass{}, list: &networkingv1.IngressClassList{}},
 	{gv: networkingv1.SchemeGroupVersion, plural: "networkpolicies", kind: "NetworkPolicy", namespaced: true, obj: &networkingv1.NetworkPolicy{}, list: &networkingv1.NetworkPolicyList{}},
+	{gv: discoveryv1.SchemeGroupVersion, plural: "endpointslices", kind: "EndpointSlice", namespaced: true, obj: &discoveryv1.EndpointSlice{}, list: &discoveryv1.EndpointSliceList{}},
 }
 
 // groupVersions are the documents served under /openapi/v3, in a stable order. autoscaling/v1

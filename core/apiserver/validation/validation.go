@@ -37,6 +37,9 @@ func Validate(obj runtime.Object) field.ErrorList {
 	if errs, ok := validateAutoscaling(obj); ok { // autoscaling.go
 		return errs
 	}
+	if errs, ok := validateDiscovery(obj); ok { // discovery.go
+		return errs
+	}
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		return validatePod(o)
@@ -97,6 +100,9 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 		return errs
 	}
 	if errs, ok := validateAutoscalingUpdate(obj, old); ok { // autoscaling.go
+		return errs
+	}
+	if errs, ok := validateDiscoveryUpdate(obj, old); ok { // discovery.go
 		return errs
 	}
 	switch o := obj.(type) {

@@ -41,7 +41,7 @@ func Subsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset {
 		if p.Status.PodIP == "" || !podstate.IsActive(p) {
 			continue
 		}
-		ports, ok := resolvePorts(svc, p)
+		ports, ok := PodPorts(svc, p)
 		if !ok {
 			continue
 		}
@@ -91,10 +91,10 @@ func nodeName(p *corev1.Pod) *string {
 	return &n
 }
 
-// resolvePorts maps the service's ports to the pod's: a numeric targetPort as is (the port
+// PodPorts maps the service's ports to the pod's: a numeric targetPort as is (the port
 // itself if unset), a named one through the pod's container ports. A pod lacking a named
 // port is left out, as upstream.
-func resolvePorts(svc *corev1.Service, p *corev1.Pod) ([]corev1.EndpointPort, bool) {
+func PodPorts(svc *corev1.Service, p *corev1.Pod) ([]corev1.EndpointPort, bool) {
 	var out []corev1.EndpointPort
 	for _, sp := range svc.Spec.Ports {
 		port := sp.Port
