@@ -25,7 +25,6 @@ func pod(name, ip string, ready bool, port int32) *corev1.Pod {
 	}
 }
 
-
 func service() *corev1.Service {
 	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "svc-uid", Labels: map[string]string{"team": "a"}},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, ClusterIP: "10.96.0.10",
