@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/wasmkube/wasmkube/core/controller"
+	"github.com/wasmkube/wasmkube/core/controller/nodeipam"
 	"github.com/wasmkube/wasmkube/core/leaderelect"
 )
 
@@ -27,10 +28,12 @@ func init() {
 		tolSeconds  int64
 		workers     int
 		verbose     bool
+		clusterCIDR string
+		maskSize    int
 	)
 	cmd := &cobra.Command{
 		Use:   "controller-manager",
-		Short: "Run the controllers: ReplicaSet, Deployment, StatefulSet, DaemonSet, Job, CronJob, node lifecycle, garbage collector, pod GC, namespace, endpoints",
+		Short: "Run the controllers: ReplicaSet, Deployment, StatefulSet, DaemonSet, Job, CronJob, node lifecycle, node IPAM, garbage collector, pod GC, namespace, endpoints",
 		Long: `Run wasmkube's controllers against an API server.
 
 With --leader-elect only the holder of the Lease kube-system/wasmkube-controller-manager acts; an
@@ -41,7 +44,9 @@ has stopped (a standby is ok).
 Config file keys (flags override them):
   controller.nodeMonitorGracePeriod    heartbeat grace before a node is Unknown (default 40s)
   controller.defaultTolerationSeconds  eviction delay for pods without a not-ready/unreachable
-                                       toleration (default 300)`,
+                                       toleration (default 300)
+  controller.clusterCIDR               node IPAM's range for the Nodes' spec.podCIDR (default 10.42.0.0/16)
+  controller.nodeCIDRMaskSize          size of each Node's pod subnet (default 24)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// The same keys and checks as `wasmkube up` (readControllerSettings in up.go).
@@ -60,6 +65,15 @@ Config file keys (flags override them):
 					return fmt.Errorf("--default-toleration-seconds %d: must not be negative", tolSeconds)
 				}
 				cs.tolerationSeconds = tolSeconds
+			}
+			if cmd.Flags().Changed("cluster-cidr") {
+				cs.clusterCIDR = clusterCIDR
+			}
+			if cmd.Flags().Changed("node-cidr-mask-size") {
+				cs.nodeCIDRMaskSize = maskSize
+			}
+			if err := cs.checkIPAM("--cluster-cidr/--node-cidr-mask-size"); err != nil {
+				return err
 			}
 			g, tol := cs.nodeMonitorGracePeriod, cs.tolerationSeconds
 			if kubeconfig == "" {
@@ -88,7 +102,7 @@ Config file keys (flags override them):
 			return controller.Run(ctx, controller.Options{
 				RESTConfig: cfg, LeaderElect: leaderElect, NodeMonitorGracePeriod: g,
 				DefaultTolerationSeconds: &tol, Workers: workers, Logger: log, Registerer: reg,
-				Status: status,
+				Status: status, ClusterCIDR: cs.clusterCIDR, NodeCIDRMaskSize: cs.nodeCIDRMaskSize,
 			})
 		},
 	}
@@ -100,6 +114,8 @@ Config file keys (flags override them):
 	f.DurationVar(&grace, "node-monitor-grace-period", 40*time.Second, "overrides controller.nodeMonitorGracePeriod")
 	f.Int64Var(&tolSeconds, "default-toleration-seconds", 300, "overrides controller.defaultTolerationSeconds")
 	f.IntVar(&workers, "workers", 5, "workers per controller")
+	f.StringVar(&clusterCIDR, "cluster-cidr", nodeipam.DefaultClusterCIDR, "overrides controller.clusterCIDR: node IPAM gives each Node a pod subnet out of it")
+	f.IntVar(&maskSize, "node-cidr-mask-size", nodeipam.DefaultNodeMaskSize, "overrides controller.nodeCIDRMaskSize: the prefix length of each Node's pod subnet")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	rootCmd.AddCommand(cmd)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/wasmkube/wasmkube/core/apiserver"
 	"github.com/wasmkube/wasmkube/core/controller"
+	"github.com/wasmkube/wasmkube/core/controller/nodeipam"
 	"github.com/wasmkube/wasmkube/core/leaderelect"
 	"github.com/wasmkube/wasmkube/core/scheduler"
 	"github.com/wasmkube/wasmkube/kubelet"
@@ -237,12 +238,16 @@ func upTokenAuthFile(o upOptions) (string, error) {
 type controllerSettings struct {
 	nodeMonitorGracePeriod time.Duration
 	tolerationSeconds      int64
+	clusterCIDR            string // node IPAM's range
+	nodeCIDRMaskSize       int
 }
 
 func readControllerSettings(configFile string) (controllerSettings, error) {
 	v := viper.New()
 	v.SetDefault("controller.nodeMonitorGracePeriod", "40s")
 	v.SetDefault("controller.defaultTolerationSeconds", 300)
+	v.SetDefault("controller.clusterCIDR", nodeipam.DefaultClusterCIDR)
+	v.SetDefault("controller.nodeCIDRMaskSize", nodeipam.DefaultNodeMaskSize)
 	if configFile != "" {
 		if err := readConfigInto(v, configFile); err != nil {
 			return controllerSettings{}, err
@@ -257,7 +262,21 @@ func readControllerSettings(configFile string) (controllerSettings, error) {
 	if tol < 0 {
 		return controllerSettings{}, fmt.Errorf("config %s: controller.defaultTolerationSeconds: %d must not be negative", configFile, tol)
 	}
-	return controllerSettings{nodeMonitorGracePeriod: g, tolerationSeconds: tol}, nil
+	cs := controllerSettings{nodeMonitorGracePeriod: g, tolerationSeconds: tol,
+		clusterCIDR: v.GetString("controller.clusterCIDR"), nodeCIDRMaskSize: v.GetInt("controller.nodeCIDRMaskSize")}
+	if err := cs.checkIPAM("config " + configFile + ": controller.clusterCIDR/nodeCIDRMaskSize"); err != nil {
+		return controllerSettings{}, err
+	}
+	return cs, nil
+}
+
+// checkIPAM refuses a cluster CIDR and node mask node IPAM cannot cut; what names
+// where they came from.
+func (cs controllerSettings) checkIPAM(what string) error {
+	if _, err := nodeipam.NewAllocator(cs.clusterCIDR, cs.nodeCIDRMaskSize); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
 }
 
 // defaultSchedulerMetricsAddr is where the in-process scheduler serves /metrics, as a
@@ -314,6 +333,7 @@ func startControlPlane(ctx context.Context, srv *apiserver.Server, dataDir, conf
 		err := controller.Run(ctx, controller.Options{
 			RESTConfig: cmCfg, NodeMonitorGracePeriod: cs.nodeMonitorGracePeriod,
 			DefaultTolerationSeconds: &tol, LeaderElect: leaderElect, Logger: log, Status: cmStatus,
+			ClusterCIDR: cs.clusterCIDR, NodeCIDRMaskSize: cs.nodeCIDRMaskSize,
 		})
 		if err != nil && ctx.Err() == nil {
 			log.Error("controller manager stopped", "err", err)

@@ -1,6 +1,6 @@
 // Package controller runs wasmkube's controllers in one process, as kube-controller-manager
 // does: ReplicaSet, Deployment, StatefulSet, DaemonSet, Job, CronJob, node lifecycle (with
-// taint-based eviction), garbage collector, pod GC, namespace, endpoints and EndpointSlices, sharing one set
+// taint-based eviction), node IPAM, garbage collector, pod GC, namespace, endpoints and EndpointSlices, sharing one set
 // of informers, behind a
 // Lease-based leader election so that only one controller manager acts at a time.
 package controller
@@ -38,6 +38,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/controller/garbagecollector"
 	"github.com/wasmkube/wasmkube/core/controller/job"
 	"github.com/wasmkube/wasmkube/core/controller/namespace"
+	"github.com/wasmkube/wasmkube/core/controller/nodeipam"
 	"github.com/wasmkube/wasmkube/core/controller/nodelifecycle"
 	"github.com/wasmkube/wasmkube/core/controller/persistentvolume"
 	"github.com/wasmkube/wasmkube/core/controller/podautoscaler"
@@ -87,6 +88,10 @@ type Options struct {
 	// back-off, TTL) and CronJob (schedules, and its queue's delays). Default the real
 	// clock; tests pass a fake one (k8s.io/utils/clock/testing) and step it.
 	Clock clock.WithTicker
+	// ClusterCIDR is the range node IPAM cuts every Node's spec.podCIDR from (default
+	// nodeipam.DefaultClusterCIDR), in subnets of NodeCIDRMaskSize bits (default 24).
+	ClusterCIDR      string
+	NodeCIDRMaskSize int
 	// HPASyncPeriod between two evaluations of a HorizontalPodAutoscaler (default 15s).
 	HPASyncPeriod time.Duration
 	// Status, if set, follows what Run does (starting, standby, leading, stopping a
@@ -216,6 +221,11 @@ func runControllers(ctx context.Context, cfg *rest.Config, client kubernetes.Int
 	if err != nil {
 		return fmt.Errorf("controller manager: %s: %w", nodelifecycle.Name, err)
 	}
+	ipam, err := nodeipam.New(client, f, recorder("node-ipam-controller"), nodeipam.Options{
+		ClusterCIDR: o.ClusterCIDR, NodeMaskSize: o.NodeCIDRMaskSize}, log)
+	if err != nil {
+		return fmt.Errorf("controller manager: %s: %w", nodeipam.Name, err)
+	}
 	pgc := podgc.New(client, f, podgc.Options{Period: o.PodGCPeriod}, log)
 	ns, err := namespace.New(client, dyn, f, log)
 	if err != nil {
@@ -297,6 +307,7 @@ func runControllers(ctx context.Context, cfg *rest.Config, client kubernetes.Int
 	run(func() { rs.Run(ctx, 2*o.Workers) })
 	run(func() { dep.Run(ctx, o.Workers) })
 	run(func() { nl.Run(ctx, o.Workers) })
+	run(func() { ipam.Run(ctx, o.Workers) })
 	run(func() { pgc.Run(ctx) })
 	run(func() { ns.Run(ctx, o.Workers) })
 	run(func() { ep.Run(ctx, o.Workers) })

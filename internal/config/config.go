@@ -29,6 +29,13 @@ type File struct {
 	Scheduler  json.RawMessage `json:"scheduler,omitempty"` // core/scheduler/config
 	Admission  json.RawMessage `json:"admission,omitempty"` // plugins/admitwasm
 	Kubelet    json.RawMessage `json:"kubelet,omitempty"`   // kubelet/hookconfig
+	Network    *Network        `json:"network,omitempty"`
+}
+
+// Network is the `network:` section, read by `wasmkube kubelet` and `up`.
+type Network struct {
+	// Backend routes pod traffic between nodes: host-gw or none (kubelet/overlay).
+	Backend string `json:"backend,omitempty"`
 }
 
 // Server is the `server:` section, read by `wasmkube server`.
@@ -53,6 +60,10 @@ type Controller struct {
 	// DefaultTolerationSeconds: the not-ready/unreachable tolerations the API server adds
 	// to pods, and the eviction delay the controller gives pods without one.
 	DefaultTolerationSeconds *int64 `json:"defaultTolerationSeconds,omitempty"`
+	// ClusterCIDR is the range node IPAM gives each Node's spec.podCIDR from
+	// (10.42.0.0/16), in subnets of NodeCIDRMaskSize bits (24).
+	ClusterCIDR      string `json:"clusterCIDR,omitempty"`
+	NodeCIDRMaskSize *int   `json:"nodeCIDRMaskSize,omitempty"`
 }
 
 // Error is a config file error: the file, the key's path (server.listen) and what is wrong.
@@ -97,7 +108,7 @@ func Parse(data []byte) (*File, []byte, error) {
 		return f, []byte("{}"), nil
 	}
 	if trimmed[0] != '{' {
-		return nil, nil, &Error{Msg: "the file must be a mapping of sections (server, controller, scheduler, admission, kubelet)"}
+		return nil, nil, &Error{Msg: "the file must be a mapping of sections (server, controller, scheduler, admission, kubelet, network)"}
 	}
 	strict, err := kjson.UnmarshalStrict(js, f, kjson.DisallowUnknownFields)
 	if err != nil {
@@ -114,9 +125,10 @@ func Parse(data []byte) (*File, []byte, error) {
 
 // known lists a struct level's keys for the unknown-key message.
 var known = map[string][]string{
-	"":           {"server", "controller", "scheduler", "admission", "kubelet"},
+	"":           {"server", "controller", "scheduler", "admission", "kubelet", "network"},
 	"server":     {"dataDir", "listen", "etcdEndpoints", "logLevel", "encryptionProviderConfig", "tokenAuthFile"},
-	"controller": {"nodeMonitorGracePeriod", "defaultTolerationSeconds"},
+	"controller": {"nodeMonitorGracePeriod", "defaultTolerationSeconds", "clusterCIDR", "nodeCIDRMaskSize"},
+	"network":    {"backend"},
 }
 
 // strictError names the first unknown or duplicate key (sigs.k8s.io/json reports the
