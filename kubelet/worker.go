@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -38,7 +37,10 @@ type podWorker struct {
 	// Owned by the worker goroutine, shared with probe goroutines under mu.
 	probes  map[string]*containerProbes // runtime container id -> probes
 	waiting map[string]Waiting
-	backoff map[string]string // container name -> "<id>" whose back-off was announced
+	// volumeWaiting is the waiting state the pod's volumes put every container in, until
+	// they resolve (then those entries go, and others stay).
+	volumeWaiting *Waiting
+	backoff       map[string]string // container name -> "<id>" whose back-off was announced
 
 	pullFailures map[string]int       // container name -> failed pulls in a row
 	pullRetry    map[string]time.Time // container name -> no pull before
@@ -275,15 +277,22 @@ func (w *podWorker) reconcile(ctx context.Context, pod *v1.Pod, obs *observed) t
 	latest, _ := LatestByName(obs.containers)
 	volumes, unsupported, err := VolumePaths(ctx, pod, w.k.opts.RootDir, w.k.objects, sb.IP, w.k.opts.NodeIP)
 	if err != nil {
-		w.setWaitingAll(pod, Waiting{Reason: "CreateContainerConfigError", Message: err.Error()})
+		wt := Waiting{Reason: "CreateContainerConfigError", Message: err.Error()}
+		w.setWaitingAll(pod, wt)
+		w.mu.Lock()
+		w.volumeWaiting = &wt
+		w.mu.Unlock()
 		w.k.rec.event(pod, v1.EventTypeWarning, "FailedMount", "", "%v", err)
 		return 10 * time.Second
 	}
 	w.mu.Lock()
-	for n, wt := range w.waiting { // the volumes are fine now
-		if wt.Reason == "CreateContainerConfigError" && strings.HasPrefix(wt.Message, "pod ") && strings.Contains(wt.Message, "spec.volumes[") {
-			delete(w.waiting, n)
+	if vw := w.volumeWaiting; vw != nil { // the volumes are fine now
+		for n, wt := range w.waiting {
+			if wt == *vw {
+				delete(w.waiting, n)
+			}
 		}
+		w.volumeWaiting = nil
 	}
 	w.mu.Unlock()
 	for _, name := range unsupported {

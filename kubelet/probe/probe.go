@@ -92,7 +92,7 @@ func (r *Runner) Probe(ctx context.Context, t Target, h *v1.ProbeHandler) (Resul
 		}
 		res, err := r.Runtime.ExecSync(ctx, t.ContainerID, h.Exec.Command, timeout)
 		if err != nil {
-			if strings.Contains(err.Error(), "timed out") || ctx.Err() != nil {
+			if errors.Is(err, runtime.ErrTimeout) || ctx.Err() != nil {
 				return Failure, "command timed out", nil
 			}
 			return Unknown, "", err

@@ -289,7 +289,7 @@ func (r *Containerd) newSandbox(ctx context.Context, cfg SandboxConfig, kind str
 		ip, err = r.opts.Network.Setup(ctx, id, nsPath, cfg.Pod)
 		r.log.Debug("sandbox network", "pod", cfg.Pod.Name, "took", time.Since(tNet))
 		if err != nil {
-			return nil, fmt.Errorf("sandbox %s: network setup: %w", id, err)
+			return nil, &NetworkError{Sandbox: id, Op: NetworkSetup, Err: err}
 		}
 		cleanups = append(cleanups, func() { _ = r.opts.Network.Teardown(bg, id, nsPath, cfg.Pod) })
 		nsOpts = []oci.SpecOpts{oci.WithHostname(hostname), oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: nsPath})}
@@ -422,10 +422,10 @@ func (r *Containerd) teardownNetwork(ctx context.Context, id string, labels map[
 		return nil
 	}
 	if err := r.opts.Network.Teardown(ctx, id, path, podFromLabels(labels)); err != nil {
-		return fmt.Errorf("sandbox %s: network teardown: %w", id, err)
+		return &NetworkError{Sandbox: id, Op: NetworkTeardown, Err: err}
 	}
 	if err := removeNetNS(path); err != nil {
-		return fmt.Errorf("sandbox %s: %w", id, err)
+		return &NetworkError{Sandbox: id, Op: NetworkTeardown, Err: err}
 	}
 	return nil
 }
@@ -607,7 +607,7 @@ func (r *Containerd) CreateContainer(ctx context.Context, sandboxID string, cfg 
 		return "", fmt.Errorf("create container %s: sandbox %s: %w", cfg.Name, sandboxID, err)
 	}
 	if t == nil || t.Status != tasktypes.Status_RUNNING {
-		return "", fmt.Errorf("create container %s: sandbox %s is not running", cfg.Name, sandboxID)
+		return "", fmt.Errorf("create container %s: sandbox %s is %w", cfg.Name, sandboxID, ErrNotRunning)
 	}
 	pid := t.Pid
 	pidNS, err := r.pidNamespace(ctx, cfg)
@@ -720,7 +720,7 @@ func (r *Containerd) pidNamespace(ctx context.Context, cfg ContainerConfig) (oci
 		return nil, fmt.Errorf("target container %s: %w", cfg.TargetContainerID, err)
 	}
 	if t == nil || t.Status != tasktypes.Status_RUNNING {
-		return nil, fmt.Errorf("target container %s is not running", cfg.TargetContainerID)
+		return nil, fmt.Errorf("target container %s is %w", cfg.TargetContainerID, ErrNotRunning)
 	}
 	return oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.PIDNamespace, Path: fmt.Sprintf("/proc/%d/ns/pid", t.Pid)}), nil
 }
@@ -1033,7 +1033,7 @@ func (r *Containerd) ExecSync(ctx context.Context, id string, cmd []string, time
 	}
 	task, err := c.Task(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("exec in container %s: not running: %w", id, err)
+		return nil, fmt.Errorf("exec in container %s: %w: %w", id, ErrNotRunning, err)
 	}
 	spec, err := c.Spec(ctx)
 	if err != nil {
@@ -1066,7 +1066,7 @@ func (r *Containerd) ExecSync(ctx context.Context, id string, cmd []string, time
 	case <-time.After(timeout):
 		_ = proc.Kill(bg, syscall.SIGKILL)
 		<-exited
-		return nil, fmt.Errorf("exec %q in container %s: timed out after %s", cmd[0], id, timeout)
+		return nil, fmt.Errorf("exec %q in container %s: %w after %s", cmd[0], id, ErrTimeout, timeout)
 	case <-ctx.Done():
 		_ = proc.Kill(bg, syscall.SIGKILL)
 		return nil, ctx.Err()

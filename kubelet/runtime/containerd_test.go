@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -152,6 +153,14 @@ func TestContainerdSandboxContainersNetworkAndCleanup(t *testing.T) {
 	res, err := r.ExecSync(ctx, server, []string{"sh", "-c", "echo out; echo err >&2; exit 7"}, 5*time.Second)
 	if err != nil || res.ExitCode != 7 || string(res.Stdout) != "out\n" || string(res.Stderr) != "err\n" {
 		t.Fatalf("exec: %+v %v", res, err)
+	}
+	// The runtime's failures are typed: a command past its timeout, a container that
+	// does not exist.
+	if _, err := r.ExecSync(ctx, server, []string{"sleep", "10"}, 200*time.Millisecond); !errors.Is(err, runtime.ErrTimeout) {
+		t.Errorf("exec past its timeout: %v, want runtime.ErrTimeout", err)
+	}
+	if _, err := r.ExecSync(ctx, "no-such-container", []string{"true"}, time.Second); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("exec in a missing container: %v, want runtime.ErrNotFound", err)
 	}
 
 	client, err := r.CreateContainer(ctx, sbB.ID, runtime.ContainerConfig{

@@ -240,7 +240,7 @@ func (f *Fake) ExecSync(_ context.Context, id string, cmd []string, _ time.Durat
 	exec := f.Exec
 	f.mu.Unlock()
 	if !ok || st.State != ContainerRunning {
-		return nil, fmt.Errorf("exec in container %s: not running", id)
+		return nil, fmt.Errorf("exec in container %s: %w", id, ErrNotRunning)
 	}
 	if exec != nil {
 		return exec(st, cmd), nil

@@ -9,12 +9,8 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"time"
 )
-
-// ErrNotFound is wrapped by errors about a sandbox, container or image that does not exist.
-var ErrNotFound = errors.New("not found")
 
 // PodRef identifies the pod a sandbox or container belongs to.
 type PodRef struct {
