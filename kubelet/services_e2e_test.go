@@ -20,25 +20,32 @@ import (
 
 	"github.com/wasmkube/wasmkube/core/apiserver/apiservertest"
 	"github.com/wasmkube/wasmkube/core/controller/endpoints"
+	"github.com/wasmkube/wasmkube/core/controller/endpointslice"
 	"github.com/wasmkube/wasmkube/kubelet/internal/nodetest"
 	"github.com/wasmkube/wasmkube/kubelet/proxy"
 )
 
-// servicesNode is a real kubelet (proxy and DNS on) with the endpoints controller running
-// against the same API server. Its nftables table is removed at cleanup even if the
+// servicesNode is a real kubelet (proxy and DNS on) with the endpoints and EndpointSlice
+// controllers running against the same API server. Its nftables table is removed at cleanup even if the
 // kubelet did not stop cleanly.
 func servicesNode(t *testing.T, srv *apiservertest.Server, name string) *node {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	f := informers.NewSharedInformerFactory(srv.Client, 0)
-	ep, err := endpoints.New(srv.Client, f, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()})))
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
+	ep, err := endpoints.New(srv.Client, f, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := endpointslice.New(srv.Client, f, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.Start(ctx.Done())
-	done := make(chan struct{})
-	go func() { ep.Run(ctx, 2); close(done) }()
-	t.Cleanup(func() { cancel(); <-done; f.Shutdown() })
+	done := make(chan struct{}, 2)
+	go func() { ep.Run(ctx, 2); done <- struct{}{} }()
+	go func() { es.Run(ctx, 2); done <- struct{}{} }()
+	t.Cleanup(func() { cancel(); <-done; <-done; f.Shutdown() })
 
 	root := t.TempDir()
 	n := &node{name: name, root: root, daemon: nodetest.Containerd(t)}

@@ -7,17 +7,19 @@ import (
 
 	mdns "github.com/miekg/dns"
 	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
 // TTL of every answer, in seconds (CoreDNS' kubernetes plugin default): short, since
 // endpoints come and go with pods.
 const TTL = 5
 
-// Objects is what the resolver reads: the API's Services and Endpoints (informer listers
-// in the server, maps in tests).
+// Objects is what the resolver reads: the API's Services and EndpointSlices (informer
+// listers in the server, maps in tests). EndpointSlices returns the slices labelled
+// kubernetes.io/service-name=name.
 type Objects interface {
 	Service(namespace, name string) *v1.Service
-	Endpoints(namespace, name string) *v1.Endpoints
+	EndpointSlices(namespace, name string) []*discoveryv1.EndpointSlice
 }
 
 // Resolve answers one question about the cluster domain, following the Kubernetes DNS
@@ -75,7 +77,8 @@ func Resolve(objs Objects, zone string, q mdns.Question) (answer, extra []mdns.R
 	}
 	svcFQDN := svcName + "." + ns + ".svc." + zone
 	headless := svc.Spec.ClusterIP == v1.ClusterIPNone
-	eps := readyAddresses(objs.Endpoints(ns, svcName))
+	slices := objs.EndpointSlices(ns, svcName)
+	eps := readyAddresses(slices)
 	switch n {
 	case 3: // <svc>.<ns>.svc
 		switch {
@@ -140,7 +143,7 @@ func Resolve(objs Objects, zone string, q mdns.Question) (answer, extra []mdns.R
 			return answer, extra, mdns.RcodeSuccess, true
 		}
 		for _, e := range eps {
-			p, ok := endpointPort(objs.Endpoints(ns, svcName), e.IP, port.Name)
+			p, ok := endpointPort(slices, e.IP, port.Name)
 			if !ok {
 				continue
 			}
@@ -153,18 +156,33 @@ func Resolve(objs Objects, zone string, q mdns.Question) (answer, extra []mdns.R
 	return nil, nil, mdns.RcodeNameError, true
 }
 
-// readyAddresses are the IPv4 ready addresses of every subset, sorted by IP, each once.
-func readyAddresses(e *v1.Endpoints) []v1.EndpointAddress {
-	if e == nil {
-		return nil
-	}
+// address is one ready endpoint address of a Service.
+type address struct {
+	IP, Hostname string
+}
+
+// readyAddresses are the IPv4 addresses of the ready endpoints (ready unset counts as
+// ready, as upstream) of every slice, sorted by IP, each once.
+func readyAddresses(slices []*discoveryv1.EndpointSlice) []address {
 	seen := map[string]bool{}
-	var out []v1.EndpointAddress
-	for _, ss := range e.Subsets {
-		for _, a := range ss.Addresses {
-			if net.ParseIP(a.IP).To4() != nil && !seen[a.IP] {
-				seen[a.IP] = true
-				out = append(out, a)
+	var out []address
+	for _, es := range slices {
+		if es.AddressType != discoveryv1.AddressTypeIPv4 {
+			continue
+		}
+		for _, ep := range es.Endpoints {
+			if r := ep.Conditions.Ready; r != nil && !*r {
+				continue
+			}
+			for _, ip := range ep.Addresses {
+				if net.ParseIP(ip).To4() != nil && !seen[ip] {
+					seen[ip] = true
+					a := address{IP: ip}
+					if ep.Hostname != nil {
+						a.Hostname = *ep.Hostname
+					}
+					out = append(out, a)
+				}
 			}
 		}
 	}
@@ -172,16 +190,18 @@ func readyAddresses(e *v1.Endpoints) []v1.EndpointAddress {
 	return out
 }
 
-// endpointPort is the port named name of the subset holding ip.
-func endpointPort(e *v1.Endpoints, ip, name string) (int32, bool) {
-	for _, ss := range e.Subsets {
-		for _, a := range ss.Addresses {
-			if a.IP != ip {
-				continue
-			}
-			for _, p := range ss.Ports {
-				if p.Name == name {
-					return p.Port, true
+// endpointPort is the port named name of the slice holding ip.
+func endpointPort(slices []*discoveryv1.EndpointSlice, ip, name string) (int32, bool) {
+	for _, es := range slices {
+		for _, ep := range es.Endpoints {
+			for _, a := range ep.Addresses {
+				if a != ip {
+					continue
+				}
+				for _, p := range es.Ports {
+					if p.Port != nil && (p.Name != nil && *p.Name == name || p.Name == nil && name == "") {
+						return *p.Port, true
+					}
 				}
 			}
 		}
@@ -191,7 +211,7 @@ func endpointPort(e *v1.Endpoints, ip, name string) (int32, bool) {
 
 // endpointHostname is the endpoint's DNS label: its hostname (a pod's spec.hostname with a
 // matching subdomain), else its IP with dashes.
-func endpointHostname(a v1.EndpointAddress) string {
+func endpointHostname(a address) string {
 	if a.Hostname != "" {
 		return strings.ToLower(a.Hostname)
 	}

@@ -6,16 +6,21 @@ import (
 
 	mdns "github.com/miekg/dns"
 	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 type objects struct {
 	svcs map[string]*v1.Service
-	eps  map[string]*v1.Endpoints
+	eps  map[string][]*discoveryv1.EndpointSlice
 }
 
-func (o objects) Service(ns, name string) *v1.Service     { return o.svcs[ns+"/"+name] }
-func (o objects) Endpoints(ns, name string) *v1.Endpoints { return o.eps[ns+"/"+name] }
+func (o objects) Service(ns, name string) *v1.Service { return o.svcs[ns+"/"+name] }
+func (o objects) EndpointSlices(ns, name string) []*discoveryv1.EndpointSlice {
+	return o.eps[ns+"/"+name]
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func TestResolve(t *testing.T) {
 	objs := objects{
@@ -26,11 +31,17 @@ func TestResolve(t *testing.T) {
 				Ports: []v1.ServicePort{{Name: "pg", Port: 5432}}}},
 			"default/ext": {ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ext"}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeExternalName, ExternalName: "example.org"}},
 		},
-		eps: map[string]*v1.Endpoints{
-			"default/db": {Subsets: []v1.EndpointSubset{{
-				Addresses:         []v1.EndpointAddress{{IP: "10.42.0.8", Hostname: "db-0"}, {IP: "10.42.0.7"}},
-				NotReadyAddresses: []v1.EndpointAddress{{IP: "10.42.0.9"}},
-				Ports:             []v1.EndpointPort{{Name: "pg", Port: 5433}}}}},
+		eps: map[string][]*discoveryv1.EndpointSlice{
+			"default/db": {
+				{AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Name: ptr("pg"), Port: ptr(int32(5433))}},
+					Endpoints: []discoveryv1.Endpoint{
+						{Addresses: []string{"10.42.0.8"}, Hostname: ptr("db-0"), Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)}},
+						{Addresses: []string{"10.42.0.9"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(false)}},
+					}},
+				// A second slice of the same Service; ready unset counts as ready.
+				{AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Name: ptr("pg"), Port: ptr(int32(5433))}},
+					Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.42.0.7"}}}},
+			},
 		},
 	}
 	for _, tc := range []struct {

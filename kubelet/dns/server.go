@@ -1,5 +1,5 @@
 // Package dns is the node's cluster DNS server: it answers the cluster domain
-// (cluster.local) from the API's Services and Endpoints, as CoreDNS' kubernetes plugin
+// (cluster.local) from the API's Services and EndpointSlices, as CoreDNS' kubernetes plugin
 // does, and forwards other names to the host's resolvers. The kubelet runs it on the pod
 // bridge's gateway address and names that address in its pods' resolv.conf. Built on
 // github.com/miekg/dns (CoreDNS' own wire library). See docs/proxy.md.
@@ -17,8 +17,11 @@ import (
 
 	mdns "github.com/miekg/dns"
 	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/wasmkube/wasmkube/internal/freebind"
@@ -46,7 +49,7 @@ type Server struct {
 	opts   Options
 	log    *slog.Logger
 	svcs   corelisters.ServiceLister
-	eps    corelisters.EndpointsLister
+	eps    discoverylisters.EndpointSliceLister
 	synced []cache.InformerSynced
 	client *mdns.Client
 }
@@ -65,7 +68,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	si, ei := opts.Services.Core().V1().Services(), opts.Services.Core().V1().Endpoints()
+	si, ei := opts.Services.Core().V1().Services(), opts.Services.Discovery().V1().EndpointSlices()
 	s := &Server{opts: opts, log: opts.Logger.With("component", "dns", "addr", opts.Addr),
 		svcs: si.Lister(), eps: ei.Lister(), synced: []cache.InformerSynced{si.Informer().HasSynced, ei.Informer().HasSynced},
 		client: &mdns.Client{Timeout: 2 * time.Second}}
@@ -81,13 +84,13 @@ func (s *Server) Service(ns, name string) *v1.Service {
 	return svc
 }
 
-// Endpoints implements Objects on the listers.
-func (s *Server) Endpoints(ns, name string) *v1.Endpoints {
-	e, err := s.eps.Endpoints(ns).Get(name)
+// EndpointSlices implements Objects on the listers.
+func (s *Server) EndpointSlices(ns, name string) []*discoveryv1.EndpointSlice {
+	l, err := s.eps.EndpointSlices(ns).List(labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: name}))
 	if err != nil {
 		return nil
 	}
-	return e
+	return l
 }
 
 // Listen binds the UDP and TCP sockets; Run serves them. Split so that a caller learns of a

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
 // Ruleset is everything the node's table holds, computed from the API's objects by Plan.
@@ -45,15 +46,20 @@ type HostPort struct {
 	ContainerPort int32
 }
 
-// Plan computes the Ruleset for services, their Endpoints (written by the endpoints
-// controller, core/controller/endpoints) and the node's pods. Only an Endpoints subset's
-// ready addresses are backends: notReadyAddresses (a failing readiness probe) are not, and
-// the controller leaves out terminating pods, so either leaves the rotation as soon as its
-// Endpoints change.
-func Plan(services []*v1.Service, endpoints []*v1.Endpoints, pods []*v1.Pod) Ruleset {
-	eps := map[string]*v1.Endpoints{}
-	for _, e := range endpoints {
-		eps[e.Namespace+"/"+e.Name] = e
+// Plan computes the Ruleset for services, their EndpointSlices (written by the
+// EndpointSlice controller, core/controller/endpointslice, or mirrored from a selector-less
+// Service's Endpoints) and the node's pods. Every endpoint is programmed wherever its pod
+// runs: the node's pods matter only for hostPorts. Backends are the ready endpoints (a
+// failing readiness probe or a terminating pod is not); when a port has none, the serving
+// terminating ones, as kube-proxy does, so a rollout's last pods finish their work.
+func Plan(services []*v1.Service, slices []*discoveryv1.EndpointSlice, pods []*v1.Pod) Ruleset {
+	eps := map[string][]*discoveryv1.EndpointSlice{}
+	for _, es := range slices {
+		name := es.Labels[discoveryv1.LabelServiceName]
+		if name == "" || es.AddressType != discoveryv1.AddressTypeIPv4 {
+			continue
+		}
+		eps[es.Namespace+"/"+name] = append(eps[es.Namespace+"/"+name], es)
 	}
 	var rs Ruleset
 	for _, svc := range services {
@@ -127,34 +133,52 @@ func Plan(services []*v1.Service, endpoints []*v1.Endpoints, pods []*v1.Pod) Rul
 	return rs
 }
 
-// readyEndpoints are the ready addresses of the subsets that carry the service port named
-// portName (the endpoints controller copies the service's port names) with proto.
-func readyEndpoints(e *v1.Endpoints, portName string, proto v1.Protocol) []Endpoint {
-	if e == nil {
-		return nil
-	}
-	var out []Endpoint
+// readyEndpoints are the backends of the service port named portName with proto in the
+// Service's slices (the controller copies the service's port names): the ready endpoints,
+// or if there are none the serving terminating ones.
+func readyEndpoints(slices []*discoveryv1.EndpointSlice, portName string, proto v1.Protocol) []Endpoint {
+	var ready, terminating []Endpoint
 	seen := map[Endpoint]bool{}
-	for _, ss := range e.Subsets {
-		for _, ep := range ss.Ports {
-			epProto := ep.Protocol
-			if epProto == "" {
-				epProto = v1.ProtocolTCP
+	for _, es := range slices {
+		for _, p := range es.Ports {
+			name, pproto := "", v1.ProtocolTCP
+			if p.Name != nil {
+				name = *p.Name
 			}
-			if ep.Name != portName || epProto != proto {
+			if p.Protocol != nil {
+				pproto = *p.Protocol
+			}
+			if name != portName || pproto != proto || p.Port == nil {
 				continue
 			}
-			for _, a := range ss.Addresses {
-				if net.ParseIP(a.IP).To4() == nil {
+			for _, ep := range es.Endpoints {
+				c := ep.Conditions
+				isReady := c.Ready == nil || *c.Ready // unset is ready, as upstream reads it
+				isTerminatingServing := c.Terminating != nil && *c.Terminating && c.Serving != nil && *c.Serving
+				if !isReady && !isTerminatingServing {
 					continue
 				}
-				e := Endpoint{IP: a.IP, Port: ep.Port}
-				if !seen[e] {
+				for _, a := range ep.Addresses {
+					if net.ParseIP(a).To4() == nil {
+						continue
+					}
+					e := Endpoint{IP: a, Port: *p.Port}
+					if seen[e] {
+						continue
+					}
 					seen[e] = true
-					out = append(out, e)
+					if isReady {
+						ready = append(ready, e)
+					} else {
+						terminating = append(terminating, e)
+					}
 				}
 			}
 		}
+	}
+	out := ready
+	if len(out) == 0 {
+		out = terminating
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].IP != out[j].IP {

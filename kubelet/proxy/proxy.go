@@ -1,5 +1,5 @@
 // Package proxy is the node's service proxy: what kube-proxy's nftables mode does, inside
-// the kubelet process. It watches Services, Endpoints and the node's pods and keeps one
+// the kubelet process. It watches Services, EndpointSlices and the node's pods and keeps one
 // nftables table of its own that sends ClusterIP, NodePort and hostPort traffic to ready
 // endpoints (DNAT, chosen at random or by client IP), and refuses anything else addressed
 // to the service range so it never reaches the default route. See docs/proxy.md.
@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -34,7 +35,7 @@ type Options struct {
 	Table string
 	// NodeName selects the pods whose hostPorts this node publishes.
 	NodeName string
-	// Services and Endpoints come from a cluster-wide informer factory; Pods from one
+	// Services and EndpointSlices come from a cluster-wide informer factory; Pods from one
 	// that lists the node's pods (the kubelet's).
 	Services informers.SharedInformerFactory
 	NodePods cache.SharedIndexInformer
@@ -49,7 +50,7 @@ type Proxy struct {
 	log     *slog.Logger
 	tbl     *table
 	svcs    corelisters.ServiceLister
-	eps     corelisters.EndpointsLister
+	eps     discoverylisters.EndpointSliceLister
 	pods    cache.Indexer
 	synced  []cache.InformerSynced
 	changed chan struct{}
@@ -86,7 +87,7 @@ func New(opts Options) (*Proxy, error) {
 	}
 	p := &Proxy{opts: opts, log: opts.Logger.With("component", "proxy", "table", opts.Table), tbl: tbl,
 		changed: make(chan struct{}, 1)}
-	si, ei := opts.Services.Core().V1().Services(), opts.Services.Core().V1().Endpoints()
+	si, ei := opts.Services.Core().V1().Services(), opts.Services.Discovery().V1().EndpointSlices()
 	p.svcs, p.eps, p.pods = si.Lister(), ei.Lister(), opts.NodePods.GetIndexer()
 	h := cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { p.kick() }, UpdateFunc: func(o, n any) { p.kick() }, DeleteFunc: func(any) { p.kick() },

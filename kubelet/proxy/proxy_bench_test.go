@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
@@ -17,8 +18,8 @@ import (
 	"github.com/google/nftables"
 )
 
-// BenchmarkEndpointsChangeInForce is issue 13's target end to end: an Endpoints object
-// changes in the API (one of a service's 10 addresses turns not ready, then ready again)
+// BenchmarkEndpointsChangeInForce is issue 13's target end to end: an EndpointSlice
+// changes in the API (one of a service's 10 endpoints turns not ready, then ready again)
 // and the time until the node's rules carry the change, i.e. until the netlink transaction
 // that rewrote them was acknowledged by the kernel: the informer's delivery, the proxy's
 // batching wait, Plan over the listers and the write. 1000 Services x 10 endpoints, each
@@ -33,7 +34,8 @@ func BenchmarkEndpointsChangeInForce(b *testing.B) {
 	cs := fake.NewClientset()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	eps := make([]*v1.Endpoints, services)
+	eps := make([]*discoveryv1.EndpointSlice, services)
+	tcp, portName, port := v1.ProtocolTCP, "http", int32(8080)
 	for i := 0; i < services; i++ {
 		name := fmt.Sprintf("svc-%d", i)
 		svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Spec: v1.ServiceSpec{
@@ -42,12 +44,15 @@ func BenchmarkEndpointsChangeInForce(b *testing.B) {
 		if _, err := cs.CoreV1().Services("ns").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
-		ep := &v1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
-			Subsets: []v1.EndpointSubset{{Ports: []v1.EndpointPort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 8080}}}}}
+		ep := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: name + "-a", Namespace: "ns",
+			Labels: map[string]string{discoveryv1.LabelServiceName: name}}, AddressType: discoveryv1.AddressTypeIPv4,
+			Ports: []discoveryv1.EndpointPort{{Name: &portName, Protocol: &tcp, Port: &port}}}
 		for j := 0; j < endpoints; j++ {
-			ep.Subsets[0].Addresses = append(ep.Subsets[0].Addresses, v1.EndpointAddress{IP: fmt.Sprintf("10.42.%d.%d", j, i%250+1)})
+			ready := true
+			ep.Endpoints = append(ep.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.42.%d.%d", j, i%250+1)},
+				Conditions: discoveryv1.EndpointConditions{Ready: &ready}})
 		}
-		if _, err := cs.CoreV1().Endpoints("ns").Create(ctx, ep, metav1.CreateOptions{}); err != nil {
+		if _, err := cs.DiscoveryV1().EndpointSlices("ns").Create(ctx, ep, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		eps[i] = ep
@@ -89,11 +94,13 @@ func BenchmarkEndpointsChangeInForce(b *testing.B) {
 	}
 	change := func(i, ready int) time.Duration {
 		ep := eps[i].DeepCopy()
-		all := append(ep.Subsets[0].Addresses, ep.Subsets[0].NotReadyAddresses...)
-		ep.Subsets[0].Addresses, ep.Subsets[0].NotReadyAddresses = all[:ready], all[ready:]
+		for j := range ep.Endpoints {
+			r := j < ready
+			ep.Endpoints[j].Conditions.Ready = &r
+		}
 		before := p.Applied()
 		start := time.Now()
-		if _, err := cs.CoreV1().Endpoints("ns").Update(ctx, ep, metav1.UpdateOptions{}); err != nil {
+		if _, err := cs.DiscoveryV1().EndpointSlices("ns").Update(ctx, ep, metav1.UpdateOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		for {
