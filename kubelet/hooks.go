@@ -140,6 +140,9 @@ func (k *Kubelet) ReloadConfig(ctx context.Context, data []byte) error {
 		k.hookCfg.raw, k.hookCfg.cfg = data, cfg
 		return nil
 	}()
+	if errors.Is(err, configwatch.ErrSuperseded) {
+		return err // a newer change of the file is reloaded next: not a failure
+	}
 	if err != nil {
 		k.metrics.reloads.WithLabelValues("failure").Inc()
 		k.log.Error("kubelet config reload failed; the hook plugins in force stay", "file", k.opts.ConfigFile, "err", err)
@@ -195,7 +198,10 @@ func (k *Kubelet) watchConfig(ctx context.Context) {
 			return out
 		},
 		Unchanged: k.hookCfg.same,
-		Reload:    func(data []byte) error { return k.ReloadConfig(ctx, data) },
+		// The snapshot rides in the context: Hooks.Apply discards a superseded one.
+		Reload: func(snap configwatch.Snapshot) error {
+			return k.ReloadConfig(configwatch.NewContext(ctx, snap), snap.Data)
+		},
 	})
 }
 

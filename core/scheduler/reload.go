@@ -5,10 +5,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -98,14 +100,29 @@ func wasmKey(spec config.WasmPlugin, file []byte) string {
 	return fmt.Sprintf("%x", h.Sum(nil))
 }
 
-// build turns config bytes into a profile set, reusing unchanged wasm modules of old.
-func (s *Scheduler) build(ctx context.Context, data []byte, old *profileSet) (*profileSet, error) {
+// build turns config bytes into a profile set, reusing unchanged wasm modules of old. A
+// build whose snapshot a newer change supersedes stops after the loads in progress and
+// returns configwatch.ErrSuperseded.
+func (s *Scheduler) build(ctx context.Context, snap configwatch.Snapshot, old *profileSet) (*profileSet, error) {
+	data := snap.Data
 	cfg, err := config.Parse(data)
 	if err != nil {
 		return nil, err
 	}
 	registry := plugins.NewInTreeRegistry()
 	ps := &profileSet{raw: data, cfg: cfg, frameworks: map[string]*runtime.Framework{}, wasm: map[string]wasmEntry{}, log: s.log}
+	// The new modules are loaded (compiled, checked) in parallel, at most one per CPU: a
+	// swap of several plugins costs the slowest one, not their sum.
+	type slot struct {
+		key     string
+		path    string
+		factory framework.PluginFactory
+		err     error
+		skipped bool
+	}
+	slots := make([]slot, len(cfg.WasmPlugins))
+	sem := make(chan struct{}, goruntime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
 	for i, w := range cfg.WasmPlugins {
 		field := fmt.Sprintf("scheduler.wasmPlugins[%d]", i)
 		if _, builtin := registry[w.Name]; builtin {
@@ -122,20 +139,40 @@ func (s *Scheduler) build(ctx context.Context, data []byte, old *profileSet) (*p
 		if err != nil {
 			return nil, &config.Error{Field: field + ".path", Msg: fmt.Sprintf("wasm plugin %q: %v", w.Name, err)}
 		}
-		key := wasmKey(w, file)
+		slots[i] = slot{key: wasmKey(w, file), path: path}
 		if old != nil {
-			if e, ok := old.wasm[w.Name]; ok && e.key == key {
-				ps.wasm[w.Name] = e
-				registry[w.Name] = e.factory
+			if e, ok := old.wasm[w.Name]; ok && e.key == slots[i].key {
+				slots[i].factory = e.factory
 				continue
 			}
 		}
-		f, err := s.opts.WasmLoader(ctx, w, s.baseDir)
-		if err != nil {
-			return nil, &config.Error{Field: field, Msg: fmt.Sprintf("wasm plugin %q (%s): %v", w.Name, path, err)}
+		wg.Add(1)
+		go func(sl *slot, w config.WasmPlugin) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if snap.Superseded() {
+				sl.skipped = true
+				return
+			}
+			sl.factory, sl.err = s.opts.WasmLoader(ctx, w, s.baseDir)
+			snap.Building()
+		}(&slots[i], w)
+	}
+	wg.Wait()
+	if snap.Superseded() {
+		return nil, configwatch.ErrSuperseded
+	}
+	for i, w := range cfg.WasmPlugins {
+		sl := slots[i]
+		if sl.skipped {
+			return nil, configwatch.ErrSuperseded
 		}
-		ps.wasm[w.Name] = wasmEntry{key: key, factory: f}
-		registry[w.Name] = f
+		if sl.err != nil {
+			return nil, &config.Error{Field: fmt.Sprintf("scheduler.wasmPlugins[%d]", i), Msg: fmt.Sprintf("wasm plugin %q (%s): %v", w.Name, sl.path, sl.err)}
+		}
+		ps.wasm[w.Name] = wasmEntry{key: sl.key, factory: sl.factory}
+		registry[w.Name] = sl.factory
 	}
 	top := config.DefaultExplainTopNodes
 	if cfg.ExplainTopNodes != nil {
@@ -174,14 +211,28 @@ func (s *Scheduler) build(ctx context.Context, data []byte, old *profileSet) (*p
 // stay, and the failure is logged, counted (wasmkube_scheduler_config_reloads_total
 // {result="failure"}) and reported as a Warning event FailedConfigReload on the Lease
 // kube-system/wasmkube-scheduler.
-func (s *Scheduler) Reload(data []byte) error {
+func (s *Scheduler) Reload(data []byte) error { return s.reload(configwatch.Static(data)) }
+
+// reload is Reload of one snapshot of the file: a snapshot that a newer change
+// supersedes before its profiles are in force is discarded (configwatch.ErrSuperseded),
+// never applied, and is no failure.
+func (s *Scheduler) reload(snap configwatch.Snapshot) error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
 	ctx := s.ctx
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ps, err := s.build(ctx, data, s.profiles.Load())
+	ps, err := s.build(ctx, snap, s.profiles.Load())
+	if err == nil && snap.Superseded() {
+		ps.close()
+		err = configwatch.ErrSuperseded
+	}
+	if errors.Is(err, configwatch.ErrSuperseded) {
+		s.metrics.reloads.WithLabelValues("superseded").Inc()
+		s.log.Debug("config reload superseded by a newer change; not applied")
+		return err
+	}
 	if err != nil {
 		s.metrics.reloads.WithLabelValues("failure").Inc()
 		s.log.Error("config reload failed; the previous profiles stay in force", "err", err)
@@ -231,6 +282,6 @@ func (s *Scheduler) watchConfig(ctx context.Context) {
 			return out
 		},
 		Unchanged: func(data []byte) bool { return bytes.Equal(data, s.profiles.Load().raw) },
-		Reload:    s.Reload,
+		Reload:    s.reload,
 	})
 }

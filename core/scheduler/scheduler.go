@@ -39,6 +39,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/scheduler/config"
 	"github.com/wasmkube/wasmkube/core/scheduler/framework"
 	"github.com/wasmkube/wasmkube/core/scheduler/queue"
+	"github.com/wasmkube/wasmkube/internal/configwatch"
 	"github.com/wasmkube/wasmkube/internal/kubeclient"
 )
 
@@ -185,7 +186,7 @@ func New(ctx context.Context, opts Options) (*Scheduler, error) {
 		s.baseDir = wd
 	}
 	s.factory = informers.NewSharedInformerFactory(client, 0)
-	ps, err := s.build(ctx, data, nil)
+	ps, err := s.build(ctx, configwatch.Static(data), nil)
 	if err != nil {
 		return nil, err
 	}

@@ -1,5 +1,7 @@
 package admitwasm
 
+import "github.com/wasmkube/wasmkube/internal/configwatch"
+
 // InstancesCreated is how many instances the pools of the policies in force have created
 // and discarded so far (the pod-create benchmark reports those of its timed part).
 func InstancesCreated(o *Policies) (created, discarded int64) {
@@ -9,4 +11,11 @@ func InstancesCreated(o *Policies) (created, discarded int64) {
 		discarded += d
 	}
 	return created, discarded
+}
+
+// WithReloadHooks sets the tests' view of reloads: building runs after each module a
+// reload loads (a test slows reloads with it), applied when a snapshot goes in force.
+func WithReloadHooks(o Options, building, applied func(configwatch.Snapshot)) Options {
+	o.buildHook, o.onApply = building, applied
+	return o
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Registerer gets the admission metrics (nil: not registered).
 	Registerer prometheus.Registerer
+
+	// buildHook and onApply are the tests' view of reloads (export_test.go).
+	buildHook func(configwatch.Snapshot)
+	onApply   func(configwatch.Snapshot)
 }
 
 // Policies is the API server's wasm admission policies: an admission.Source whose set of
@@ -98,7 +103,7 @@ func New(ctx context.Context, opts Options) (*Policies, error) {
 	} else if wd, err := os.Getwd(); err == nil {
 		o.baseDir = wd
 	}
-	ps, err := o.build(ctx, data, nil)
+	ps, err := o.build(ctx, configwatch.Static(data), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -164,22 +169,26 @@ func (o *Policies) reader() admission.ObjectReader {
 }
 
 // build turns config bytes into a policy set, reusing old's policies whose declaration
-// and module bytes did not change (their instances stay warm across a reload).
-func (o *Policies) build(ctx context.Context, data []byte, old *policySet) (_ *policySet, err error) {
-	cfg, err := ParseConfig(data)
+// and module bytes did not change (their instances stay warm across a reload). The new
+// modules are loaded in parallel; a build whose snapshot a newer change supersedes stops
+// after the load in progress and returns configwatch.ErrSuperseded.
+func (o *Policies) build(ctx context.Context, snap configwatch.Snapshot, old *policySet) (_ *policySet, err error) {
+	cfg, err := ParseConfig(snap.Data)
 	if err != nil {
 		return nil, err
 	}
-	ps := &policySet{raw: data, cfg: cfg, byName: map[string]*Policy{}}
-	var fresh []*Policy
-	defer func() {
-		if err != nil {
-			for _, p := range fresh {
-				p.pool.Close()
-				_ = p.pool.Module().Close(ctx)
-			}
-		}
-	}()
+	ps := &policySet{raw: snap.Data, cfg: cfg, byName: map[string]*Policy{}}
+	type slot struct {
+		spec       PolicySpec
+		path       string
+		bin        []byte
+		key        string
+		p          *Policy
+		err        error
+		fresh      bool
+		superseded bool
+	}
+	slots := make([]slot, len(cfg.Policies))
 	for i, spec := range cfg.Policies {
 		field := fmt.Sprintf("admission.policies[%d]", i)
 		path := spec.Path
@@ -190,28 +199,69 @@ func (o *Policies) build(ctx context.Context, data []byte, old *policySet) (_ *p
 		if err != nil {
 			return nil, &ConfigError{Field: field + ".path", Msg: fmt.Sprintf("policy %q: %v", spec.Name, err)}
 		}
-		key := policyKey(spec, bin)
-		p := (*Policy)(nil)
+		s := slot{spec: spec, path: path, bin: bin, key: policyKey(spec, bin)}
 		if old != nil {
-			if q, ok := old.byName[spec.Name]; ok && q.key == key {
-				p = q
+			if q, ok := old.byName[spec.Name]; ok && q.key == s.key {
+				s.p = q
 			}
 		}
-		if p == nil {
-			p, err = o.newPolicy(ctx, spec, path, bin, key)
-			if err != nil {
-				var ce *ConfigError
-				if errors.As(err, &ce) {
-					ce.Field = field + "." + ce.Field
-					return nil, ce
+		slots[i] = s
+	}
+	// Compile and smoke-call the new modules in parallel (at most one per CPU): a swap of
+	// several policies costs the slowest one, not their sum.
+	sem := make(chan struct{}, goruntime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i := range slots {
+		if slots[i].p != nil {
+			continue
+		}
+		wg.Add(1)
+		go func(s *slot) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if snap.Superseded() {
+				s.superseded = true
+				return
+			}
+			s.p, s.err = o.newPolicy(ctx, s.spec, s.path, s.bin, s.key)
+			s.fresh = s.err == nil
+			snap.Building()
+		}(&slots[i])
+	}
+	wg.Wait()
+	defer func() {
+		if err != nil {
+			for _, s := range slots {
+				if s.fresh {
+					s.p.pool.Close()
+					_ = s.p.pool.Module().Close(ctx)
 				}
-				return nil, &ConfigError{Field: field, Msg: err.Error()}
 			}
-			fresh = append(fresh, p)
-			o.warm(spec.Capabilities)
 		}
+	}()
+	if snap.Superseded() {
+		return nil, configwatch.ErrSuperseded
+	}
+	for i, s := range slots {
+		field := fmt.Sprintf("admission.policies[%d]", i)
+		if s.superseded {
+			return nil, configwatch.ErrSuperseded
+		}
+		if s.err != nil {
+			var ce *ConfigError
+			if errors.As(s.err, &ce) {
+				ce.Field = field + "." + ce.Field
+				return nil, ce
+			}
+			return nil, &ConfigError{Field: field, Msg: s.err.Error()}
+		}
+		if s.fresh {
+			o.warm(s.spec.Capabilities)
+		}
+		p := s.p
 		ps.policies = append(ps.policies, p)
-		ps.byName[spec.Name] = p
+		ps.byName[s.spec.Name] = p
 		if p.pool.Module().Kinds().Has(Mutate) {
 			ps.mutators = append(ps.mutators, p)
 		}
@@ -235,10 +285,20 @@ func policyKey(spec PolicySpec, file []byte) string {
 // On failure the set in force stays, and the failure is logged, counted
 // (wasmkube_admission_config_reloads_total{result="failure"}) and reported as a Warning
 // event FailedAdmissionConfigReload in kube-system.
-func (o *Policies) Reload(data []byte) error {
+func (o *Policies) Reload(data []byte) error { return o.reload(configwatch.Static(data)) }
+
+// reload is Reload of one snapshot of the file: a snapshot that a newer change
+// supersedes before its set is in force is discarded (configwatch.ErrSuperseded), never
+// applied, and is no failure.
+func (o *Policies) reload(snap configwatch.Snapshot) error {
 	o.reloadMu.Lock()
 	defer o.reloadMu.Unlock()
-	ps, err := o.build(o.ctx, data, o.set.Load())
+	ps, err := o.build(o.ctx, snap, o.set.Load())
+	if errors.Is(err, configwatch.ErrSuperseded) {
+		o.metrics.reloads.WithLabelValues("superseded").Inc()
+		o.log.Debug("admission config reload superseded by a newer change; not applied")
+		return err
+	}
 	if err != nil {
 		o.metrics.reloads.WithLabelValues("failure").Inc()
 		o.log.Error("admission config reload failed; the policies in force stay", "err", err, "policies", o.InForce())
@@ -246,7 +306,16 @@ func (o *Policies) Reload(data []byte) error {
 			fmt.Sprintf("admission config not applied, the policies in force stay: %v", err))
 		return err
 	}
+	// The last check before the swap: no set that the file no longer says goes in force.
+	if snap.Superseded() {
+		o.metrics.reloads.WithLabelValues("superseded").Inc()
+		o.discardFresh(ps, o.set.Load())
+		return configwatch.ErrSuperseded
+	}
 	old := o.set.Swap(ps)
+	if o.opts.onApply != nil {
+		o.opts.onApply(snap)
+	}
 	if slices.Equal(old.policies, ps.policies) {
 		return nil // another section of the file changed (the scheduler's, the kubelet's)
 	}
@@ -254,6 +323,16 @@ func (o *Policies) Reload(data []byte) error {
 	o.log.Info("admission config reloaded", "policies", o.InForce())
 	o.event(configRef(), v1.EventTypeNormal, "AdmissionConfigReloaded", fmt.Sprintf("admission policies in force: %v", o.InForce()))
 	return nil
+}
+
+// discardFresh closes the policies of ps that the set in force does not use.
+func (o *Policies) discardFresh(ps, inForce *policySet) {
+	for _, p := range ps.policies {
+		if !slices.Contains(inForce.policies, p) {
+			p.pool.Close()
+			_ = p.pool.Module().Close(o.ctx)
+		}
+	}
 }
 
 // configRef is what reload Events are about: the API server has no object of its own,
@@ -302,7 +381,7 @@ func (o *Policies) Close(ctx context.Context) {
 // as the scheduler does.
 func (o *Policies) watchConfig(ctx context.Context) {
 	configwatch.Run(ctx, configwatch.Options{
-		What: "admission", File: o.opts.ConfigFile, Log: o.log, Debounce: 200 * time.Millisecond,
+		What: "admission", File: o.opts.ConfigFile, Log: o.log, BuildHook: o.opts.buildHook,
 		Modules: func() []string {
 			var out []string
 			for _, p := range o.set.Load().cfg.Policies {
@@ -315,6 +394,6 @@ func (o *Policies) watchConfig(ctx context.Context) {
 			return out
 		},
 		Unchanged: func(data []byte) bool { return bytes.Equal(data, o.set.Load().raw) },
-		Reload:    o.Reload,
+		Reload:    o.reload,
 	})
 }

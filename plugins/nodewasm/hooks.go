@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/wasmkube/wasmkube/internal/configwatch"
 	"github.com/wasmkube/wasmkube/kubelet/config"
 	"github.com/wasmkube/wasmkube/kubelet/hook"
 	"github.com/wasmkube/wasmkube/kubelet/probe"
@@ -75,20 +77,53 @@ func (hk *Hooks) Apply(ctx context.Context, cfg *config.Config, baseDir string) 
 		}
 		return err
 	}
+	// New modules load in parallel, at most one per CPU; a reload whose snapshot a newer
+	// change supersedes (configwatch.FromContext) stops and is never applied.
+	snap := configwatch.FromContext(ctx)
+	type slot struct {
+		p          *Plugin
+		err        error
+		superseded bool
+	}
+	slots := make([]slot, len(cfg.HookPlugins))
+	sem := make(chan struct{}, goruntime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
 	for i, spec := range cfg.HookPlugins {
-		field := fmt.Sprintf("kubelet.hookPlugins[%d]", i)
 		if p := old.plugins[spec.Name]; p != nil {
 			if key, err := specKey(spec, baseDir); err == nil && key == p.key {
-				next.plugins[spec.Name] = p
+				slots[i].p = p
 				continue
 			}
 		}
-		p, err := Load(ctx, hk.host, spec, baseDir)
-		if err != nil {
-			return fail(&config.Error{Field: field, Msg: err.Error()})
+		wg.Add(1)
+		go func(sl *slot, spec config.HookPlugin) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if snap.Superseded() {
+				sl.superseded = true
+				return
+			}
+			sl.p, sl.err = Load(ctx, hk.host, spec, baseDir)
+			snap.Building()
+		}(&slots[i], spec)
+	}
+	wg.Wait()
+	for i, spec := range cfg.HookPlugins {
+		sl := slots[i]
+		if sl.err == nil && !sl.superseded && sl.p != old.plugins[spec.Name] {
+			loaded = append(loaded, sl.p)
 		}
-		loaded = append(loaded, p)
-		next.plugins[spec.Name] = p
+	}
+	if snap.Superseded() {
+		return fail(configwatch.ErrSuperseded)
+	}
+	for i, spec := range cfg.HookPlugins {
+		field := fmt.Sprintf("kubelet.hookPlugins[%d]", i)
+		if sl := slots[i]; sl.err != nil {
+			return fail(&config.Error{Field: field, Msg: sl.err.Error()})
+		}
+		next.plugins[spec.Name] = slots[i].p
 	}
 	for _, s := range cfg.Selectors {
 		sel := selector{Selector: s}
@@ -104,6 +139,9 @@ func (hk *Hooks) Apply(ctx context.Context, cfg *config.Config, baseDir string) 
 			}
 		}
 		next.selectors = append(next.selectors, sel)
+	}
+	if snap.Superseded() {
+		return fail(configwatch.ErrSuperseded)
 	}
 	hk.cur.Store(next)
 	for name, p := range old.plugins {

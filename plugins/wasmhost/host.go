@@ -51,6 +51,7 @@ type Host struct {
 	objects  ObjectCache
 	abi      *abi
 	failures *prometheus.CounterVec
+	modules  moduleCache
 }
 
 // New returns a Host.
@@ -78,8 +79,12 @@ func New(opts Options) (*Host, error) {
 	return h, nil
 }
 
-// Close releases the compilation cache. Modules must be closed first.
-func (h *Host) Close(ctx context.Context) error { return h.cache.Close(ctx) }
+// Close frees the modules nobody uses any more and releases the compilation cache.
+// Modules must be closed first.
+func (h *Host) Close(ctx context.Context) error {
+	h.modules.closeIdle(ctx)
+	return h.cache.Close(ctx)
+}
 
 // Kinds are the entry points of the host's extensions.
 func (h *Host) Kinds() Kinds { return h.abi.kinds }

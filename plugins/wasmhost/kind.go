@@ -100,6 +100,9 @@ type abi struct {
 	funcs  []HostFunc
 	byName map[string]*HostFunc
 	names  []string // the extensions' names, for errors
+	// allCaps are every capability of the host functions: a compiled module is checked
+	// against the ABI once with all of them, and against each plugin's grants at its load.
+	allCaps []string
 }
 
 func newABI(exts []Extension) (*abi, error) {
@@ -144,6 +147,9 @@ func newABI(exts []Extension) (*abi, error) {
 	// byName points into funcs, which append may have moved.
 	for i := range a.funcs {
 		a.byName[a.funcs[i].Name] = &a.funcs[i]
+		if c := a.funcs[i].Capability; c != "" && !slices.Contains(a.allCaps, c) {
+			a.allCaps = append(a.allCaps, c)
+		}
 	}
 	return a, nil
 }

@@ -3,13 +3,13 @@ package wasmhost
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -47,7 +47,9 @@ type LoadOptions struct {
 }
 
 // Module is a compiled plugin that passed the ABI checks. Pools made from it share its
-// machine code; each pool has its own instances.
+// machine code; each pool has its own instances. Modules of the same bytes and memory
+// limit share one compiled module (the host's cache by content hash), whatever their
+// plugin's name, time limit or grants.
 type Module struct {
 	host      *Host
 	name      string
@@ -60,7 +62,7 @@ type Module struct {
 	timeout   time.Duration
 	memLimit  uint64
 	interrupt Interrupt
-	close     sync.Once
+	ref       *moduleRef
 }
 
 // Interrupt is how calls of a module are stopped at their time limit.
@@ -110,37 +112,55 @@ func (h *Host) Load(ctx context.Context, o LoadOptions) (*Module, error) {
 	if pages < 1 || pages > 65536 {
 		return fail(fmt.Errorf("memoryLimit %d bytes: must be between 64Ki and 4Gi", m.memLimit))
 	}
-	// One runtime per module: wazero's memory limit is per runtime, and closing the
-	// runtime frees the module's code and every instance at once. Compiled code is still
-	// shared through the host's compilation cache.
-	//
-	// Time limits: a module rewritten by instrument checks a deadline flag at every loop
-	// header (a load and a branch); one that cannot be rewritten runs with wazero's
-	// WithCloseOnContextDone, which costs an indirect call at every loop header and a
-	// goroutine per call (docs/plugins.md, "Time limits").
+	cm, err := h.modules.acquire(moduleKey{sum: sha256.Sum256(bin), pages: pages, contextInterrupt: o.contextInterrupt},
+		func() (*compiledModule, error) { return h.compile(ctx, m, bin, pages, o.contextInterrupt) })
+	if err != nil {
+		return fail(err)
+	}
+	m.rt, m.compiled, m.kinds, m.hasInit, m.interrupt = cm.rt, cm.compiled, cm.kinds, cm.hasInit, cm.interrupt
+	m.ref = &moduleRef{cache: &h.modules, cm: cm}
+	// The compiled module was checked against the ABI once; the grants are this plugin's.
+	if err := h.abi.checkImports(cm.compiled, m.caps); err != nil {
+		m.ref.release()
+		return fail(err)
+	}
+	// A module nobody closes (a plugin dropped by a config swap) lets go of the compiled
+	// module with its last user.
+	runtime.AddCleanup(m, (*moduleRef).release, m.ref)
+	return m, nil
+}
+
+// compile rewrites, compiles and checks bin in a runtime of its own (docs/plugins.md, "One
+// runtime per module"): wazero's memory limit is per runtime, and closing the runtime
+// frees the code and every instance at once. Machine code is still shared through the
+// host's compilation cache.
+//
+// Time limits: a module rewritten by instrument checks a deadline flag at every loop
+// header (a load and a branch); one that cannot be rewritten runs with wazero's
+// WithCloseOnContextDone, which costs an indirect call at every loop header and a
+// goroutine per call (docs/plugins.md, "Time limits").
+func (h *Host) compile(ctx context.Context, m *Module, bin []byte, pages uint64, contextInterrupt bool) (*compiledModule, error) {
+	s := &Module{host: h, name: m.name, path: m.path, timeout: m.timeout, memLimit: m.memLimit, caps: h.abi.allCaps}
 	rewritten, err := instrument(bin)
-	if o.contextInterrupt {
+	if contextInterrupt {
 		err = errors.New("context interruption requested")
 	}
 	if err == nil {
-		m.interrupt = InterruptDeadline
-		err = m.setup(ctx, rewritten, pages)
+		s.interrupt = InterruptDeadline
+		err = s.setup(ctx, rewritten, pages)
 		if err == nil {
-			runtime.AddCleanup(m, func(rt wazero.Runtime) { _ = rt.Close(context.Background()) }, m.rt)
-			return m, nil
+			return &compiledModule{rt: s.rt, compiled: s.compiled, kinds: s.kinds, hasInit: s.hasInit, interrupt: s.interrupt}, nil
 		}
 		// The rewritten module failed: report the original module's own errors.
-		h.log.Debug("wasm plugin: instrumented module rejected, falling back to context interruption", "plugin", o.Name, "err", err)
+		h.log.Debug("wasm plugin: instrumented module rejected, falling back to context interruption", "plugin", m.name, "err", err)
 	} else {
-		h.log.Debug("wasm plugin: not instrumented, falling back to context interruption", "plugin", o.Name, "err", err)
+		h.log.Debug("wasm plugin: not instrumented, falling back to context interruption", "plugin", m.name, "err", err)
 	}
-	m.interrupt = InterruptContext
-	if err := m.setup(ctx, bin, pages); err != nil {
-		return fail(err)
+	s.interrupt = InterruptContext
+	if err := s.setup(ctx, bin, pages); err != nil {
+		return nil, err
 	}
-	// A module nobody closes (a plugin dropped by a config swap) is freed with its last user.
-	runtime.AddCleanup(m, func(rt wazero.Runtime) { _ = rt.Close(context.Background()) }, m.rt)
-	return m, nil
+	return &compiledModule{rt: s.rt, compiled: s.compiled, kinds: s.kinds, hasInit: s.hasInit, interrupt: s.interrupt}, nil
 }
 
 // setup makes the module's runtime and compiles bin in it; on error the runtime is closed.
@@ -297,11 +317,13 @@ func (m *Module) Timeout() time.Duration { return m.timeout }
 // Host is the host the module was loaded on.
 func (m *Module) Host() *Host { return m.host }
 
-// Close frees the module's code and every instance of every pool made from it.
+// Close lets go of the module's compiled code: once no module of the same bytes uses it,
+// it stays in the host's cache of recently used modules (a swap back to it compiles
+// nothing) until newer ones push it out, which frees the code and every instance made
+// from it. Close the module's pools first.
 func (m *Module) Close(ctx context.Context) error {
-	var err error
-	m.close.Do(func() { err = m.rt.Close(ctx) })
-	return err
+	m.ref.release()
+	return nil
 }
 
 // HasInit reports whether the module exports wasmkube_init (its args are checked at load).
