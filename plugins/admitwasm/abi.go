@@ -53,8 +53,10 @@ var Kinds = wasmhost.Kinds{Mutate, Validate}
 const CapabilityObjects = "objects"
 
 // DefaultTimeout is the time limit of an admission call unless the policy's config
-// sets one (docs/abi.md section 6).
-const DefaultTimeout = time.Second
+// sets one (docs/abi.md section 6): upstream's webhook default (timeoutSeconds 10), so
+// that a loaded machine does not turn valid requests into refusals (docs/plugins.md,
+// "Time limits under CPU contention").
+const DefaultTimeout = 10 * time.Second
 
 // Limits of docs/abi.md section 6.
 const (

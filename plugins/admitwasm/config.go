@@ -31,7 +31,7 @@ type PolicySpec struct {
 	// FailurePolicy is Fail (default: a failed call refuses the request with 500) or
 	// Ignore (the policy is skipped).
 	FailurePolicy string `json:"failurePolicy,omitempty"`
-	// Timeout of one call (default 1s), MemoryLimit of one instance (default 64Mi), Pool
+	// Timeout of one call (default 10s, at most 30s), MemoryLimit of one instance (default 64Mi), Pool
 	// the number of instances, so of parallel calls (default DefaultPoolSize).
 	Timeout     metav1.Duration   `json:"timeout,omitempty"`
 	MemoryLimit resource.Quantity `json:"memoryLimit,omitempty"`

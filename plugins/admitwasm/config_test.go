@@ -44,7 +44,7 @@ func TestParseConfig(t *testing.T) {
 	}
 	// Defaults.
 	d := cfg.Policies[1]
-	if d.FailurePolicy != Fail || d.Timeout.Duration != time.Second || d.Pool != DefaultPoolSize || len(d.ValidationActions) != 1 || d.ValidationActions[0] != Deny {
+	if d.FailurePolicy != Fail || d.Timeout.Duration != 10*time.Second || d.Pool != DefaultPoolSize || len(d.ValidationActions) != 1 || d.ValidationActions[0] != Deny {
 		t.Fatalf("defaults: %+v", d)
 	}
 	if cfg, err := ParseConfig([]byte("scheduler: {}\n")); err != nil || len(cfg.Policies) != 0 {

@@ -1,8 +1,7 @@
-;; Filter that, for a pod labelled "bad", asks for more memory than its limit allows, copes
-;; with the refusal (memory.grow returned -1) and then traps for an unrelated reason: the
-;; trap must not be blamed on the memory limit... unless a grow failed in the same call.
-;; For a pod labelled "late" it only traps, in a later call: a refused grow of an earlier
-;; call is forgotten.
+;; Filter that, for a pod labelled "bad", asks for more memory than its limit allows and
+;; would cope with a -1: the host ends the call at the refused grow instead (a memory-limit
+;; failure). For a pod labelled "late" it only traps, in a later call: the refused grow of
+;; an earlier call is forgotten, so that trap is a plain trap.
 (module
   (import "wasmkube" "pod_label" (func $pod_label (param i32 i32 i32 i32) (result i32)))
   (memory (export "memory") 1)

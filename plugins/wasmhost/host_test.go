@@ -380,19 +380,21 @@ func TestRejectionWithoutReasonNamesThePlugin(t *testing.T) {
 	}
 }
 
-// A refused memory.grow that the guest copes with is not a failure, and does not make a
-// later, unrelated trap a memory-limit failure.
-func TestRefusedGrowIsForgottenAfterItsCall(t *testing.T) {
+// A memory.grow beyond the limit ends the call at once as a memory-limit failure (the
+// guest never sees -1, so a grow loop cannot spin until its time limit), and does not make
+// a later, unrelated trap a memory-limit failure.
+func TestRefusedGrowEndsTheCallAndIsForgotten(t *testing.T) {
 	h, _ := newHost(t)
 	p, err := load(t, h, "cope", "growcope.wat", wasmhost.LoadOptions{}).NewPool(context.Background(), nil, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := newCall(schedwasm.Filter, testPod("p", map[string]string{"bad": ""}), testNodes("n0")).Do(context.Background(), p); err != nil {
-		t.Fatalf("call with a refused grow the guest copes with: %v", err)
+	err = newCall(schedwasm.Filter, testPod("p", map[string]string{"bad": ""}), testNodes("n0")).Do(context.Background(), p)
+	var ce *wasmhost.CallError
+	if !errors.As(err, &ce) || ce.Reason != wasmhost.ReasonMemory {
+		t.Fatalf("call with a refused grow: got %v, want a %q failure", err, wasmhost.ReasonMemory)
 	}
 	err = newCall(schedwasm.Filter, testPod("p", map[string]string{"late": ""}), testNodes("n0")).Do(context.Background(), p)
-	var ce *wasmhost.CallError
 	if !errors.As(err, &ce) || ce.Reason != wasmhost.ReasonTrap {
 		t.Fatalf("later trap: got %v, want a %q failure", err, wasmhost.ReasonTrap)
 	}

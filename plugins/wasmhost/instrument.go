@@ -31,8 +31,9 @@ var errNoRewrite = errors.New("module cannot be instrumented")
 //	}
 //
 // so a loop iteration costs a global load, a store and a branch. After every memory.grow it
-// inserts "if the result is -1, set grow_failed" (through a scratch global, exported as
-// wasmkube_grow_failed), so that a memory-limit failure is classified as one. Any execution that never
+// inserts "if the result is -1, set grow_failed and trap" (through a scratch global, exported
+// as wasmkube_grow_failed): a grow beyond the limit ends the call at once, classified as a
+// memory-limit failure. Any execution that never
 // ends must loop (and hit the check) or recurse (and overflow the stack), so a rewritten
 // module always stops soon after the host raises the flag, and never keeps the Go runtime
 // from stopping the world.
@@ -158,14 +159,17 @@ func checkCode(fuel, deadline uint32) []byte {
 }
 
 // growCode is the code inserted after every memory.grow (see instrument): with the grow's
-// result r on the stack, "scratch = r; if r == -1 { grow_failed = 1 }; push r".
+// result r on the stack, "scratch = r; if r == -1 { grow_failed = 1; unreachable }; push r".
+// A grow beyond the memory limit ends the call at once, classified "memory limit": a
+// guest that kept asking (a grow loop) would otherwise spin until its time limit and be
+// reported as a timeout (docs/plugins.md, "Memory limits").
 func growCode(scratch, failed uint32) []byte {
 	sc, f := uleb(scratch), uleb(failed)
 	var c []byte
 	c = append(append(append(c, 0x24), sc...), 0x23)                      // global.set scratch; global.get
 	c = append(append(append(append(c, sc...), 0x23), sc...), 0x41, 0x7f) // scratch; global.get scratch; i32.const -1
 	c = append(c, 0x46, 0x04, 0x40, 0x41, 0x01, 0x24)                     // i32.eq; if; i32.const 1; global.set
-	c = append(append(c, f...), 0x0b)                                     // grow_failed; end
+	c = append(append(c, f...), 0x00, 0x0b)                               // grow_failed; unreachable; end
 	return c
 }
 

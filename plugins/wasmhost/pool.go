@@ -12,6 +12,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 )
 
@@ -117,7 +118,7 @@ func (p *Pool) newInstance(ctx context.Context) (*instance, error) {
 	} else {
 		cfg = cfg.WithStartFunctions("_initialize")
 	}
-	sctx, cancel := context.WithTimeout(inst.withCaller(ctx), startLimit)
+	sctx, cancel := context.WithTimeout(experimental.WithMemoryAllocator(inst.withCaller(ctx), memoryAllocator), startLimit)
 	defer cancel()
 	mod, err := m.rt.InstantiateModule(sctx, m.compiled, cfg)
 	sink.endCall()
@@ -428,11 +429,13 @@ func (inst *instance) invoke(ctx context.Context, c *Call) (_ *CallError, discar
 	inst.sink.endCall()
 	growFailed := inst.growFailed != nil && inst.growFailed.Get() != 0
 	if growFailed {
-		inst.growFailed.Set(0) // a guest that coped with a refused grow is not blamed later
+		inst.growFailed.Set(0) // a refused grow of this call is not blamed on a later one
 	}
 	if err != nil {
 		reason := hit
-		if reason == "" {
+		if reason == "" || growFailed {
+			// A refused grow ends a rewritten module's call at once; one that also ran
+			// late is still a memory-limit failure: the limit is what stopped it.
 			reason = inst.classify(err, growFailed)
 		}
 		return &CallError{Plugin: p.m.name, Kind: c.Kind, Reason: reason, Err: trimTrace(err, reason, p.m, limit)}, true

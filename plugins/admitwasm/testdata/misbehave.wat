@@ -1,6 +1,7 @@
 ;; Validate and Mutate that misbehave as the object's label "misbehave" says (its first
 ;; letter), and allow everything else, so that a smoke call passes and a test picks the
-;; failure. Validate: loop (forever), trap, grow (memory bomb), badptr, warn10mb (a 10 MB
+;; failure. Validate: loop (forever), trap, grow (memory bomb that aborts when a grow is
+;; refused), memorybomb (grows 1 MiB at a time and ignores refusals), badptr, warn10mb (a 10 MB
 ;; warning, then allowed), code (status 7), error (Error with a reason), deny with a field
 ;; path. Mutate: patch (renames the object), notpatch (a JSON object), apply (removes a
 ;; path that does not exist), invalid (empties the first image, which the API server's own
@@ -36,6 +37,8 @@
         (loop $more
           (br_if $more (i32.ne (memory.grow (i32.const 16)) (i32.const -1))))
         unreachable))
+    (if (i32.eq (local.get $h) (i32.const 109)) ;; m
+      (then (loop $bomb (drop (memory.grow (i32.const 16))) (br $bomb))))
     (if (i32.eq (local.get $h) (i32.const 98)) ;; b
       (then (call $warning (i32.const 0xfffffff0) (i32.const 100))))
     (if (i32.eq (local.get $h) (i32.const 119)) ;; w
