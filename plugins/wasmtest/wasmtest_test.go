@@ -263,3 +263,26 @@ func TestConformanceOfAdmissionAndHookModules(t *testing.T) {
 		})
 	}
 }
+
+// The kit reports a memory bomb (a policy that grows its memory 1 MiB at a time and
+// ignores refusals) as a memory limit, not a timeout: the grow beyond the limit ends
+// the call at once.
+func TestMemoryBombIsReportedAsMemoryLimit(t *testing.T) {
+	p := open(t, build(t, "wat:plugins/admitwasm/testdata/misbehave.wat"))
+	f, err := wasmtest.ParseFile("bomb.yaml", []byte(`
+cases:
+- name: memory bomb
+  request:
+    object: {apiVersion: v1, kind: Pod, metadata: {name: web, namespace: default, labels: {misbehave: memorybomb}}, spec: {containers: [{name: c, image: busybox}]}}
+  expect:
+    allowed: true
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	wasmtest.WriteText(&out, p.Run(context.Background(), f))
+	if !strings.Contains(out.String(), "memory limit: instance reached its memory limit") {
+		t.Fatalf("report of a memory bomb:\n%s", out.String())
+	}
+}
