@@ -91,7 +91,7 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes))
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the request body is larger than the limit of %d bytes (3 MiB)", maxBodyBytes))
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		// The body read timeout (httpguard.go): 408, as net/http answers slow headers.

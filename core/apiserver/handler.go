@@ -13,13 +13,10 @@ import (
 	"strings"
 	"time"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -451,63 +448,6 @@ func (rq *request) addWarnings(ws []string) {
 	for _, w := range ws {
 		rq.w.Header().Add("Warning", `299 - `+strconv.Quote(w))
 	}
-}
-
-// patcher returns a function applying the request's patch to the current object.
-func (s *Server) patcher(rq *request, res *resource) (func(cur runtime.Object) (runtime.Object, error), error) {
-	body, err := readBody(rq.w, rq.r)
-	if err != nil {
-		return nil, err
-	}
-	pt := types.PatchType(strings.TrimSpace(strings.Split(rq.r.Header.Get("Content-Type"), ";")[0]))
-	var apply func(cur []byte) ([]byte, error)
-	switch pt {
-	case types.JSONPatchType:
-		p, err := jsonpatch.DecodePatch(body)
-		if err != nil {
-			return nil, apierrors.NewBadRequest("malformed JSON patch: " + err.Error())
-		}
-		apply = p.Apply
-	case types.MergePatchType:
-		if !json.Valid(body) {
-			return nil, apierrors.NewBadRequest("malformed merge patch: the body is not valid JSON")
-		}
-		apply = func(cur []byte) ([]byte, error) { return jsonpatch.MergePatch(cur, body) }
-	case types.StrategicMergePatchType:
-		if res.custom != nil {
-			return nil, errCustomStrategic(res)
-		}
-		var m map[string]any
-		if err := json.Unmarshal(body, &m); err != nil {
-			return nil, apierrors.NewBadRequest("malformed strategic merge patch: " + err.Error())
-		}
-		schemaObj := res.newFunc()
-		apply = func(cur []byte) ([]byte, error) { return strategicpatch.StrategicMergePatch(cur, body, schemaObj) }
-	case types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
-		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", res.gvr.GroupResource(), "",
-			"server-side apply is not supported by wasmkube; use client-side kubectl apply (the default)", 0, false)
-	default:
-		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", res.gvr.GroupResource(), "",
-			fmt.Sprintf("unsupported patch type %q: use application/json-patch+json, application/merge-patch+json or application/strategic-merge-patch+json", pt), 0, false)
-	}
-	return func(cur runtime.Object) (runtime.Object, error) {
-		curJSON, err := json.Marshal(cur)
-		if err != nil {
-			return nil, apierrors.NewInternalError(err)
-		}
-		patched, err := apply(curJSON)
-		if err != nil {
-			return nil, apierrors.NewInvalid(res.gvk().GroupKind(), rq.info.name, field.ErrorList{
-				field.Invalid(field.NewPath("patch"), string(body), err.Error())})
-		}
-		obj := res.newFunc()
-		warnings, err := decodeInto(patched, res, res.kind, res.gvr.GroupVersion(), obj, rq.fv)
-		if err != nil {
-			return nil, err
-		}
-		rq.addWarnings(warnings)
-		return obj, nil
-	}, nil
 }
 
 // deleteOptions merges the DeleteOptions body with the query parameters.
