@@ -49,9 +49,9 @@ func TestCheckPatchDepth(t *testing.T) {
 		body string
 		ok   bool
 	}{
-		{nest(5), true},  // 10 levels
-		{nest(6), false}, // 12 levels
-		{`{"a":"{{{{{{{{{{{{{{{{{{{{"}`, true},  // brackets in strings do not count
+		{nest(5), true},                          // 10 levels
+		{nest(6), false},                         // 12 levels
+		{`{"a":"{{{{{{{{{{{{{{{{{{{{"}`, true},   // brackets in strings do not count
 		{`{"a":"\"{{{{{{{{{{{{{{{{{{{{"}`, true}, // nor after an escaped quote
 		{`[[[[[[[[[[`, true},                     // malformed but shallow: the decoder's to refuse
 	}
