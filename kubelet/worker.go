@@ -172,10 +172,6 @@ func (w *podWorker) observe(ctx context.Context) (*observed, error) {
 	return &observed{sandboxes: sbs, containers: cs}, nil
 }
 
-func isTerminal(p *v1.Pod) bool {
-	return p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed
-}
-
 // sync does one reconcile pass; it returns when to run again and whether the worker is done.
 func (w *podWorker) sync(ctx context.Context) (time.Duration, bool) {
 	pod, last := w.current()
@@ -352,7 +348,7 @@ func (w *podWorker) reconcile(ctx context.Context, pod *v1.Pod, obs *observed) t
 		case l.State == runtime.ContainerRunning:
 			if why := w.probeKill(l.ID); why != "" {
 				w.k.rec.event(pod, v1.EventTypeNormal, "Killing", c.Name, "Container %s %s, will be restarted", c.Name, why)
-				w.killContainer(ctx, pod, c, l, w.gracePeriod(pod))
+				w.killContainer(ctx, pod, c, l, gracePeriod(pod))
 				later(100 * time.Millisecond)
 			}
 		default: // exited
@@ -580,7 +576,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, sb *runtime
 		t := probe.Target{Pod: pod, Container: c, ContainerID: id, PodIP: sb.IP}
 		if err := w.k.postStart.PostStart(ctx, t, c.Lifecycle.PostStart); err != nil {
 			w.k.rec.event(pod, v1.EventTypeWarning, "FailedPostStartHook", c.Name, "PostStartHook failed: %v", err)
-			_ = w.k.rt.StopContainer(ctx, id, w.gracePeriod(pod))
+			_ = w.k.rt.StopContainer(ctx, id, gracePeriod(pod))
 		}
 	}
 }
@@ -638,23 +634,6 @@ func (w *podWorker) containerConfig(ctx context.Context, pod *v1.Pod, sb *runtim
 	}, nil
 }
 
-func (w *podWorker) gracePeriod(pod *v1.Pod) time.Duration {
-	if pod == nil {
-		return 2 * time.Second
-	}
-	g := int64(30)
-	if pod.DeletionGracePeriodSeconds != nil {
-		g = *pod.DeletionGracePeriodSeconds
-	} else if pod.Spec.TerminationGracePeriodSeconds != nil {
-		g = *pod.Spec.TerminationGracePeriodSeconds
-	}
-	// Like Kubernetes, give every container at least 2 s to react to SIGTERM.
-	if g < 2 {
-		g = 2
-	}
-	return time.Duration(g) * time.Second
-}
-
 // killContainer runs the preStop hook, then SIGTERM, then SIGKILL when grace runs out.
 func (w *podWorker) killContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, st *runtime.ContainerStatus, grace time.Duration) {
 	deadline := time.Now().Add(grace)
@@ -677,28 +656,6 @@ func (w *podWorker) killContainer(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	}
 }
 
-func findContainer(pod *v1.Pod, name string) *v1.Container {
-	if pod == nil {
-		return nil
-	}
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i]
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == name {
-			return &pod.Spec.InitContainers[i]
-		}
-	}
-	for i := range pod.Spec.EphemeralContainers {
-		if pod.Spec.EphemeralContainers[i].Name == name {
-			return (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
-		}
-	}
-	return nil
-}
-
 // terminate stops the pod (preStop, SIGTERM, SIGKILL at the grace period), tears down its
 // sandboxes and network, removes its files, and completes the deletion in the API.
 func (w *podWorker) terminate(ctx context.Context, pod, last *v1.Pod) error {
@@ -711,7 +668,7 @@ func (w *podWorker) terminate(ctx context.Context, pod, last *v1.Pod) error {
 	if src == nil {
 		src = last
 	}
-	grace := w.gracePeriod(src)
+	grace := gracePeriod(src)
 	var wg sync.WaitGroup
 	for i := range obs.containers {
 		st := &obs.containers[i]
