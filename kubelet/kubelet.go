@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -52,12 +53,18 @@ type Options struct {
 	ContainerdAddress   string
 	ContainerdNamespace string // default: the node name (one namespace per node)
 	Snapshotter         string // default overlayfs
-	PodCIDR             string // default cni.DefaultPodCIDR
-	Bridge              string // default cni.DefaultBridge
-	IPMasq              bool   // masquerade pod traffic leaving the node (off: it cannot leave)
-	CNIBinDir           string // default /usr/lib/cni
-	PauseImage          string // default images.PauseRef
-	ImagesDir           string // OCI archives imported at start when their images are missing
+	// PodCIDR overrides the node's pod subnet (one host, or a cluster without node IPAM):
+	// the Node is created with it, and the kubelet refuses to run if the Node already
+	// has another. Empty: the kubelet waits for its Node's spec.podCIDR (node IPAM).
+	PodCIDR string
+	Bridge  string // default cni.DefaultBridge
+	IPMasq  bool   // masquerade pod traffic leaving the node (off: it cannot leave)
+	// NetworkBackend routes the other nodes' pod subnets: overlay.BackendHostGW (the
+	// default) or overlay.BackendNone (kubelet/overlay, docs/multihost.md).
+	NetworkBackend string
+	CNIBinDir      string // default /usr/lib/cni
+	PauseImage     string // default images.PauseRef
+	ImagesDir      string // OCI archives imported at start when their images are missing
 	// OCIRuntime is the OCI runtime new containers are created with: runc (the default),
 	// crun, or auto (crun when installed, else runc); runtime.ResolveOCIRuntime, docs/kubelet.md.
 	OCIRuntime string
@@ -131,6 +138,9 @@ type Kubelet struct {
 	hookCfg   hookConfig
 	svc       *services
 	stats     *statsCollector
+	// podCIDR is the node's pod subnet, known once Run has it (the override, or the
+	// Node's spec.podCIDR); read only after that.
+	podCIDR string
 
 	nsMu    sync.Mutex
 	nsCache map[string]nsEntry
@@ -182,8 +192,12 @@ func New(ctx context.Context, opts Options) (*Kubelet, error) {
 	if opts.PauseImage == "" {
 		opts.PauseImage = images.PauseRef
 	}
-	if opts.PodCIDR == "" {
-		opts.PodCIDR = cni.DefaultPodCIDR
+	if opts.PodCIDR != "" {
+		p, err := netip.ParsePrefix(opts.PodCIDR)
+		if err != nil || !p.Addr().Is4() {
+			return nil, fmt.Errorf("kubelet: pod CIDR %q is not an IPv4 CIDR", opts.PodCIDR)
+		}
+		opts.PodCIDR = p.Masked().String()
 	}
 	if opts.ServerAddr == "" {
 		opts.ServerAddr = ":10250"
@@ -346,6 +360,16 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	}
 	k.wg.Add(1)
 	go func() { defer k.wg.Done(); k.heartbeat(ctx) }()
+	if err := k.setupPodNetwork(ctx); err != nil {
+		stopped := ctx.Err() != nil // stopped while waiting for the pod subnet
+		cancel()
+		k.wg.Wait()
+		<-srvDone
+		if stopped {
+			return nil
+		}
+		return err
+	}
 
 	factory := informers.NewSharedInformerFactoryWithOptions(k.client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", k.opts.NodeName).String()

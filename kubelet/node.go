@@ -145,7 +145,9 @@ func (k *Kubelet) tryRegister(ctx context.Context) error {
 				"kubernetes.io/hostname": k.opts.NodeName, "kubernetes.io/os": goruntime.GOOS, "kubernetes.io/arch": goruntime.GOARCH,
 				"node.wasmkube.io/host": hostname,
 			}},
-			Spec: v1.NodeSpec{PodCIDR: k.opts.PodCIDR, PodCIDRs: []string{k.opts.PodCIDR}},
+		}
+		if k.opts.PodCIDR != "" {
+			node.Spec = v1.NodeSpec{PodCIDR: k.opts.PodCIDR, PodCIDRs: []string{k.opts.PodCIDR}}
 		}
 		node.Status = k.nodeStatus(nil, k.runtimeErr(ctx))
 		node, err = nodes.Create(ctx, node, metav1.CreateOptions{})

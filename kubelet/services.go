@@ -56,7 +56,7 @@ func (k *Kubelet) setupServices(nodePods cache.SharedIndexInformer) error {
 	if k.net == nil || k.opts.DisableServiceProxy {
 		return nil
 	}
-	gw, err := GatewayIP(k.opts.PodCIDR)
+	gw, err := GatewayIP(k.podCIDR)
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func (k *Kubelet) setupServices(nodePods cache.SharedIndexInformer) error {
 		bridge = "wasmkube0"
 	}
 	s.proxy, err = proxy.New(proxy.Options{
-		Network: proxy.Network{Bridge: bridge, PodCIDR: k.opts.PodCIDR, ServiceCIDR: k.opts.ServiceCIDR,
+		Network: proxy.Network{Bridge: bridge, PodCIDR: k.podCIDR, ServiceCIDR: k.opts.ServiceCIDR,
 			NodeIPs: []string{gw, k.opts.NodeIP}},
 		Table: k.ProxyTable(), NodeName: k.opts.NodeName, Services: s.factory, NodePods: nodePods, Logger: k.log,
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -22,6 +23,7 @@ import (
 	kcontainerd "github.com/wasmkube/wasmkube/kubelet/containerd"
 	"github.com/wasmkube/wasmkube/kubelet/dns"
 	"github.com/wasmkube/wasmkube/kubelet/nodecred"
+	"github.com/wasmkube/wasmkube/kubelet/overlay"
 	"github.com/wasmkube/wasmkube/kubelet/proxy"
 	kruntime "github.com/wasmkube/wasmkube/kubelet/runtime"
 	"github.com/wasmkube/wasmkube/plugins/nodewasm"
@@ -38,6 +40,8 @@ type kubeletFlags struct {
 	cleanupOnExit, ipMasq              bool
 	warmSandboxes                      int
 	ociRuntime                         string
+	networkBackend                     string
+	backendSet                         bool // --network-backend given (over the config's network.backend)
 }
 
 func init() {
@@ -57,18 +61,22 @@ Runtime: --containerd-address SOCK uses a running containerd; without it the kub
 supervises its own under <root-dir>/containerd. Pods keep running when the kubelet stops (a
 restarted kubelet adopts them) unless --cleanup-on-exit is set.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runKubelet(f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.backendSet = cmd.Flags().Changed("network-backend")
+			return runKubelet(f)
+		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig with the node's credential")
 	fl.StringVar(&f.server, "server", "", "API server URL, to join with --token")
 	fl.StringVar(&f.token, "token", "", "join token K10<sha256 of the CA>::<secret>")
 	fl.StringVar(&f.nodeName, "node-name", "", "node name (default: the host name)")
-	fl.StringVar(&f.nodeIP, "node-ip", "127.0.0.1", "the node's InternalIP")
+	fl.StringVar(&f.nodeIP, "node-ip", "", "the node's InternalIP, where the API server reaches this kubelet and other nodes route this node's pods (default: the address of the default route's interface, else 127.0.0.1)")
 	fl.StringVar(&f.rootDir, "root-dir", "/var/lib/wasmkube/kubelet", "pods, logs, sandboxes, CNI state and the serving certificate")
 	fl.StringVar(&f.containerdAddr, "containerd-address", "", "containerd socket (default: start a private containerd under the root dir)")
 	fl.StringVar(&f.containerdNS, "containerd-namespace", "", "containerd namespace (default: the node name)")
-	fl.StringVar(&f.podCIDR, "pod-cidr", cni.DefaultPodCIDR, "this node's pod subnet")
+	fl.StringVar(&f.podCIDR, "pod-cidr", "", "this node's pod subnet, overriding node IPAM for one host (refused if the Node already has another); default: the Node's spec.podCIDR, waited for")
+	fl.StringVar(&f.networkBackend, "network-backend", overlay.DefaultBackend, "how pods reach other nodes' pods: host-gw (a route per node, hosts on one L2 segment) or none; overrides the config's network.backend")
 	fl.StringVar(&f.bridge, "bridge", cni.DefaultBridge, "Linux bridge for pods")
 	fl.StringVar(&f.cniBinDir, "cni-bin-dir", cni.DefaultBinDir, "CNI plugin binaries")
 	fl.StringVar(&f.images, "images-dir", "", "OCI archives to import at start when missing (default: images/ beside the binary)")
@@ -90,6 +98,24 @@ func runKubelet(f kubeletFlags) error {
 		return fmt.Errorf("--log-level %q: must be debug, info, warn or error", f.logLevel)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if !f.backendSet {
+		b, err := readNetworkBackend(f.configFile)
+		if err != nil {
+			return err
+		}
+		f.networkBackend = b
+	}
+	if err := overlay.CheckBackend(f.networkBackend); err != nil {
+		return fmt.Errorf("--network-backend: %w", err)
+	}
+	if f.nodeIP == "" {
+		f.nodeIP = "127.0.0.1"
+		if ip, err := overlay.DefaultRouteIP(); err == nil {
+			f.nodeIP = ip.String()
+		} else {
+			log.Info("node IP 127.0.0.1: pods of other hosts cannot reach this node's", "reason", err)
+		}
+	}
 	if f.nodeName == "" {
 		h, err := os.Hostname()
 		if err != nil {
@@ -138,6 +164,7 @@ func runKubelet(f kubeletFlags) error {
 		ServerAddr: f.listen, CleanupOnExit: f.cleanupOnExit, IPMasq: f.ipMasq, Logger: log,
 		WarmSandboxes: f.warmSandboxes, ConfigFile: f.configFile, Hooks: hooks, Registerer: reg, OCIRuntime: f.ociRuntime,
 		ServiceCIDR: f.serviceCIDR, ClusterDomain: f.clusterDomain, DNSUpstreams: dns.HostUpstreams("/etc/resolv.conf"),
+		NetworkBackend: f.networkBackend,
 	}
 	if opts.ContainerdAddress == "" {
 		d, err := kcontainerd.Start(ctx, filepath.Join(f.rootDir, "containerd"))
@@ -154,6 +181,26 @@ func runKubelet(f kubeletFlags) error {
 		return err
 	}
 	return k.Run(ctx)
+}
+
+// readNetworkBackend is the config file's network.backend (WASMKUBE_NETWORK_BACKEND
+// overrides it), default overlay.DefaultBackend.
+func readNetworkBackend(configFile string) (string, error) {
+	v := viper.New()
+	v.SetDefault("network.backend", overlay.DefaultBackend)
+	if err := v.BindEnv("network.backend", "WASMKUBE_NETWORK_BACKEND"); err != nil {
+		return "", err
+	}
+	if configFile != "" {
+		if err := readConfigInto(v, configFile); err != nil {
+			return "", err
+		}
+	}
+	b := v.GetString("network.backend")
+	if err := overlay.CheckBackend(b); err != nil {
+		return "", fmt.Errorf("config %s: network.backend: %w", configFile, err)
+	}
+	return b, nil
 }
 
 // newHooks is the kubelet's wasm host (probe and preStop kinds, compiled code cached in

@@ -5,6 +5,7 @@ package cni
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -31,7 +32,7 @@ const (
 // Config describes a node's pod network.
 type Config struct {
 	Bridge  string // Linux bridge name (at most 15 bytes)
-	PodCIDR string // this node's pod subnet
+	PodCIDR string // this node's pod subnet; empty: set later with Network.SetPodCIDR
 	BinDir  string // CNI plugin binaries
 	Dir     string // conflist, IPAM state and libcni's result cache live under here
 	IPMasq  bool   // masquerade traffic leaving the node (off: nothing leaves the machine)
@@ -76,21 +77,23 @@ func ConfList(cfg Config) ([]byte, error) {
 // Network is a runtime.Network on libcni.
 type Network struct {
 	bridge string
+	cfg    Config
 	cni    *libcni.CNIConfig
-	list   *libcni.NetworkConfigList
+
+	listMu sync.RWMutex
+	list   *libcni.NetworkConfigList // nil until the pod subnet is known
 	// host-local serialises its allocations with a file lock, but two bridge plugins
 	// creating the bridge at once race; so ADDs run one at a time until one succeeded.
 	mu    sync.Mutex
 	ready bool
 }
 
-// New writes the conflist to cfg.Dir/net.d and prepares libcni.
+// New prepares libcni and, when cfg has the pod subnet, writes the conflist to
+// cfg.Dir/net.d; without one, pods cannot be wired until SetPodCIDR (a kubelet waiting
+// for its Node's spec.podCIDR).
 func New(cfg Config) (*Network, error) {
 	if cfg.Bridge == "" {
 		cfg.Bridge = DefaultBridge
-	}
-	if cfg.PodCIDR == "" {
-		cfg.PodCIDR = DefaultPodCIDR
 	}
 	if cfg.BinDir == "" {
 		cfg.BinDir = DefaultBinDir
@@ -100,22 +103,50 @@ func New(cfg Config) (*Network, error) {
 			return nil, fmt.Errorf("cni: plugin %s missing in %s (apt-get install containernetworking-plugins)", p, cfg.BinDir)
 		}
 	}
+	n := &Network{bridge: cfg.Bridge, cfg: cfg, cni: libcni.NewCNIConfigWithCacheDir([]string{cfg.BinDir}, filepath.Join(cfg.Dir, "cache"), nil)}
+	if cfg.PodCIDR != "" {
+		if err := n.SetPodCIDR(cfg.PodCIDR); err != nil {
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+// SetPodCIDR writes the conflist for the node's pod subnet; pods are wired from then on.
+func (n *Network) SetPodCIDR(podCIDR string) error {
+	cfg := n.cfg
+	cfg.PodCIDR = podCIDR
 	data, err := ConfList(cfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	confDir := filepath.Join(cfg.Dir, "net.d")
 	if err := os.MkdirAll(confDir, 0o755); err != nil {
-		return nil, fmt.Errorf("cni: %w", err)
+		return fmt.Errorf("cni: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(confDir, "10-wasmkube.conflist"), data, 0o644); err != nil {
-		return nil, fmt.Errorf("cni: %w", err)
+		return fmt.Errorf("cni: %w", err)
 	}
 	list, err := libcni.ConfListFromBytes(data)
 	if err != nil {
-		return nil, fmt.Errorf("cni: parse conflist: %w", err)
+		return fmt.Errorf("cni: parse conflist: %w", err)
 	}
-	return &Network{bridge: cfg.Bridge, cni: libcni.NewCNIConfigWithCacheDir([]string{cfg.BinDir}, filepath.Join(cfg.Dir, "cache"), nil), list: list}, nil
+	n.listMu.Lock()
+	n.list, n.cfg = list, cfg
+	n.listMu.Unlock()
+	return nil
+}
+
+// ErrNoPodCIDR: a pod was to be wired before the node's pod subnet is known.
+var ErrNoPodCIDR = errors.New("cni: the node's pod subnet is not known yet (waiting for the Node's spec.podCIDR)")
+
+func (n *Network) netList() (*libcni.NetworkConfigList, error) {
+	n.listMu.RLock()
+	defer n.listMu.RUnlock()
+	if n.list == nil {
+		return nil, ErrNoPodCIDR
+	}
+	return n.list, nil
 }
 
 func rtConf(id, netns string, pod runtime.PodRef) *libcni.RuntimeConf {
@@ -135,13 +166,17 @@ func rtConf(id, netns string, pod runtime.PodRef) *libcni.RuntimeConf {
 
 // Setup implements runtime.Network.
 func (n *Network) Setup(ctx context.Context, id, netns string, pod runtime.PodRef) (string, error) {
+	list, err := n.netList()
+	if err != nil {
+		return "", err
+	}
 	n.mu.Lock()
 	if n.ready {
 		n.mu.Unlock()
 	} else {
 		defer n.mu.Unlock()
 	}
-	res, err := n.cni.AddNetworkList(ctx, n.list, rtConf(id, netns, pod))
+	res, err := n.cni.AddNetworkList(ctx, list, rtConf(id, netns, pod))
 	if err == nil && !n.ready {
 		n.ready = true
 	}
@@ -166,10 +201,14 @@ func (n *Network) Setup(ctx context.Context, id, netns string, pod runtime.PodRe
 // Teardown implements runtime.Network. A namespace that is already gone still gets its IP
 // released: the plugins treat a missing netns on DEL as nothing to undo there.
 func (n *Network) Teardown(ctx context.Context, id, netns string, pod runtime.PodRef) error {
+	list, err := n.netList()
+	if err != nil {
+		return err
+	}
 	if _, err := os.Stat(netns); err != nil {
 		netns = ""
 	}
-	if err := n.cni.DelNetworkList(ctx, n.list, rtConf(id, netns, pod)); err != nil {
+	if err := n.cni.DelNetworkList(ctx, list, rtConf(id, netns, pod)); err != nil {
 		return fmt.Errorf("cni del for pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	return nil

@@ -1,0 +1,121 @@
+package overlay
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	goruntime "runtime"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// inNetNS runs fn on a locked thread inside a network namespace of the test's own, with
+// a bridge carrying 172.30.64.1/24 (the host network of these tests).
+func inNetNS(t *testing.T, fn func(link netlink.Link)) {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("needs root for a network namespace")
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// Never unlocked: the thread, left in the test's namespace, is retired with the goroutine.
+		goruntime.LockOSThread()
+		ns, err := netns.New()
+		if err != nil {
+			t.Errorf("new netns: %v", err)
+			return
+		}
+		defer ns.Close()
+		d := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "wkh4d0"}}
+		if err := netlink.LinkAdd(d); err != nil {
+			t.Errorf("bridge: %v", err)
+			return
+		}
+		_ = netlink.AddrAdd(d, &netlink.Addr{IPNet: &net.IPNet{IP: net.IPv4(172, 30, 64, 1), Mask: net.CIDRMask(24, 32)}})
+		if err := netlink.LinkSetUp(d); err != nil {
+			t.Errorf("bridge up: %v", err)
+			return
+		}
+		fn(d)
+	}()
+	<-done
+}
+
+func routeStrings(t *testing.T, link netlink.Link, proto netlink.RouteProtocol) []string {
+	rs, err := netlink.RouteList(link, netlink.FAMILY_V4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range rs {
+		if r.Protocol == proto && r.Dst != nil {
+			out = append(out, fmt.Sprintf("%s via %s", r.Dst, r.Gw))
+		}
+	}
+	return out
+}
+
+// TestHostGWSync: the kernel's routes follow the plan (added, changed, removed), routes
+// the backend did not make are left alone, and cleanup removes all of its own.
+func TestHostGWSync(t *testing.T) {
+	inNetNS(t, func(link netlink.Link) {
+		ip, onLink, err := NodeLink(netip.MustParseAddr("172.30.64.1"))
+		if err != nil || onLink.String() != "172.30.64.0/24" || ip.Attrs().Name != "wkh4d0" {
+			t.Errorf("NodeLink = %v %s %v", ip, onLink, err)
+			return
+		}
+		if _, _, err := NodeLink(netip.MustParseAddr("172.30.64.9")); err == nil {
+			t.Errorf("NodeLink of an address no interface has: want an error")
+		}
+		// Someone else's route on the same link.
+		foreign := &netlink.Route{LinkIndex: link.Attrs().Index, Dst: &net.IPNet{IP: net.IPv4(10, 99, 0, 0), Mask: net.CIDRMask(24, 32)},
+			Gw: net.IPv4(172, 30, 64, 9)}
+		if err := netlink.RouteAdd(foreign); err != nil {
+			t.Errorf("foreign route: %v", err)
+			return
+		}
+		gw := &hostGW{link: link}
+		r := func(dst, via string) Route {
+			return Route{Dst: netip.MustParsePrefix(dst), Via: netip.MustParseAddr(via)}
+		}
+		steps := []struct {
+			want []Route
+			kern string
+		}{
+			{[]Route{r("10.64.1.0/24", "172.30.64.2"), r("10.64.2.0/24", "172.30.64.3")}, "[10.64.1.0/24 via 172.30.64.2 10.64.2.0/24 via 172.30.64.3]"},
+			{[]Route{r("10.64.1.0/24", "172.30.64.4"), r("10.64.2.0/24", "172.30.64.3")}, "[10.64.1.0/24 via 172.30.64.4 10.64.2.0/24 via 172.30.64.3]"},
+			{[]Route{r("10.64.2.0/24", "172.30.64.3")}, "[10.64.2.0/24 via 172.30.64.3]"},
+			{nil, "[]"},
+		}
+		for i, s := range steps {
+			if err := gw.sync(s.want); err != nil {
+				t.Errorf("step %d: sync: %v", i, err)
+				return
+			}
+			if got := fmt.Sprint(routeStrings(t, link, RouteProtocol)); got != s.kern && !(s.kern == "[]" && got == "[]") {
+				t.Errorf("step %d: kernel has %s, want %s", i, got, s.kern)
+			}
+		}
+		if err := gw.sync([]Route{r("10.64.3.0/24", "172.30.64.5")}); err != nil {
+			t.Errorf("sync: %v", err)
+		}
+		if err := gw.cleanup(); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+		if got := routeStrings(t, link, RouteProtocol); len(got) != 0 {
+			t.Errorf("after cleanup the kernel still has %v", got)
+		}
+		rs, _ := netlink.RouteList(link, netlink.FAMILY_V4)
+		kept := false
+		for _, r := range rs {
+			kept = kept || (r.Dst != nil && r.Dst.String() == "10.99.0.0/24")
+		}
+		if !kept {
+			t.Errorf("the route the backend did not make is gone: %v", rs)
+		}
+	})
+}
