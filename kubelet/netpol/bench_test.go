@@ -28,7 +28,7 @@ func benchCluster(n int) ([]*networkingv1.NetworkPolicy, []*v1.Pod, []*v1.Namesp
 	for i := range n {
 		np := policy(fmt.Sprintf("ns%d", i%10), fmt.Sprintf("np%d", i), sel("app", fmt.Sprintf("app%d", i%7)), both,
 			[]networkingv1.NetworkPolicyIngressRule{{
-				From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: sel("team", fmt.Sprint(i%3)), PodSelector: sel("app", fmt.Sprintf("app%d", (i+1)%7))}},
+				From:  []networkingv1.NetworkPolicyPeer{{NamespaceSelector: sel("team", fmt.Sprint(i%3)), PodSelector: sel("app", fmt.Sprintf("app%d", (i+1)%7))}},
 				Ports: []networkingv1.NetworkPolicyPort{tcp(80), tcp(int32(1000 + i)), {Port: ptrIntstr("http")}},
 			}},
 			[]networkingv1.NetworkPolicyEgressRule{
