@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +25,7 @@ import (
 	"github.com/wasmkube/wasmkube/kubelet/containerd"
 	"github.com/wasmkube/wasmkube/kubelet/dns"
 	"github.com/wasmkube/wasmkube/kubelet/hollow"
+	"github.com/wasmkube/wasmkube/kubelet/overlay"
 	kruntime "github.com/wasmkube/wasmkube/kubelet/runtime"
 	"github.com/wasmkube/wasmkube/plugins/schedwasm"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
@@ -47,6 +49,13 @@ type upOptions struct {
 	metricsAddr string
 	logLevel    string
 	tokenFile   string
+
+	nodes          int    // real nodes: 1 in this process, the others in network namespaces
+	hostNetwork    string // the hosts' subnet with --nodes > 1
+	hostBridge     string
+	networkBackend string
+	backendSet     bool
+	clusterCIDR    string
 }
 
 func init() {
@@ -74,18 +83,26 @@ Ctrl-C stops everything and removes the kubelet's pods: no containers, mounts, v
 network namespaces are left behind. With --keep-pods the pods' containers keep running (their
 shims outlive containerd), and the next up on the same data dir adopts them without restarts.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runUp(o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.backendSet = cmd.Flags().Changed("network-backend")
+			return runUp(o)
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.dataDir, "data-dir", "_data", "data directory (etcd, certificates, kubeconfig, kubelet and containerd state)")
 	f.StringVar(&o.configFile, "config", "", "wasmkube YAML config file (scheduler profiles, wasm plugins, admission policies, controller settings)")
 	f.StringVar(&o.listen, "listen", apiserver.DefaultListen, "API server HTTPS listen address")
 	f.StringVar(&o.advertise, "advertise-address", "", "address the kubernetes Service sends pods to, where the API server also listens (default: the real node's pod-bridge gateway, the first address of --pod-cidr; without a real node, the --listen address)")
-	f.StringVar(&o.podCIDR, "pod-cidr", cni.DefaultPodCIDR, "the real node's pod subnet (IPv4)")
+	f.StringVar(&o.podCIDR, "pod-cidr", "", "the first real node's pod subnet (IPv4), overriding node IPAM (default with one node: the cluster CIDR's first node subnet, 10.42.0.0/24; with --nodes > 1: from node IPAM)")
 	f.StringVar(&o.bridge, "bridge", cni.DefaultBridge, "the real node's Linux bridge for pods (a second cluster on this machine needs its own, and its own --pod-cidr)")
 	f.StringVar(&o.nodeName, "node-name", "", "name of the real node (default: the host name)")
 	f.StringVar(&o.imagesDir, "images-dir", "", "OCI archives the kubelet imports at start (default: images/ beside the binary)")
 	f.IntVar(&o.hollowNodes, "hollow-nodes", 0, "number of simulated nodes to add")
+	f.IntVar(&o.nodes, "nodes", 1, "real nodes: the first in this process, each other one a host of its own (a network namespace on --host-bridge, its own containerd and kubelet, joined with the join token)")
+	f.StringVar(&o.hostNetwork, "host-network", DefaultHostNetwork, "with --nodes > 1: the private subnet of the hosts' bridge (the API server and the first node at its first address, host i at the i-th)")
+	f.StringVar(&o.hostBridge, "host-bridge", "wkhost0", "with --nodes > 1: the Linux bridge up creates for its hosts; the hosts' network namespaces are <bridge>-2, <bridge>-3, ...")
+	f.StringVar(&o.networkBackend, "network-backend", overlay.DefaultBackend, "how pods reach other nodes' pods: host-gw or none; overrides the config's network.backend")
+	f.StringVar(&o.clusterCIDR, "cluster-cidr", "", "overrides controller.clusterCIDR: node IPAM's range for the nodes' pod subnets (default 10.42.0.0/16)")
 	f.IntVar(&o.warm, "warm-sandboxes", kubelet.DefaultWarmSandboxes, "pod sandboxes (network wired, pause running) the real kubelet keeps ready for the next pods; 0 turns the pool off")
 	f.StringVar(&o.ociRuntime, "oci-runtime", kruntime.OCIRuntimeRunc, "OCI runtime the real kubelet creates containers with: runc, crun, or auto (crun when installed, else runc)")
 	f.BoolVar(&o.noKubelet, "no-kubelet", false, "run without the real kubelet (hollow nodes only)")
@@ -110,6 +127,30 @@ func runUp(o upOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.clusterCIDR != "" {
+		cs.clusterCIDR = o.clusterCIDR
+		if err := cs.checkIPAM("--cluster-cidr"); err != nil {
+			return err
+		}
+	}
+	if o.nodes < 1 {
+		return fmt.Errorf("--nodes %d: at least 1 (use --no-kubelet for none)", o.nodes)
+	}
+	if !o.backendSet {
+		if o.networkBackend, err = readNetworkBackend(o.configFile); err != nil {
+			return err
+		}
+	}
+	if err := overlay.CheckBackend(o.networkBackend); err != nil {
+		return fmt.Errorf("--network-backend: %w", err)
+	}
+	if o.podCIDR == "" && o.nodes == 1 {
+		// The single node's subnet is known before it registers, because the API server
+		// listens at its bridge's gateway: node IPAM's first, which the node then claims.
+		if o.podCIDR, err = firstNodeSubnet(cs); err != nil {
+			return err
+		}
+	}
 	tokenFile, err := upTokenAuthFile(o)
 	if err != nil {
 		return err
@@ -122,7 +163,29 @@ func runUp(o upOptions) error {
 	if !o.noKubelet {
 		missing = kubeletPrerequisites()
 	}
-	advertise, err := upAdvertiseAddress(o, !o.noKubelet && len(missing) == 0)
+	realNode := !o.noKubelet && len(missing) == 0
+	var hosts *hostNetwork
+	var hostAddrs []netip.Addr
+	if realNode && o.nodes > 1 {
+		subnet, addrs, err := hostNetworkPlan(o.hostNetwork, o.nodes)
+		if err != nil {
+			return err
+		}
+		if hosts, err = createHostNetwork(o.hostBridge, subnet, addrs); err != nil {
+			return err
+		}
+		hostAddrs = addrs
+		defer func() {
+			if err := hosts.remove(); err != nil {
+				log.Error("remove the hosts' network", "err", err)
+			}
+		}()
+		if o.advertise == "" {
+			// The API server is where every host reaches it: the hosts' bridge.
+			o.advertise = addrs[0].String()
+		}
+	}
+	advertise, err := upAdvertiseAddress(o, realNode)
 	if err != nil {
 		return err
 	}
@@ -153,6 +216,7 @@ func runUp(o upOptions) error {
 
 	kubeletDone := make(chan error, 1)
 	var daemon *containerd.Daemon
+	var extra *hostKubelets
 	if o.noKubelet {
 		kubeletDone <- nil
 	} else if len(missing) > 0 {
@@ -160,13 +224,28 @@ func runUp(o upOptions) error {
 			joinWords(missing))
 		kubeletDone <- nil
 	} else {
-		daemon, err = startKubelet(ctx, srv, dataDir, o, log, kubeletDone)
+		nodeIP := ""
+		if len(hostAddrs) > 0 {
+			nodeIP = hostAddrs[0].String()
+		}
+		daemon, err = startKubelet(ctx, srv, dataDir, o, nodeIP, log, kubeletDone)
 		if err != nil {
 			return err
+		}
+		if hosts != nil {
+			extra, err = startHostKubelets(srv, dataDir, o, hosts, hostAddrs, log)
+			if err != nil {
+				log.Error("start the other hosts' kubelets", "err", err)
+			}
 		}
 	}
 
 	if o.hollowNodes > 0 {
+		if realNode {
+			// Hollow nodes after the real one has registered, so that node IPAM does not
+			// give a hollow node the subnet the real node claims.
+			waitForNode(ctx, srv, upNodeName(o), log)
+		}
 		go func() {
 			if err := hollow.Run(ctx, srv.AdminRESTConfig(), hollow.Options{Count: o.hollowNodes, Logger: log}); err != nil && ctx.Err() == nil {
 				log.Error("hollow nodes stopped", "err", err)
@@ -186,6 +265,9 @@ func runUp(o upOptions) error {
 		}
 	case <-time.After(2 * time.Minute):
 		log.Error("kubelet did not finish cleaning up within 2m")
+	}
+	if extra != nil {
+		extra.stop(2*time.Minute, log)
 	}
 	if daemon != nil {
 		if err := daemon.Stop(); err != nil {
@@ -359,15 +441,8 @@ func kubeletPrerequisites() []string {
 	return missing
 }
 
-func startKubelet(ctx context.Context, srv *apiserver.Server, dataDir string, o upOptions, log *slog.Logger, done chan<- error) (*containerd.Daemon, error) {
-	name := o.nodeName
-	if name == "" {
-		h, err := os.Hostname()
-		if err != nil {
-			return nil, fmt.Errorf("node name: %w (set --node-name)", err)
-		}
-		name = h
-	}
+func startKubelet(ctx context.Context, srv *apiserver.Server, dataDir string, o upOptions, nodeIP string, log *slog.Logger, done chan<- error) (*containerd.Daemon, error) {
+	name := upNodeName(o)
 	images := o.imagesDir
 	if images == "" {
 		exe, err := os.Executable()
@@ -394,8 +469,8 @@ func startKubelet(ctx context.Context, srv *apiserver.Server, dataDir string, o 
 	k, err := kubelet.New(ctx, kubelet.Options{
 		RESTConfig: nodeCfg, NodeName: name, RootDir: filepath.Join(dataDir, "kubelet"),
 		ContainerdAddress: daemon.Address(), Snapshotter: daemon.Snapshotter(),
-		PodCIDR: o.podCIDR, Bridge: o.bridge,
-		ImagesDir: images, ServerAddr: kubeletAddr(), CleanupOnExit: !o.keepPods, Logger: log,
+		PodCIDR: o.podCIDR, Bridge: o.bridge, NodeIP: nodeIP, NetworkBackend: o.networkBackend,
+		ImagesDir: images, ServerAddr: kubeletAddr(nodeIP), CleanupOnExit: !o.keepPods, Logger: log,
 		WarmSandboxes: o.warm, ConfigFile: o.configFile, Hooks: hooks, Registerer: prometheus.DefaultRegisterer, OCIRuntime: o.ociRuntime,
 		// Pods resolve cluster names at the node's DNS server, other names through the host's.
 		DNSUpstreams: dns.HostUpstreams("/etc/resolv.conf"),
@@ -411,13 +486,16 @@ func startKubelet(ctx context.Context, srv *apiserver.Server, dataDir string, o 
 // kubeletAddr is the kubelet's usual port when it is free, else any free port: the node
 // publishes its port in status.daemonEndpoints, which is all the API server needs to reach
 // it, so a second cluster on the same machine still gets a real node.
-func kubeletAddr() string {
-	ln, err := net.Listen("tcp", "127.0.0.1:10250")
+func kubeletAddr(ip string) string {
+	if ip == "" {
+		ip = "127.0.0.1"
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "10250"))
 	if err != nil {
-		return "127.0.0.1:0"
+		return net.JoinHostPort(ip, "0")
 	}
 	_ = ln.Close()
-	return "127.0.0.1:10250"
+	return net.JoinHostPort(ip, "10250")
 }
 
 func joinWords(items []string) string {
