@@ -14,17 +14,19 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/wasmkube/wasmkube/kubelet/dns"
+	"github.com/wasmkube/wasmkube/kubelet/netpol"
 	"github.com/wasmkube/wasmkube/kubelet/proxy"
 )
 
 // services is what the kubelet runs for Services: the node proxy (kubelet/proxy), the
-// cluster DNS server (kubelet/dns) and the lister that service environment variables come
+// NetworkPolicy enforcer (kubelet/netpol), the cluster DNS server (kubelet/dns) and the lister that service environment variables come
 // from. The proxy and DNS run only with the real network (containerd + CNI).
 type services struct {
 	factory informers.SharedInformerFactory
 	lister  corelisters.ServiceLister
 	synced  cache.InformerSynced
 	proxy   *proxy.Proxy
+	netpol  *netpol.Enforcer
 	dns     *dns.Server
 	dnsAddr string // the nameserver pods get; empty: pods get the host's resolv.conf
 	domain  string
@@ -72,6 +74,12 @@ func (k *Kubelet) setupServices(nodePods cache.SharedIndexInformer) error {
 	if err != nil {
 		return err
 	}
+	// NetworkPolicy is enforced where the proxy runs: both filter the pod traffic of the
+	// node's bridge and read cluster-wide informers (docs/networkpolicy.md).
+	s.netpol, err = netpol.New(netpol.Options{Table: netpol.TableName(k.opts.RootDir), Informers: s.factory, Logger: k.log})
+	if err != nil {
+		return err
+	}
 	srv, err := dns.New(dns.Options{Addr: net.JoinHostPort(gw, "53"), Domain: s.domain, Upstreams: k.opts.DNSUpstreams,
 		Services: s.factory, Logger: k.log})
 	if err != nil {
@@ -96,7 +104,7 @@ func (k *Kubelet) ProxyTable() string {
 // and they have stopped (the proxy's table deleted).
 func (s *services) run(ctx context.Context, k *Kubelet) {
 	s.factory.Start(ctx.Done())
-	done := make(chan struct{}, 2)
+	done := make(chan struct{}, 3)
 	n := 0
 	if s.dns != nil {
 		pc, ln, err := s.dns.Listen()
@@ -112,6 +120,10 @@ func (s *services) run(ctx context.Context, k *Kubelet) {
 	if s.proxy != nil {
 		n++
 		go func() { s.proxy.Run(ctx); done <- struct{}{} }()
+	}
+	if s.netpol != nil {
+		n++
+		go func() { s.netpol.Run(ctx); done <- struct{}{} }()
 	}
 	<-ctx.Done()
 	for ; n > 0; n-- {
