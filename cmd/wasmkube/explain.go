@@ -24,8 +24,9 @@ func init() {
 		Short: "Show why the scheduler put a pod where it did (or nowhere)",
 		Long: `Print the scheduler's explanation of its last decision for a pod: for the best nodes, each
 Score plugin's score (normalized, times its weight) and the total; for the rejected nodes, which
-Filter plugin rejected them and why. The scheduler stores it in the pod annotation
-` + scheduler.ExplainAnnotation + ` when it binds the pod or marks it unschedulable.`,
+Filter plugin rejected them and why. The scheduler stores it in the annotation
+` + scheduler.ExplainAnnotation + `: of the pod when it binds it (with the Binding), of the pod's
+FailedScheduling event when it finds no node.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "table" && output != "json" {
@@ -53,9 +54,12 @@ Filter plugin rejected them and why. The scheduler stores it in the pod annotati
 			if err != nil {
 				return fmt.Errorf("pod %s/%s: %w", namespace, args[0], err)
 			}
-			raw, ok := pod.Annotations[scheduler.ExplainAnnotation]
-			if !ok {
-				return fmt.Errorf("pod %s/%s has no scheduler explanation (annotation %s): the wasmkube scheduler has not tried it yet, explanations are off (scheduler.explainTopNodes < 0), or it was dropped in a burst of bindings (see docs/scheduler.md)",
+			raw, err := scheduler.PodExplanation(ctx, client, pod)
+			if err != nil {
+				return err
+			}
+			if raw == "" {
+				return fmt.Errorf("pod %s/%s has no scheduler explanation (annotation %s on the pod or on its FailedScheduling event): the wasmkube scheduler has not tried it yet, explanations are off (scheduler.explainTopNodes < 0), or its event has expired (see docs/scheduler.md)",
 					namespace, pod.Name, scheduler.ExplainAnnotation)
 			}
 			var e runtime.Explanation

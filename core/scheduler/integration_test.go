@@ -263,8 +263,8 @@ func TestScheduleRunAndInsufficientCPU(t *testing.T) {
 		t.Fatalf("pod huge: condition message %q, want prefix %q", schedMessage(p), want)
 	}
 	c.waitEvent("huge", "FailedScheduling", want)
-	p = c.waitPod("huge", "an explanation", func(p *v1.Pod) bool { return explanation(t, p) != nil })
-	e := explanation(t, p)
+	p = c.waitPod("huge", "an explanation", func(p *v1.Pod) bool { return podExplanation(t, c.client, p) != nil })
+	e := podExplanation(t, c.client, p)
 	if e.Result != "Unschedulable" || e.Nodes != 3 || len(e.RejectCounts) != 1 ||
 		e.RejectCounts[0] != (runtime.RejectCount{Plugin: "NodeResourcesFit", Reason: "Insufficient cpu", Count: 3}) {
 		t.Fatalf("explanation of huge: %+v", e)

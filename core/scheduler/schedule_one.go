@@ -76,9 +76,11 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp *queue.QueuedPodInfo) {
 				break
 			}
 		}
+		// The explanation travels with the Binding (pods/binding, which users' policies
+		// on pods do not match, as upstream's webhook rules), whose annotations the API
+		// server copies onto the pod: no write of the pod itself.
 		if b, err := json.Marshal(e); err == nil {
 			state.Write(defaultbinder.AnnotationsKey, defaultbinder.Annotations{ExplainAnnotation: string(b)})
-			s.pendingExplain.Store(pod.UID, string(b))
 		}
 	}
 	s.bindWG.Add(1)
@@ -133,7 +135,6 @@ func (s *Scheduler) bind(ctx context.Context, fwk *runtime.Framework, state *fra
 		return
 	}
 	if st := fwk.RunBindPlugins(ctx, state, assumed, host); !st.IsSuccess() {
-		s.pendingExplain.Delete(assumed.UID)
 		fail(st)
 		return
 	}
@@ -201,64 +202,34 @@ func (s *Scheduler) handleFailure(ctx context.Context, fwk *runtime.Framework, s
 		s.queue.AddNominated(pod, nominated)
 	}
 	s.queue.AddUnschedulable(qp, unschedulable)
-	s.recorder.Event(pod, v1.EventTypeWarning, "FailedScheduling", msg)
+	// The explanation of an unschedulable pod rides on its FailedScheduling Event (an
+	// annotation of the Event): a write of the pod would be judged by users' policies on
+	// pods, which must not refuse the scheduler's own records.
+	if b, err := explanationJSON(explanation); err == nil && b != "" {
+		s.recorder.AnnotatedEventf(pod, map[string]string{ExplainAnnotation: b}, v1.EventTypeWarning, "FailedScheduling", "%s", msg)
+	} else {
+		s.recorder.Event(pod, v1.EventTypeWarning, "FailedScheduling", msg)
+	}
 	// The API writes happen off the scheduling loop, as upstream does, so that many
 	// unschedulable pods do not slow the pods that fit.
 	s.bindWG.Add(1)
 	go func() {
 		defer s.bindWG.Done()
-		s.updateStatus(ctx, pod, reason, msg, nominated, explanation)
+		s.updateStatus(ctx, pod, reason, msg, nominated)
 	}()
 }
 
-// explainBound makes sure a pod just seen bound carries the explanation of the cycle
-// that bound it. The Binding carries it as an annotation, which an API server that
-// follows upstream copies onto the pod; when the pod arrives without it, it is patched
-// on (one more write, off the scheduling path).
-func (s *Scheduler) explainBound(p *v1.Pod) {
-	v, ok := s.pendingExplain.LoadAndDelete(p.UID)
-	if !ok || p.Annotations[ExplainAnnotation] == v.(string) {
-		return
+func explanationJSON(e *runtime.Explanation) (string, error) {
+	if e == nil {
+		return "", nil
 	}
-	select {
-	case s.patches <- patchReq{ns: p.Namespace, name: p.Name, patch: explainPatch(v.(string))}:
-	default:
-		// Under a burst the explanation is dropped rather than slowing the informer.
-	}
-}
-
-// explainPatch is the merge patch that sets the explanation annotation to v.
-func explainPatch(v string) []byte {
-	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{ExplainAnnotation: v}}})
-	return b
-}
-
-type patchReq struct {
-	ns, name string
-	patch    []byte
-}
-
-func (s *Scheduler) runPatcher(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case r := <-s.patches:
-			// Paced: explanations are for people; they must not compete with bindings.
-			if err := s.patchLimiter.Wait(ctx); err != nil {
-				return
-			}
-			if _, err := s.client.CoreV1().Pods(r.ns).Patch(ctx, r.name, types.MergePatchType, r.patch, metav1.PatchOptions{}); err != nil {
-				s.log.Debug("annotate bound pod with explanation", "pod", r.ns+"/"+r.name, "err", err)
-			}
-		}
-	}
+	b, err := json.Marshal(e)
+	return string(b), err
 }
 
 // updateStatus sets PodScheduled=False (and nominatedNodeName) unless the pod already
-// says exactly that, and stores the explanation. Failures are logged: the pod is
-// retried anyway.
-func (s *Scheduler) updateStatus(ctx context.Context, pod *v1.Pod, reason, msg, nominated string, e *runtime.Explanation) {
+// says exactly that. Failures are logged: the pod is retried anyway.
+func (s *Scheduler) updateStatus(ctx context.Context, pod *v1.Pod, reason, msg, nominated string) {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Reason == reason && c.Message == msg &&
 			(nominated == "" || pod.Status.NominatedNodeName == nominated) {
@@ -275,15 +246,5 @@ func (s *Scheduler) updateStatus(ctx context.Context, pod *v1.Pod, reason, msg, 
 	pods := s.client.CoreV1().Pods(pod.Namespace)
 	if _, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
 		s.log.Warn("update pod status", "pod", pod.Namespace+"/"+pod.Name, "err", err)
-	}
-	if e == nil {
-		return
-	}
-	b, err := json.Marshal(e)
-	if err != nil {
-		return
-	}
-	if _, err := pods.Patch(ctx, pod.Name, types.MergePatchType, explainPatch(string(b)), metav1.PatchOptions{}); err != nil {
-		s.log.Warn("annotate pod with explanation", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 	}
 }

@@ -32,7 +32,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/wasmkube/wasmkube/core/leaderelect"
 	schedcache "github.com/wasmkube/wasmkube/core/scheduler/cache"
@@ -43,11 +42,9 @@ import (
 	"github.com/wasmkube/wasmkube/internal/kubeclient"
 )
 
-// explainPatchQueue bounds the explanations waiting to be patched onto bound pods.
-const explainPatchQueue = 1024
-
-// ExplainAnnotation is the pod annotation holding the last cycle's explanation (JSON
-// of runtime.Explanation); `wasmkube explain pod` prints it.
+// ExplainAnnotation holds the last cycle's explanation (JSON of runtime.Explanation): on
+// a bound pod (copied from its Binding), on the FailedScheduling Event of an
+// unschedulable one. `wasmkube explain pod` prints it (PodExplanation).
 const ExplainAnnotation = "scheduler.wasmkube.io/explain"
 
 // WasmLoader compiles, checks and smoke-runs a wasm module declared in the config file
@@ -95,12 +92,6 @@ type Scheduler struct {
 
 	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
-
-	// pendingExplain holds explanations of pods being bound, by UID, until the pod is
-	// seen bound (see explainBound); patches feeds runPatcher.
-	pendingExplain sync.Map
-	patches        chan patchReq
-	patchLimiter   flowcontrol.RateLimiter
 
 	// handlersSynced report when the informers' initial lists went through the event
 	// handlers (into the cache and queue), not only into the informers' stores.
@@ -161,10 +152,7 @@ func New(ctx context.Context, opts Options) (*Scheduler, error) {
 		cache:    schedcache.New(),
 		snapshot: schedcache.NewSnapshot(),
 		queue:    queue.New(opts.Queue),
-		patches:  make(chan patchReq, explainPatchQueue),
 		status:   leaderelect.NewStatus(),
-		// 50 explanation patches per second at most, bursts of 100.
-		patchLimiter: flowcontrol.NewTokenBucketRateLimiter(50, 100),
 	}
 	s.metrics = newMetrics(s.queue)
 	s.broadcaster = record.NewBroadcaster(record.WithContext(ctx))
@@ -254,9 +242,6 @@ func (s *Scheduler) Run(ctx context.Context) (err error) {
 		return nil
 	}
 	go s.queue.Run(ctx.Done())
-	for range 2 {
-		go s.runPatcher(ctx)
-	}
 	if s.opts.ConfigFile != "" {
 		go s.watchConfig(ctx)
 	}
@@ -369,7 +354,6 @@ func (s *Scheduler) onPodUpdate(old, p *v1.Pod) {
 	if p.Spec.NodeName != "" {
 		if old.Spec.NodeName == "" {
 			s.queue.Delete(p)
-			s.explainBound(p)
 		}
 		if terminated(p) {
 			if err := s.cache.RemovePod(p); err != nil {
@@ -395,7 +379,6 @@ func (s *Scheduler) onPodUpdate(old, p *v1.Pod) {
 
 func (s *Scheduler) onPodDelete(p *v1.Pod) {
 	s.queue.DeleteNominated(p)
-	s.pendingExplain.Delete(p.UID)
 	if p.Spec.NodeName != "" {
 		if err := s.cache.RemovePod(p); err != nil {
 			s.log.Error("cache: remove pod", "pod", p.Namespace+"/"+p.Name, "err", err)
