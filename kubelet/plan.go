@@ -277,8 +277,8 @@ func backoffLeft(l *runtime.ContainerStatus, now time.Time) (delay, left time.Du
 }
 
 // planTerminate: every running container is killed at once, each by the one grace
-// deadline; then the status (the containers' exits) is written while the sandboxes go
-// (CNI DEL, namespace, pause), then the containers of sandboxes that vanished earlier, the
+// deadline; then the status (the containers' exits) is written, the sandboxes go (CNI
+// DEL, namespace, pause), then the containers of sandboxes that vanished earlier, the
 // pod's directory, and the deletion is completed in the API.
 func planTerminate(in planInput) podPlan {
 	p := podPlan{mode: modeTerminate}
@@ -287,7 +287,7 @@ func planTerminate(in planInput) podPlan {
 		src = in.last
 	}
 	deadline := graceDeadline(in.pod, src, in.terminating)
-	const kills, teardown = 1, 2
+	const kills, teardown = 1, 2 // concurrent groups
 	killed := false
 	for i := range in.containers {
 		st := &in.containers[i]
@@ -300,7 +300,8 @@ func planTerminate(in planInput) podPlan {
 		killed = true
 	}
 	if killed && in.pod != nil {
-		p.add(step{kind: stepWriteStatus, group: teardown})
+		// Before the teardown, which removes what the status is read from.
+		p.add(step{kind: stepWriteStatus})
 	}
 	for _, sb := range in.sandboxes {
 		p.add(step{kind: stepRemoveSandbox, sandbox: sb.ID, retry: teardownRetry, group: teardown})

@@ -190,7 +190,7 @@ func TestPlanPod(t *testing.T) {
 				cs("old", "side", 0, runtime.ContainerExited, 1, ago(time.Hour))},
 			now: now, terminating: now},
 		mode: modeTerminate,
-		want: []string{"Kill web at +6s preStop [1]", "Kill side at +6s [1]", "WriteStatus [2]", "RemoveSandbox sb2 [2]",
+		want: []string{"Kill web at +6s preStop [1]", "Kill side at +6s [1]", "WriteStatus", "RemoveSandbox sb2 [2]",
 			"RemoveContainer w0", "RemoveContainer s0", "RemoveContainer old", "RemovePodDir", "FinalDelete"},
 	}, {
 		name: "termination seen late: the deadline stays the deletion's, not a fresh grace period",
@@ -199,7 +199,7 @@ func TestPlanPod(t *testing.T) {
 			containers: []runtime.ContainerStatus{cs("w0", "web", 0, runtime.ContainerRunning, 0, time.Time{})},
 			now:        now, terminating: now},
 		mode: modeTerminate,
-		want: []string{"Kill web at +3s preStop [1]", "WriteStatus [2]", "RemoveSandbox sb2 [2]", "RemoveContainer w0", "RemovePodDir", "FinalDelete"},
+		want: []string{"Kill web at +3s preStop [1]", "WriteStatus", "RemoveSandbox sb2 [2]", "RemoveContainer w0", "RemovePodDir", "FinalDelete"},
 	}, {
 		name: "a pod gone from the API is stopped as last seen, with no status and no delete",
 		in: planInput{last: pod(v1.RestartPolicyAlways, v1.PodRunning, nil, ctr("web", true)),

@@ -51,6 +51,10 @@ type podWorker struct {
 	// several goroutines and more than once; a no-op outside a start.
 	releaseSlot func()
 	written     *v1.PodStatus // the status this worker last wrote (under mu)
+
+	// terminating is when the worker first saw the pod deleted (owned by its goroutine):
+	// the grace deadline is never later than a grace period after it.
+	terminating time.Time
 }
 
 // errImageNeverPull is a missing image under imagePullPolicy Never: not a pull failure, so
@@ -153,17 +157,6 @@ type observed struct {
 	containers []runtime.ContainerStatus
 }
 
-func (o *observed) readySandbox() *runtime.Sandbox {
-	var best *runtime.Sandbox
-	for i := range o.sandboxes {
-		sb := &o.sandboxes[i]
-		if sb.State == runtime.SandboxReady && (best == nil || sb.CreatedAt.After(best.CreatedAt)) {
-			best = sb
-		}
-	}
-	return best
-}
-
 func (w *podWorker) observe(ctx context.Context) (*observed, error) {
 	sbs, cs, err := w.k.rt.ListPod(ctx, string(w.uid))
 	if err != nil {
@@ -172,40 +165,38 @@ func (w *podWorker) observe(ctx context.Context) (*observed, error) {
 	return &observed{sandboxes: sbs, containers: cs}, nil
 }
 
-// sync does one reconcile pass; it returns when to run again and whether the worker is done.
+// sync does one pass: observe the pod in the runtime, plan (planPod), apply the plan,
+// then start or stop probes and write the status. It returns when to run again and
+// whether the worker is done (the pod is terminated and deleted).
 func (w *podWorker) sync(ctx context.Context) (time.Duration, bool) {
 	pod, last := w.current()
 	if pod == nil || pod.DeletionTimestamp != nil {
-		if err := w.terminate(ctx, pod, last); err != nil {
-			if ctx.Err() == nil {
-				w.k.log.Error("terminate pod", "pod", podKey(last), "err", err)
-			}
-			return 2 * time.Second, false
+		w.stopAllProbes()
+		if w.terminating.IsZero() {
+			w.terminating = time.Now()
 		}
-		return 0, true
 	}
 	obs, err := w.observe(ctx)
 	if err != nil {
 		if ctx.Err() == nil { // a cancelled context is the kubelet stopping, not a fault
-			w.k.log.Error("observe pod", "pod", podKey(pod), "err", err)
+			w.k.log.Error("observe pod", "pod", podKey(last), "err", err)
 		}
 		return 2 * time.Second, false
 	}
-	if isTerminal(pod) {
+	plan := planPod(planInput{pod: pod, last: last, sandboxes: obs.sandboxes, containers: obs.containers,
+		unhealthy: w.unhealthy(), now: time.Now(), terminating: w.terminating})
+	switch plan.mode {
+	case modeTerminate:
+		requeue, ok := w.apply(ctx, pod, last, obs, plan)
+		return requeue, ok
+	case modeFinished:
 		w.stopAllProbes()
-		for _, sb := range obs.sandboxes {
-			if sb.State == runtime.SandboxReady {
-				if err := w.k.rt.StopPodSandbox(ctx, sb.ID); err != nil {
-					w.k.log.Error("stop sandbox of finished pod", "pod", podKey(pod), "err", err)
-					return 2 * time.Second, false
-				}
-			}
-		}
-		return 0, false
+		requeue, _ := w.apply(ctx, pod, last, obs, plan)
+		return requeue, false
 	}
 
 	t0 := time.Now()
-	requeue := w.reconcile(ctx, pod, obs)
+	requeue, _ := w.apply(ctx, pod, last, obs, plan)
 	t1 := time.Now()
 
 	obs, err = w.observe(ctx)
@@ -218,7 +209,7 @@ func (w *podWorker) sync(ctx context.Context) (time.Duration, bool) {
 	w.syncProbes(ctx, pod, obs)
 	t2 := time.Now()
 	err = w.writeStatus(ctx, pod, obs)
-	w.k.log.Debug("pod synced", "pod", podKey(pod), "reconcile", t1.Sub(t0), "observe", t2.Sub(t1), "status", time.Since(t2))
+	w.k.log.Debug("pod synced", "pod", podKey(pod), "apply", t1.Sub(t0), "observe", t2.Sub(t1), "status", time.Since(t2))
 	if err != nil && ctx.Err() == nil {
 		w.k.log.Warn("write pod status", "pod", podKey(pod), "err", err)
 		if requeue == 0 || requeue > time.Second {
@@ -226,170 +217,6 @@ func (w *podWorker) sync(ctx context.Context) (time.Duration, bool) {
 		}
 	}
 	return requeue, false
-}
-
-// reconcile creates or replaces the sandbox and starts, restarts or kills containers.
-func (w *podWorker) reconcile(ctx context.Context, pod *v1.Pod, obs *observed) time.Duration {
-	sb := obs.readySandbox()
-	if sb == nil {
-		if pod.Status.Phase == "" {
-			// Tell the user right away that the pod is being set up.
-			_ = w.writeStatus(ctx, pod, obs)
-		}
-		for _, old := range obs.sandboxes { // a dead sandbox: release its network first
-			if err := w.k.rt.StopPodSandbox(ctx, old.ID); err != nil {
-				w.k.log.Warn("stop dead sandbox", "pod", podKey(pod), "err", err)
-			}
-		}
-		// Pods starting compete for the same CPUs (runc, shims, CNI plugins); admitting a
-		// few at a time, from the sandbox to their first containers, gets each pod to
-		// Running sooner than starting all at once, where all finish last.
-		select {
-		case w.k.startSlots <- struct{}{}:
-		case <-ctx.Done():
-			return 0
-		}
-		var once sync.Once
-		release := func() { once.Do(func() { <-w.k.startSlots }) }
-		w.releaseSlot = release
-		defer func() { release(); w.releaseSlot = func() {} }()
-		tsb := time.Now()
-		var err error
-		sb, err = w.k.rt.RunPodSandbox(ctx, runtime.SandboxConfig{
-			Pod: podRef(pod), Hostname: podHostname(pod), HostDomain: w.k.podDomain(pod), Image: w.k.opts.PauseImage,
-			HostNetwork: pod.Spec.HostNetwork, HostIP: w.k.opts.NodeIP, ResolvConf: w.k.resolvConf(pod),
-		})
-		w.k.log.Debug("sandbox created", "pod", podKey(pod), "took", time.Since(tsb), "err", err)
-		if err != nil {
-			hint := ""
-			if errors.Is(err, runtime.ErrNotFound) {
-				hint = " (build the pause image with `make images`; the kubelet imports bin/images at start)"
-			}
-			w.k.rec.event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "", "Failed to create pod sandbox: %v%s", err, hint)
-			return 5 * time.Second
-		}
-		obs.sandboxes = append(obs.sandboxes, *sb)
-	}
-	latest, _ := LatestByName(obs.containers)
-	volumes, unsupported, err := VolumePaths(ctx, pod, w.k.opts.RootDir, w.k.objects, sb.IP, w.k.opts.NodeIP)
-	if err != nil {
-		wt := Waiting{Reason: "CreateContainerConfigError", Message: err.Error()}
-		w.setWaitingAll(pod, wt)
-		w.mu.Lock()
-		w.volumeWaiting = &wt
-		w.mu.Unlock()
-		w.k.rec.event(pod, v1.EventTypeWarning, "FailedMount", "", "%v", err)
-		return 10 * time.Second
-	}
-	w.mu.Lock()
-	if vw := w.volumeWaiting; vw != nil { // the volumes are fine now
-		for n, wt := range w.waiting {
-			if wt == *vw {
-				delete(w.waiting, n)
-			}
-		}
-		w.volumeWaiting = nil
-	}
-	w.mu.Unlock()
-	for _, name := range unsupported {
-		w.k.warnOnce(pod, "UnsupportedVolume", fmt.Sprintf("volume %q: wasmkube's kubelet cannot fill this volume type (or projected source); it is mounted empty", name))
-	}
-
-	var requeue time.Duration
-	later := func(d time.Duration) {
-		if d > 0 && (requeue == 0 || d < requeue) {
-			requeue = d
-		}
-	}
-
-	w.startEphemeralContainers(ctx, pod, sb, latest, volumes)
-
-	// Init containers, one at a time, in order.
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		l := latest[c.Name]
-		switch {
-		case l == nil:
-			w.startContainer(ctx, pod, sb, c, fmt.Sprintf("spec.initContainers[%d]", i), 0, volumes)
-			return requeue
-		case l.State == runtime.ContainerRunning:
-			return requeue
-		case l.State == runtime.ContainerCreated:
-			_ = w.k.rt.RemoveContainer(ctx, l.ID)
-			w.startContainer(ctx, pod, sb, c, fmt.Sprintf("spec.initContainers[%d]", i), l.Attempt, volumes)
-			return requeue
-		case l.ExitCode == 0:
-			continue
-		default:
-			if !ShouldRestart(pod.Spec.RestartPolicy, l.ExitCode) {
-				return requeue // the pod has failed; ComputeStatus says so
-			}
-			if d := w.backoffLeft(pod, c.Name, l); d > 0 {
-				return d
-			}
-			w.startContainer(ctx, pod, sb, c, fmt.Sprintf("spec.initContainers[%d]", i), l.Attempt+1, volumes)
-			return requeue
-		}
-	}
-
-	// App containers, in parallel.
-	var wg sync.WaitGroup
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
-		field := fmt.Sprintf("spec.containers[%d]", i)
-		l := latest[c.Name]
-		attempt := -1
-		switch {
-		case l == nil:
-			attempt = 0
-		case l.State == runtime.ContainerCreated:
-			_ = w.k.rt.RemoveContainer(ctx, l.ID)
-			attempt = l.Attempt
-		case l.State == runtime.ContainerRunning:
-			if why := w.probeKill(l.ID); why != "" {
-				w.k.rec.event(pod, v1.EventTypeNormal, "Killing", c.Name, "Container %s %s, will be restarted", c.Name, why)
-				w.killContainer(ctx, pod, c, l, gracePeriod(pod))
-				later(100 * time.Millisecond)
-			}
-		default: // exited
-			if !ShouldRestart(pod.Spec.RestartPolicy, l.ExitCode) {
-				continue
-			}
-			if d := w.backoffLeft(pod, c.Name, l); d > 0 {
-				later(d)
-				continue
-			}
-			attempt = l.Attempt + 1
-		}
-		if attempt >= 0 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				w.startContainer(ctx, pod, sb, c, field, attempt, volumes)
-			}()
-		}
-	}
-	wg.Wait()
-	return requeue
-}
-
-// startEphemeralContainers starts every ephemeral container that has not run yet, as
-// upstream's kubelet: while the pod initializes too, and never again once it exited (nor
-// after a failed start that left nothing behind: that is retried as the pod's containers
-// are). A container that was created but never started is replaced.
-func (w *podWorker) startEphemeralContainers(ctx context.Context, pod *v1.Pod, sb *runtime.Sandbox, latest map[string]*runtime.ContainerStatus, volumes map[string]string) {
-	for i := range pod.Spec.EphemeralContainers {
-		ec := &pod.Spec.EphemeralContainers[i]
-		l := latest[ec.Name]
-		switch {
-		case l == nil:
-		case l.State == runtime.ContainerCreated:
-			_ = w.k.rt.RemoveContainer(ctx, l.ID)
-		default:
-			continue // running or exited: ephemeral containers are never restarted
-		}
-		w.startContainer(ctx, pod, sb, (*v1.Container)(&ec.EphemeralContainerCommon), fmt.Sprintf("spec.ephemeralContainers[%d]", i), 0, volumes)
-	}
 }
 
 // targetContainerID is the running container whose PID namespace ephemeral container name
@@ -414,25 +241,6 @@ func (w *podWorker) targetContainerID(ctx context.Context, pod *v1.Pod, name str
 		return l.ID, nil
 	}
 	return "", fmt.Errorf("target container %q of ephemeral container %q is not running", target, name)
-}
-
-// backoffLeft reports how long container l must still wait before its restart, recording
-// the CrashLoopBackOff waiting state and a BackOff event while it does.
-func (w *podWorker) backoffLeft(pod *v1.Pod, name string, l *runtime.ContainerStatus) time.Duration {
-	delay := RestartDelay(l.Attempt)
-	left := time.Until(l.FinishedAt.Add(delay))
-	if l.FinishedAt.IsZero() || left <= 0 {
-		return 0
-	}
-	w.mu.Lock()
-	w.waiting[name] = Waiting{Reason: "CrashLoopBackOff", Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", delay, name, pod.Name, pod.Namespace, pod.UID)}
-	announced := w.backoff[name] == l.ID
-	w.backoff[name] = l.ID
-	w.mu.Unlock()
-	if !announced {
-		w.k.rec.event(pod, v1.EventTypeWarning, "BackOff", name, "Back-off restarting failed container %s in pod %s_%s(%s)", name, pod.Name, pod.Namespace, pod.UID)
-	}
-	return left
 }
 
 func (w *podWorker) setWaiting(name string, wt *Waiting) {
@@ -634,86 +442,9 @@ func (w *podWorker) containerConfig(ctx context.Context, pod *v1.Pod, sb *runtim
 	}, nil
 }
 
-// killContainer runs the preStop hook, then SIGTERM, then SIGKILL when grace runs out.
-func (w *podWorker) killContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, st *runtime.ContainerStatus, grace time.Duration) {
-	deadline := time.Now().Add(grace)
-	w.stopProbes(st.ID)
-	if c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil && st.State == runtime.ContainerRunning {
-		hctx, cancel := context.WithDeadline(ctx, deadline)
-		ip := pod.Status.PodIP
-		t := probe.Target{Pod: pod, Container: c, ContainerID: st.ID, PodIP: ip}
-		if err := w.k.preStop.PreStop(hctx, t, c.Lifecycle.PreStop); err != nil {
-			w.k.rec.event(pod, v1.EventTypeWarning, "FailedPreStopHook", c.Name, "PreStopHook failed: %v", err)
-		}
-		cancel()
-	}
-	left := time.Until(deadline)
-	if left < 0 {
-		left = 0
-	}
-	if err := w.k.rt.StopContainer(ctx, st.ID, left); err != nil {
-		w.k.log.Warn("stop container", "pod", podKey(pod), "container", st.Name, "err", err)
-	}
-}
-
-// terminate stops the pod (preStop, SIGTERM, SIGKILL at the grace period), tears down its
-// sandboxes and network, removes its files, and completes the deletion in the API.
-func (w *podWorker) terminate(ctx context.Context, pod, last *v1.Pod) error {
-	w.stopAllProbes()
-	obs, err := w.observe(ctx)
-	if err != nil {
-		return err
-	}
-	src := pod
-	if src == nil {
-		src = last
-	}
-	grace := gracePeriod(src)
-	var wg sync.WaitGroup
-	for i := range obs.containers {
-		st := &obs.containers[i]
-		if st.State != runtime.ContainerRunning {
-			continue
-		}
-		c := findContainer(src, st.Name)
-		w.k.rec.event(src, v1.EventTypeNormal, "Killing", st.Name, "Stopping container %s", st.Name)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.killContainer(ctx, src, c, st, grace)
-		}()
-	}
-	wg.Wait()
-	for _, sb := range obs.sandboxes {
-		if err := w.k.rt.RemovePodSandbox(ctx, sb.ID); err != nil {
-			return err
-		}
-	}
-	// Containers of sandboxes that vanished earlier.
-	for _, c := range obs.containers {
-		if err := w.k.rt.RemoveContainer(ctx, c.ID); err != nil {
-			return err
-		}
-	}
-	if err := RemovePodDir(w.k.opts.RootDir, string(w.uid)); err != nil {
-		return err
-	}
-	if pod == nil {
-		return nil
-	}
-	zero := int64(0)
-	uid := pod.UID
-	err = w.k.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
-		GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &uid}})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("final delete: %w", err)
-	}
-	return nil
-}
-
 func (w *podWorker) writeStatus(ctx context.Context, pod *v1.Pod, obs *observed) error {
 	w.mu.Lock()
-	in := StatusInput{Pod: pod, Sandbox: obs.readySandbox(), Containers: obs.containers, HostIP: w.k.opts.NodeIP, Now: time.Now(),
+	in := StatusInput{Pod: pod, Sandbox: readySandbox(obs.sandboxes), Containers: obs.containers, HostIP: w.k.opts.NodeIP, Now: time.Now(),
 		Ready: map[string]bool{}, Started: map[string]bool{}, Waiting: map[string]Waiting{}}
 	for id, p := range w.probes {
 		if p.hasReadiness {
@@ -804,7 +535,7 @@ func (w *podWorker) syncProbes(ctx context.Context, pod *v1.Pod, obs *observed) 
 	for _, id := range stale {
 		w.stopProbes(id)
 	}
-	sb := obs.readySandbox()
+	sb := readySandbox(obs.sandboxes)
 	if sb == nil {
 		return
 	}
@@ -896,22 +627,6 @@ func (w *podWorker) startProbes(ctx context.Context, pod *v1.Pod, c *v1.Containe
 			set(func() { cp.startupFailed = true })
 		}
 	})
-}
-
-// probeKill reports why a running container must be killed, or "".
-func (w *podWorker) probeKill(id string) string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	p := w.probes[id]
-	switch {
-	case p == nil:
-		return ""
-	case p.livenessFailed:
-		return "failed liveness probe"
-	case p.startupFailed:
-		return "failed startup probe"
-	}
-	return ""
 }
 
 func (w *podWorker) stopProbes(id string) {
