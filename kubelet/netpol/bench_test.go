@@ -2,6 +2,8 @@ package netpol
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"testing"
 
 	"github.com/google/nftables"
@@ -20,7 +22,7 @@ func benchCluster(n int) ([]*networkingv1.NetworkPolicy, []*v1.Pod, []*v1.Namesp
 		nss = append(nss, mkNS(fmt.Sprintf("ns%d", i), map[string]string{"team": fmt.Sprint(i % 3)}))
 	}
 	for i := range 100 {
-		pods = append(pods, mkPod(fmt.Sprintf("ns%d", i%10), fmt.Sprintf("p%d", i), fmt.Sprintf("10.65.%d.%d", i/50, i%50+2),
+		pods = append(pods, mkPod(fmt.Sprintf("ns%d", i%10), fmt.Sprintf("p%d", i), fmt.Sprintf("10.65.%d.%d", 10+i/50, i%50+2),
 			map[string]string{"app": fmt.Sprintf("app%d", i%7)}, v1.ContainerPort{Name: "http", ContainerPort: 8080}))
 	}
 	both := []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}
@@ -77,5 +79,79 @@ func BenchmarkNetpolPlan(b *testing.B) {
 	nps, pods, nss := benchCluster(500)
 	for i := 0; i < b.N; i++ {
 		Plan(nps, pods, nss)
+	}
+}
+
+// BenchmarkNetpolThroughput is TCP throughput between the lab's two pods through the
+// node's bridge without a policy table and with 100 policies (benchCluster's) plus one
+// that isolates both pods and allows the client to the server, last in the chains: the
+// cost of policies on an established stream (the conntrack rule accepts it first).
+//
+//	go test -run '^$' -bench NetpolThroughput -benchtime 20x ./kubelet/netpol
+func BenchmarkNetpolThroughput(b *testing.B) {
+	l := newLab(b)
+	var ln net.Listener
+	inNetns(b, l.podB, func() {
+		var err error
+		if ln, err = net.Listen("tcp4", ":56446"); err != nil {
+			b.Error(err)
+		}
+	})
+	if ln == nil {
+		b.FailNow()
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(io.Discard, c); c.Close() }()
+		}
+	}()
+	const perOp = 64 << 20
+	buf := make([]byte, 256<<10)
+	nps, pods, nss := benchCluster(100)
+	pods = append(pods, mkPod("ns0", "client", "10.65.0.2", map[string]string{"lab": "client"}),
+		mkPod("ns0", "server", "10.65.0.3", map[string]string{"lab": "server"}))
+	both := []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}
+	nps = append(nps,
+		policy("ns0", "zz-client", sel("lab", "client"), both, nil, []networkingv1.NetworkPolicyEgressRule{{
+			To: []networkingv1.NetworkPolicyPeer{{PodSelector: sel("lab", "server")}}, Ports: []networkingv1.NetworkPolicyPort{tcp(56446)}}}),
+		policy("ns0", "zz-server", sel("lab", "server"), both, []networkingv1.NetworkPolicyIngressRule{{
+			From: []networkingv1.NetworkPolicyPeer{{PodSelector: sel("lab", "client")}}, Ports: []networkingv1.NetworkPolicyPort{tcp(56446)}}}, nil))
+	for _, n := range []int{0, 100} {
+		b.Run(fmt.Sprintf("policies=%d", n), func(b *testing.B) {
+			if n > 0 {
+				tbl, err := newTable("wasmkube-netpol-bench", nftables.WithNetNSFd(l.nodeFd))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer tbl.remove()
+				if err := tbl.apply(Plan(nps, pods, nss)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.SetBytes(perOp)
+			for i := 0; i < b.N; i++ {
+				var c net.Conn
+				inNetns(b, l.podA, func() {
+					var err error
+					if c, err = net.Dial("tcp4", "10.65.0.3:56446"); err != nil {
+						b.Error(err)
+					}
+				})
+				if c == nil {
+					b.FailNow()
+				}
+				for sent := 0; sent < perOp; sent += len(buf) {
+					if _, err := c.Write(buf); err != nil {
+						b.Fatal(err)
+					}
+				}
+				c.Close()
+			}
+		})
 	}
 }
