@@ -73,6 +73,14 @@ func init() {
   bridge networking (needs root, containerd, runc and the CNI plugins: scripts/deps.sh installs them),
   and --hollow-nodes simulated nodes for scale work.
 
+With --nodes N (N > 1) the cluster has N real hosts on this machine: up creates a bridge
+(--host-bridge) on the private --host-network, where the API server and the first node are,
+and a network namespace per further node with its own address there, containerd and kubelet
+(a child process joined with the join token; its log under <data-dir>/nodes/<node>/).
+Node IPAM gives every node a pod subnet of --cluster-cidr and the kubelets route them
+(--network-backend). Ctrl-C also removes the namespaces, veths, bridge and routes
+(docs/multihost.md).
+
 The API server listens on --listen (loopback by default) and, with the real node, on that
 node's pod-bridge gateway (the first address of --pod-cidr) at the same port: the kubernetes
 Service sends pods there, so in-cluster clients work without exposing the API on the
