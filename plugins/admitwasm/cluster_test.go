@@ -25,7 +25,7 @@ import (
 
 // cluster is a real API server with wasm admission policies from a config file.
 type cluster struct {
-	t    *testing.T
+	t    testing.TB
 	srv  *apiservertest.Server
 	pol  *admitwasm.Policies
 	reg  *prometheus.Registry
@@ -36,7 +36,7 @@ type cluster struct {
 
 // modules builds the test policies and returns the config text with every
 // "@name@" replaced by the path of testdata/name.wat built.
-func modules(t *testing.T, config string) string {
+func modules(t testing.TB, config string) string {
 	t.Helper()
 	for _, name := range []string{"require-team", "add-annotation", "second-mutator", "misbehave", "context", "broken"} {
 		tag := "@" + name + "@"
@@ -65,7 +65,7 @@ func (s *syncBuffer) String() string {
 }
 
 // startCluster starts an API server whose admission policies are config's.
-func startCluster(t *testing.T, config string) *cluster {
+func startCluster(t testing.TB, config string) *cluster {
 	t.Helper()
 	dir := t.TempDir()
 	c := &cluster{t: t, dir: dir, file: filepath.Join(dir, "wasmkube.yaml"), reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
@@ -164,7 +164,7 @@ func (c *cluster) metric(name string, labels map[string]string) float64 {
 }
 
 // eventually polls cond every 20ms for up to 10s.
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
