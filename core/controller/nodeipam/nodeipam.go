@@ -55,7 +55,8 @@ type Controller struct {
 
 	mu      sync.Mutex
 	alloc   *Allocator
-	waiting map[string]bool // nodes told that the cluster CIDR is used up
+	waiting map[string]bool   // nodes told that the cluster CIDR is used up
+	foreign map[string]string // nodes whose subnet is not the controller's, as last logged
 }
 
 // New checks the options and wires the controller to the factory's Node informer.
@@ -75,7 +76,7 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, rec rec
 	}
 	inf := f.Core().V1().Nodes()
 	c := &Controller{client: client, nodes: inf.Lister(), synced: inf.Informer().HasSynced,
-		queue: worker.NewQueue(Name), rec: rec, log: log.With("controller", Name), alloc: a, waiting: map[string]bool{}}
+		queue: worker.NewQueue(Name), rec: rec, log: log.With("controller", Name), alloc: a, waiting: map[string]bool{}, foreign: map[string]string{}}
 	_, err = inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, n any) { c.enqueue(n) },
@@ -120,6 +121,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 		c.mu.Lock()
 		released := c.alloc.Release(name)
 		delete(c.waiting, name)
+		delete(c.foreign, name)
 		c.mu.Unlock()
 		if released {
 			c.log.Info("released the pod CIDR of a deleted node", "node", name)
@@ -134,9 +136,13 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 		c.mu.Lock()
 		delete(c.waiting, node.Name)
 		err := c.alloc.Occupy(node.Name, node.Spec.PodCIDR)
-		c.mu.Unlock()
+		told := c.foreign[node.Name] == node.Spec.PodCIDR
 		if err != nil {
-			// Not ours to change (spec.podCIDR is immutable): say so once per change.
+			c.foreign[node.Name] = node.Spec.PodCIDR
+		}
+		c.mu.Unlock()
+		if err != nil && !told {
+			// Not ours to change (spec.podCIDR is immutable): said once per node and subnet.
 			c.log.Warn("a node's pod CIDR is not the controller's to manage", "node", node.Name, "err", err)
 		}
 		return nil
