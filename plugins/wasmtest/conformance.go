@@ -65,6 +65,7 @@ func (p *Plugin) Conformance(ctx context.Context, o ConformanceOptions) []Result
 	}
 	if len(p.mod.Kinds().Intersect(admitwasm.Kinds)) > 0 {
 		out = append(out, p.kindChecks(ctx, admissionSubject(p), o)...)
+		out = append(out, p.admissionChecks(ctx, o)...)
 	}
 	if len(p.mod.Kinds().Intersect(nodewasm.Kinds)) > 0 {
 		s, err := hookSubject(p)

@@ -147,38 +147,44 @@ func (p *Plugin) kindChecks(ctx context.Context, s *subject, o ConformanceOption
 	return out
 }
 
-// admissionSubject calls Mutate then Validate, as the API server does, on fixture
-// requests of several kinds and operations.
-func admissionSubject(p *Plugin) *subject {
-	pod := func(name string, labels map[string]string, image string, privileged bool) *v1.Pod {
-		c := v1.Container{Name: "app", Image: image}
-		if privileged {
-			t := true
-			c.SecurityContext = &v1.SecurityContext{Privileged: &t}
-		}
-		return &v1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name), Labels: labels},
-			Spec:       v1.PodSpec{Containers: []v1.Container{c}}}
+// fixturePod is a pod of the admission fixtures.
+func fixturePod(name string, labels map[string]string, image string, privileged bool) *v1.Pod {
+	c := v1.Container{Name: "app", Image: image}
+	if privileged {
+		t := true
+		c.SecurityContext = &v1.SecurityContext{Privileged: &t}
 	}
-	attrs := func(op admission.Operation, obj, old runtime.Object, kind, res string) *admission.Attributes {
-		a := &admission.Attributes{Operation: op, Object: obj, OldObject: old, Namespace: "default",
-			User: admission.UserInfo{Name: "alice", Groups: []string{"system:authenticated"}}}
-		a.Kind = v1.SchemeGroupVersion.WithKind(kind)
-		a.Resource = v1.SchemeGroupVersion.WithResource(res)
-		if kind == "Deployment" {
-			a.Kind, a.Resource = appsv1.SchemeGroupVersion.WithKind(kind), appsv1.SchemeGroupVersion.WithResource(res)
-		}
-		m := obj
-		if m == nil {
-			m = old
-		}
-		if mo, ok := m.(metav1.Object); ok {
-			a.Name = mo.GetName()
-		}
-		return a
+	return &v1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name), Labels: labels},
+		Spec:       v1.PodSpec{Containers: []v1.Container{c}}}
+}
+
+// fixtureAttributes is an admission request of the fixtures.
+func fixtureAttributes(op admission.Operation, obj, old runtime.Object, kind, res string) *admission.Attributes {
+	a := &admission.Attributes{Operation: op, Object: obj, OldObject: old, Namespace: "default",
+		User: admission.UserInfo{Name: "alice", Groups: []string{"system:authenticated"}}}
+	a.Kind = v1.SchemeGroupVersion.WithKind(kind)
+	a.Resource = v1.SchemeGroupVersion.WithResource(res)
+	if kind == "Deployment" {
+		a.Kind, a.Resource = appsv1.SchemeGroupVersion.WithKind(kind), appsv1.SchemeGroupVersion.WithResource(res)
 	}
+	m := obj
+	if m == nil {
+		m = old
+	}
+	if mo, ok := m.(metav1.Object); ok {
+		a.Name = mo.GetName()
+	}
+	return a
+}
+
+// admissionFixtures are requests of several kinds and operations: a plain, a labelled, a
+// :latest and a privileged pod, an UPDATE that drops labels, a DELETE, a Deployment and a
+// ConfigMap.
+func admissionFixtures() []*admission.Attributes {
+	pod, attrs := fixturePod, fixtureAttributes
 	labelled := pod("labelled", map[string]string{"team": "shop", "app": "web"}, "busybox:1.36", false)
-	fixtures := []*admission.Attributes{
+	return []*admission.Attributes{
 		attrs(admission.Create, pod("plain", nil, "busybox:1.36", false), nil, "Pod", "pods"),
 		attrs(admission.Create, labelled, nil, "Pod", "pods"),
 		attrs(admission.Create, pod("latest", nil, "busybox:latest", false), nil, "Pod", "pods"),
@@ -190,6 +196,13 @@ func admissionSubject(p *Plugin) *subject {
 		attrs(admission.Create, &v1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 			ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "default"}, Data: map[string]string{"k": "v"}}, nil, "ConfigMap", "configmaps"),
 	}
+}
+
+// admissionSubject calls Mutate then Validate, as the API server does, on the fixture
+// requests.
+func admissionSubject(p *Plugin) *subject {
+	attrs := fixtureAttributes
+	fixtures := admissionFixtures()
 	big := strings.Repeat("x", 100<<10)
 	// unpad removes what padded added, so that a mutation's result compares equal.
 	unpad := func(obj runtime.Object) runtime.Object {
