@@ -30,7 +30,20 @@ var subresourceDiscovery = map[string]struct {
 	"log":      {verbs: metav1.Verbs{"get"}},
 	"eviction": {gvk: schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}, verbs: metav1.Verbs{"create"}},
 	"scale":    {gvk: schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, verbs: metav1.Verbs{"get", "patch", "update"}},
-	"proxy":    {gvk: schema.GroupVersionKind{Kind: "NodeProxyOptions"}, verbs: metav1.Verbs{"create", "delete", "get", "patch", "update"}},
+	// proxy's kind is the parent's with ProxyOptions (NodeProxyOptions, PodProxyOptions,
+	// ServiceProxyOptions): subresourceKind.
+	"proxy": {verbs: metav1.Verbs{"create", "delete", "get", "patch", "update"}},
+}
+
+// subresourceKind is the kind discovery names for sub of r.
+func subresourceKind(r *resource, sub string) string {
+	if sub == "proxy" {
+		return r.kind + "ProxyOptions"
+	}
+	if d := subresourceDiscovery[sub]; d.gvk.Kind != "" {
+		return d.gvk.Kind
+	}
+	return r.kind
 }
 
 func resourceList(gv schema.GroupVersion, served []*resource) *metav1.APIResourceList {
@@ -46,10 +59,7 @@ func resourceList(gv schema.GroupVersion, served []*resource) *metav1.APIResourc
 		})
 		for _, sub := range r.subresources {
 			d := subresourceDiscovery[sub]
-			kind := r.kind
-			if d.gvk.Kind != "" {
-				kind = d.gvk.Kind
-			}
+			kind := subresourceKind(r, sub)
 			l.APIResources = append(l.APIResources, metav1.APIResource{
 				Name: r.gvr.Resource + "/" + sub, Namespaced: r.namespaced, Kind: kind, Verbs: d.verbs,
 				Group: d.gvk.Group, Version: d.gvk.Version,

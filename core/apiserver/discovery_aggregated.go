@@ -70,9 +70,8 @@ func aggregatedDiscovery(core bool, served []*resource) *apidiscoveryv2.APIGroup
 		}
 		for _, sub := range r.subresources {
 			d := subresourceDiscovery[sub]
-			kind := metav1.GroupVersionKind{Group: g, Version: v, Kind: r.kind}
+			kind := metav1.GroupVersionKind{Group: g, Version: v, Kind: subresourceKind(r, sub)}
 			if d.gvk.Kind != "" {
-				kind.Kind = d.gvk.Kind
 				if d.gvk.Version != "" {
 					kind.Group, kind.Version = d.gvk.Group, d.gvk.Version
 				}

@@ -279,7 +279,7 @@ func (s *Server) serveResource(rq *request) error {
 		return s.serveStream(rq, s.storeOf(rq.info.res))
 	}
 	if rq.info.subresource == "proxy" {
-		return s.serveNodeProxy(rq, s.storeOf(rq.info.res)) // nodeproxy.go
+		return s.serveProxy(rq, s.storeOf(rq.info.res)) // podproxy.go, nodeproxy.go
 	}
 	var err error
 	if rq.format, err = negotiate(rq.r.Header.Get("Accept")); err != nil {

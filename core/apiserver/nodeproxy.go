@@ -20,8 +20,7 @@ var proxyVerbs = map[string]string{
 // serveNodeProxy answers /api/v1/nodes/NAME/proxy/PATH with the node's kubelet's answer to
 // PATH (stats/summary, metrics, healthz, containerLogs/...), as upstream's node proxy does:
 // authorized as nodes/proxy with the method's verb, sent over the kubelet client
-// certificate the log, exec and metrics proxies use, the caller's credentials left out.
-// The answer (status, headers, body) is passed back as the kubelet wrote it, streamed.
+// certificate the log, exec and metrics proxies use (reverseProxy).
 func (s *Server) serveNodeProxy(rq *request, st *store) error {
 	ctx := rq.r.Context()
 	name := rq.info.name
@@ -46,13 +45,24 @@ func (s *Server) serveNodeProxy(rq *request, st *store) error {
 		path = "/"
 	}
 	target := &url.URL{Scheme: "https", Host: addr, Path: path, RawQuery: rq.r.URL.RawQuery}
+	if err := reverseProxy(rq, target, tr); err != nil {
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("reach kubelet of node %s at %s: %v", name, addr, err))
+	}
+	return nil
+}
+
+// reverseProxy sends rq to target over tr and streams the answer (status, headers, body)
+// back as the backend wrote it; the caller's credentials for the API server are left out.
+// It returns the error that kept the backend from answering, nil when the client went
+// away. nodes/proxy, pods/proxy and services/proxy share it.
+func reverseProxy(rq *request, target *url.URL, tr http.RoundTripper) error {
 	var proxyErr error
 	p := &httputil.ReverseProxy{
 		Transport: tr,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL = target
-			pr.Out.Host = addr
-			// The caller's credentials are for the API server, not for the kubelet.
+			pr.Out.Host = target.Host
+			// The caller's credentials are for the API server, not for the backend.
 			pr.Out.Header.Del("Authorization")
 			pr.Out.Header.Del("Cookie")
 			for k := range pr.Out.Header {
@@ -61,17 +71,14 @@ func (s *Server) serveNodeProxy(rq *request, st *store) error {
 				}
 			}
 		},
-		FlushInterval: -1, // stream as the kubelet writes (logs with follow=true)
+		FlushInterval: -1, // stream as the backend writes (logs with follow=true)
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			proxyErr = err
 		},
 	}
 	p.ServeHTTP(rq.w, rq.r)
-	if proxyErr != nil {
-		if ctx.Err() != nil {
-			return nil // the client went away
-		}
-		return apierrors.NewServiceUnavailable(fmt.Sprintf("reach kubelet of node %s at %s: %v", name, addr, proxyErr))
+	if proxyErr != nil && rq.r.Context().Err() == nil {
+		return proxyErr
 	}
 	return nil
 }
