@@ -356,7 +356,7 @@ func (s *Server) serveResource(rq *request) error {
 	}
 	switch info.verb {
 	case "get":
-		obj, err := st.s.Get(ctx, st.key(info.namespace, info.name))
+		obj, err := st.get(ctx, st.key(info.namespace, info.name), rq.query.Get("resourceVersion"))
 		if err != nil {
 			return st.apiError(err, info.name)
 		}
@@ -500,7 +500,13 @@ func (st *store) listOptions(q url.Values) (storage.ListOptions, error) {
 	if err != nil {
 		return storage.ListOptions{}, err
 	}
-	opts := storage.ListOptions{ResourceVersion: q.Get("resourceVersion"), Continue: q.Get("continue"), Predicate: pred}
+	opts := storage.ListOptions{ResourceVersion: q.Get("resourceVersion"), ResourceVersionMatch: q.Get("resourceVersionMatch"),
+		Continue: q.Get("continue"), Predicate: pred}
+	if opts.ResourceVersionMatch == "" && opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+		// Upstream's default for a list at resourceVersion N: "not older than" N, which
+		// the watch cache serves (docs/storage.md, "Reads from the watch cache").
+		opts.ResourceVersionMatch = storage.MatchNotOlderThan
+	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {

@@ -288,6 +288,10 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err := s.seedStorageClasses(ctx); err != nil { // volumes.go
 		return nil, err
 	}
+	// Every resource's watch cache holds its state from the start, as upstream's, so
+	// resourceVersion=0 and "not older than" reads are served from memory, also when etcd
+	// loses quorum later (docs/storage.md, "Reads from the watch cache").
+	s.backend.StartWatchCaches(ctx)
 	bg, bgCancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.bgCancel = bgCancel
 	s.namespaces = &nsCache{st: s.stores[corev1.SchemeGroupVersion.WithResource("namespaces")]}

@@ -89,6 +89,16 @@ func (st *store) apiError(err error, name string) error {
 	return apierrors.NewInternalError(fmt.Errorf("%s %q: %w", gr.String(), name, err))
 }
 
+// get reads one object with upstream's resourceVersion semantics: without one a quorum
+// read from etcd, with one ("0": any; N: not older than N) from the watch cache, which
+// serves it while etcd has no quorum.
+func (st *store) get(ctx context.Context, key, resourceVersion string) (runtime.Object, error) {
+	if cg, ok := st.s.(storage.CachedGetter); ok && resourceVersion != "" {
+		return cg.GetCached(ctx, key, resourceVersion)
+	}
+	return st.s.Get(ctx, key)
+}
+
 func (st *store) attrs(rq *request, op admission.Operation, obj, old runtime.Object, name string) *admission.Attributes {
 	return &admission.Attributes{
 		Operation: op, Kind: st.res.gvk(), Resource: st.res.gvr, Subresource: rq.info.subresource,

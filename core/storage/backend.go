@@ -323,6 +323,26 @@ func (b *Backend) ForResource(resource string, newFunc, newListFunc func() runti
 	return s
 }
 
+// StartWatchCaches starts the watch cache of every resource a store was made for: its
+// etcd watch and its state, from which reads with resourceVersion=0 or "not older than"
+// are served (cacheread.go). A cache that cannot start now (etcd does not answer) is
+// logged and starts on first use.
+func (b *Backend) StartWatchCaches(ctx context.Context) {
+	b.mu.Lock()
+	cs := make([]*cacher, 0, len(b.cachers))
+	for _, c := range b.cachers {
+		cs = append(cs, c)
+	}
+	b.mu.Unlock()
+	for _, c := range cs {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if err := c.ensureStarted(sctx); err != nil {
+			b.log.Warn("watch cache not started; it starts on first use", "resource", c.resource, "err", err)
+		}
+		cancel()
+	}
+}
+
 // EtcdWatchCount is the number of etcd watches the watch caches hold open: at most one
 // per resource however many clients watch it.
 func (b *Backend) EtcdWatchCount() int {

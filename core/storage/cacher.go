@@ -194,6 +194,18 @@ type cacher struct {
 	stopped   bool
 	cancel    context.CancelFunc
 	done      chan struct{}
+
+	// The current state of the resource (cacheread.go): the newest event of every key,
+	// read by a list at stateRev when the cache starts and kept by process from then on.
+	// Reads with resourceVersion=0 or "not older than" are served from it, also while
+	// etcd has no quorum. stateReady is false until the list is read, and again after
+	// the cache fell behind a compaction until it is read anew.
+	state      map[string]*event
+	stateRev   int64
+	stateReady bool
+	// advanced is closed (and replaced) whenever lastRev or the state moves, for readers
+	// waiting until the cache has reached a revision.
+	advanced chan struct{}
 }
 
 func newCacher(b *Backend, resource string, newFunc func() runtime.Object) *cacher {
@@ -207,6 +219,7 @@ func newCacher(b *Backend, resource string, newFunc func() runtime.Object) *cach
 		watchers:  map[*cacheWatcher]struct{}{},
 		unindexed: map[*cacheWatcher]struct{}{},
 		byIndex:   map[string]map[*cacheWatcher]struct{}{},
+		advanced:  make(chan struct{}),
 	}
 }
 
@@ -242,10 +255,15 @@ func (c *cacher) ensureStarted(ctx context.Context) error {
 			from = r
 		}
 	}
+	state, stateRev, err := c.listState(ctx)
+	if err != nil {
+		return err
+	}
 	wctx, cancel := context.WithCancel(c.b.ctx)
 	c.mu.Lock()
 	c.floor, c.lastRev = from-1, from-1
 	c.started, c.cancel, c.done = true, cancel, make(chan struct{})
+	c.installStateLocked(state, stateRev)
 	c.mu.Unlock()
 	go c.run(wctx, from)
 	return nil
@@ -289,6 +307,7 @@ func (c *cacher) run(ctx context.Context, from int64) {
 				// watcher must start over (and relist if its revision is too old).
 				c.b.log.Warn("watch cache fell behind compaction; closing watchers", "resource", c.resource, "compactRevision", resp.CompactRevision)
 				c.reset(resp.CompactRevision - 1)
+				c.relistState(ctx)
 				wch = c.openWatch(ctx, resp.CompactRevision)
 			case resp.Err() != nil:
 				c.b.log.Warn("etcd watch failed; reopening", "resource", c.resource, "err", resp.Err())
@@ -304,12 +323,14 @@ func (c *cacher) run(ctx context.Context, from int64) {
 func (c *cacher) process(events []*clientv3.Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer c.signalLocked()
 	for _, ev := range events {
 		e := newEvent(ev, c.codec)
 		if old := c.ring.push(e); old != nil && old.rev > c.floor {
 			c.floor = old.rev
 		}
 		c.lastRev = e.rev
+		c.applyLocked(e)
 		for w := range c.unindexed {
 			c.deliverLocked(w, e)
 		}
@@ -378,6 +399,7 @@ func (c *cacher) progressTo(rev int64) {
 	// Sent even when rev == lastRev: watchers that did not match the last events only
 	// learn this way that their stream is current up to rev.
 	c.lastRev = rev
+	c.signalLocked()
 	e := &event{typ: evProgress, rev: rev}
 	for w := range c.watchers {
 		select {
@@ -396,6 +418,7 @@ func (c *cacher) reset(floor int64) {
 	}
 	c.ring.reset()
 	c.floor, c.lastRev = floor, floor
+	c.stateReady, c.state = false, nil // events were lost: read anew (relistState)
 }
 
 // compacted records that etcd history before rev is gone: a watch from an older
@@ -449,10 +472,15 @@ func (c *cacher) initialState(ctx context.Context, s *store, prefix string, exac
 	if !exact {
 		ops = append(ops, clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)))
 	}
+	rctx, cancel, wait := boundRead(ctx)
+	defer cancel()
 	start := time.Now()
-	resp, err := c.b.client.Get(ctx, prefix, ops...)
+	resp, err := c.b.client.Get(rctx, prefix, ops...)
 	observe("list", c.resource, start)
 	if err != nil {
+		if rctx.Err() != nil && ctx.Err() == nil {
+			return nil, 0, noQuorumRead("watch", prefix, wait)
+		}
 		return nil, 0, etcdErr(err, prefix)
 	}
 	objs := make([]runtime.Object, 0, len(resp.Kvs))
@@ -481,6 +509,17 @@ func (c *cacher) watch(ctx context.Context, s *store, prefix string, opts WatchO
 	if !fromState {
 		if err := c.checkNotFuture(ctx, prefix, rev); err != nil {
 			return nil, err
+		}
+	}
+	if opts.ResourceVersion == "0" {
+		// As upstream: "any" state will do, so the cache's current state is the start
+		// (served while etcd has no quorum too).
+		if w, initial, ok, err := c.watchFromState(ctx, prefix, exact, opts); ok || err != nil {
+			if err != nil {
+				return nil, err
+			}
+			go w.run(initial)
+			return w, nil
 		}
 	}
 	for attempt := 0; ; attempt++ {
@@ -529,6 +568,10 @@ func (c *cacher) checkNotFuture(ctx context.Context, prefix string, rev int64) e
 func (c *cacher) register(prefix string, exact bool, rev int64, opts WatchOptions) (*cacheWatcher, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.registerLocked(prefix, exact, rev, opts)
+}
+
+func (c *cacher) registerLocked(prefix string, exact bool, rev int64, opts WatchOptions) (*cacheWatcher, error) {
 	if c.stopped {
 		return nil, fmt.Errorf("storage: watch %s: backend is closed", prefix)
 	}

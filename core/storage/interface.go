@@ -44,9 +44,13 @@ type Predicate func(obj runtime.Object) bool
 
 // ListOptions for List.
 type ListOptions struct {
-	// ResourceVersion "" or "0" reads the newest state; otherwise the list is read at that
-	// revision (ErrExpired if compacted).
+	// ResourceVersion "" reads the newest state from etcd (a quorum read); "0" reads the
+	// watch cache's current state; N reads etcd at exactly N (ErrExpired if compacted),
+	// or, with ResourceVersionMatch NotOlderThan and no Limit, the cache once it has
+	// reached N (ErrTooLarge if it does not within 3 s). cacheread.go.
 	ResourceVersion string
+	// ResourceVersionMatch is "" (Exact here), MatchNotOlderThan or MatchExact.
+	ResourceVersionMatch string
 	// Limit > 0 pages the result; Continue is the token of the previous page.
 	Limit    int64
 	Continue string
@@ -56,8 +60,9 @@ type ListOptions struct {
 
 // WatchOptions for Watch.
 type WatchOptions struct {
-	// ResourceVersion: events after this revision; "" or "0" starts with ADDED events for
-	// the current state, then follows changes.
+	// ResourceVersion: events after this revision; "" starts with ADDED events for the
+	// current state read from etcd (a quorum read), "0" with those of the watch cache's
+	// current state (served while etcd has no quorum), then follows changes.
 	ResourceVersion string
 	Predicate       Predicate
 	// AllowBookmarks sends BOOKMARK events (an object of the resource's type whose
@@ -124,6 +129,14 @@ func Prefix(resource, namespace string) string {
 		return "/registry/" + resource + "/"
 	}
 	return "/registry/" + resource + "/" + namespace + "/"
+}
+
+// CachedGetter is implemented by the stores of Backend.ForResource: Get with upstream's
+// resourceVersion semantics. "" is a quorum read from etcd (Get); "0" reads the watch
+// cache's current state and N the cache once it has reached N, without an etcd round
+// trip, so these reads are served while etcd has no quorum.
+type CachedGetter interface {
+	GetCached(ctx context.Context, key, resourceVersion string) (runtime.Object, error)
 }
 
 // RawLister is implemented by the stores of Backend.ForResource: List without decoding,

@@ -146,3 +146,29 @@ func (r *retrier) fail(op, key string, err error) error {
 	}
 	return etcdErr(err, key)
 }
+
+// maxReadWait bounds the etcd round trips of one read: longer than a leader election and
+// a member's request timeout (7 s on etcd's defaults), so reads ride out a leader change,
+// but a read while etcd has no quorum fails with a clear error instead of holding its
+// client until the request's deadline (60 s by default).
+const maxReadWait = 15 * time.Second
+
+// boundRead derives the context of a read's etcd round trips: it ends maxReadWait from
+// now or a little before ctx does (a tenth of what is left, at most a second), so that
+// the read's own error, which says why, reaches the client before its request times out.
+func boundRead(ctx context.Context) (context.Context, context.CancelFunc, time.Duration) {
+	wait := maxReadWait
+	if d, ok := ctx.Deadline(); ok {
+		left := time.Until(d)
+		wait = min(wait, left-min(left/10, time.Second))
+	}
+	rctx, cancel := context.WithTimeout(ctx, max(wait, 0))
+	return rctx, cancel, wait
+}
+
+// noQuorumRead is the error of a read etcd did not answer within wait.
+func noQuorumRead(op, key string, wait time.Duration) error {
+	return fmt.Errorf("%w: %s %s: etcd did not answer a quorum read within %s (no leader, or no quorum of members); "+
+		"reads with resourceVersion=0 or a resourceVersion the watch cache has reached are served from the cache meanwhile",
+		ErrUnavailable, op, key, wait.Round(time.Millisecond))
+}

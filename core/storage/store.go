@@ -121,15 +121,20 @@ func (s *store) state(kv *mvccpb.KeyValue) (*state, error) {
 // read runs one etcd range request, timed as op, sending it again after faults (reads
 // have no effect, so every fault that is not permanent may be retried).
 func (s *store) read(ctx context.Context, op, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
-	r := s.retrier(ctx, false)
+	rctx, cancel, wait := boundRead(ctx)
+	defer cancel()
+	r := s.retrier(rctx, false)
 	for {
 		start := time.Now()
-		resp, err := s.b.client.Get(ctx, key, opts...)
+		resp, err := s.b.client.Get(rctx, key, opts...)
 		observe(op, s.resource, start)
 		if err == nil {
 			return resp, nil
 		}
 		if !r.again(op, err) {
+			if rctx.Err() != nil && ctx.Err() == nil {
+				return nil, noQuorumRead(op, key, wait)
+			}
 			return nil, r.fail(op, key, err)
 		}
 	}
@@ -360,6 +365,9 @@ func (s *store) Count(ctx context.Context, prefix string) (int64, error) {
 }
 
 func (s *store) List(ctx context.Context, prefix string, opts ListOptions) (runtime.Object, error) {
+	if obj, served, err := s.cachedList(ctx, prefix, opts); served {
+		return obj, err
+	}
 	listObj := s.newListFunc()
 	listAcc, err := meta.ListAccessor(listObj)
 	if err != nil {
