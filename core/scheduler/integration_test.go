@@ -27,7 +27,7 @@ import (
 )
 
 type cluster struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *apiservertest.Server
 	client kubernetes.Interface
 	ctx    context.Context
@@ -41,7 +41,7 @@ func testLogger() *slog.Logger {
 }
 
 // newCluster starts an API server and n hollow nodes.
-func newCluster(t *testing.T, n int) *cluster {
+func newCluster(t testing.TB, n int) *cluster {
 	t.Helper()
 	srv := apiservertest.Start(t)
 	ctx, cancel := context.WithCancel(context.Background())

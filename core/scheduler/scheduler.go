@@ -210,6 +210,15 @@ func (s *Scheduler) Status() *leaderelect.Status { return s.status }
 // returned.
 func (s *Scheduler) Check() error { return s.status.Check() }
 
+// WasmPlugins names the wasm plugins of the config in force, in config order.
+func (s *Scheduler) WasmPlugins() []string {
+	var out []string
+	for _, w := range s.profiles.Load().cfg.WasmPlugins {
+		out = append(out, w.Name)
+	}
+	return out
+}
+
 // Profiles lists the scheduler names of the profiles in force.
 func (s *Scheduler) Profiles() []string {
 	ps := s.profiles.Load()
