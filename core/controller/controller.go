@@ -1,8 +1,8 @@
 // Package controller runs wasmkube's controllers in one process, as kube-controller-manager
 // does: ReplicaSet, Deployment, StatefulSet, DaemonSet, Job, CronJob, node lifecycle (with
-// taint-based eviction), node IPAM, garbage collector, pod GC, namespace, endpoints and EndpointSlices, sharing one set
-// of informers, behind a
-// Lease-based leader election so that only one controller manager acts at a time.
+// taint-based eviction), node IPAM, garbage collector, pod GC, namespace, endpoints,
+// EndpointSlices and LoadBalancer ingress (ServiceLB), sharing one set of informers, behind
+// a Lease-based leader election so that only one controller manager acts at a time.
 package controller
 
 import (
@@ -46,6 +46,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/controller/replicaset"
 	"github.com/wasmkube/wasmkube/core/controller/resourcequota"
 	"github.com/wasmkube/wasmkube/core/controller/serviceaccount"
+	"github.com/wasmkube/wasmkube/core/controller/servicelb"
 	"github.com/wasmkube/wasmkube/core/controller/statefulset"
 	"github.com/wasmkube/wasmkube/core/controller/worker"
 	"github.com/wasmkube/wasmkube/core/leaderelect"
@@ -243,6 +244,10 @@ func runControllers(ctx context.Context, cfg *rest.Config, client kubernetes.Int
 	if err != nil {
 		return fmt.Errorf("controller manager: %s: %w", endpointslice.MirrorName, err)
 	}
+	lbs, err := servicelb.New(client, f, log)
+	if err != nil {
+		return fmt.Errorf("controller manager: %s: %w", servicelb.Name, err)
+	}
 	caPEM, err := rootCA(cfg)
 	if err != nil {
 		return fmt.Errorf("controller manager: %s: %w", serviceaccount.Name, err)
@@ -313,6 +318,7 @@ func runControllers(ctx context.Context, cfg *rest.Config, client kubernetes.Int
 	run(func() { ep.Run(ctx, o.Workers) })
 	run(func() { eps.Run(ctx, o.Workers) })
 	run(func() { epm.Run(ctx, o.Workers) })
+	run(func() { lbs.Run(ctx, o.Workers) })
 	run(func() { sac.Run(ctx, o.Workers) })
 	run(func() { gc.Run(ctx, 2*o.Workers) })
 	run(func() { jobs.Run(ctx, o.Workers) })

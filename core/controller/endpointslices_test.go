@@ -118,3 +118,38 @@ func TestEndpointSlicesFollowPods(t *testing.T) {
 		return err == nil && len(es) == 0, err
 	})
 }
+
+// TestLoadBalancerGetsNodeAddresses: a LoadBalancer Service gets the Ready nodes'
+// InternalIPs as its ingress instead of staying pending, and a ClusterIP one none.
+func TestLoadBalancerGetsNodeAddresses(t *testing.T) {
+	e := newEnv(t, envOpts{nodes: 2, ctrl: ctrlOpts()})
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "lb", Namespace: "default"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "lb"},
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
+	if _, err := e.client.CoreV1().Services("default").Create(e.ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := e.client.CoreV1().Nodes().List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, n := range nodes.Items {
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				want[a.Address] = true
+			}
+		}
+	}
+	e.eventually("ingress of every node", func() (bool, error) {
+		s, err := e.client.CoreV1().Services("default").Get(e.ctx, "lb", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		got := map[string]bool{}
+		for _, in := range s.Status.LoadBalancer.Ingress {
+			got[in.IP] = true
+		}
+		return len(want) > 0 && fmt.Sprint(got) == fmt.Sprint(want), fmt.Errorf("ingress %v, want %v", s.Status.LoadBalancer.Ingress, want)
+	})
+}
