@@ -23,6 +23,7 @@ import (
 	"github.com/wasmkube/wasmkube/plugins/nodewasm"
 	"github.com/wasmkube/wasmkube/plugins/schedwasm"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
+	"github.com/wasmkube/wasmkube/plugins/wasmtest"
 )
 
 var pluginCmd = &cobra.Command{
@@ -60,7 +61,7 @@ refuse the module.`,
 	}
 	f := check.Flags()
 	f.StringVar(&o.args, "args", "", `plugin args as JSON, as in pluginConfig (e.g. '{"zones":["zone-1"]}')`)
-	f.DurationVar(&o.timeout, "timeout", wasmhost.DefaultTimeout, "time limit per call")
+	f.DurationVar(&o.timeout, "timeout", 0, "time limit per call (0: "+wasmtest.DefaultTimeouts()+")")
 	f.StringVar(&o.memoryLimit, "memory-limit", "64Mi", "memory limit per instance")
 	f.StringVar(&o.cacheDir, "cache-dir", "", "compilation cache directory (default: none, compile in memory)")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "show the plugin's log lines")
@@ -103,8 +104,20 @@ func runPluginCheck(ctx context.Context, out io.Writer, file string, o *pluginCh
 	name := strings.TrimSuffix(filepath.Base(file), ".wasm")
 	// The check grants every capability (the kubelet grants its kinds the pod network; an
 	// admission policy gets object reads only when its config lists resources).
-	mod, err := host.Load(ctx, wasmhost.LoadOptions{Name: name, Path: file, Timeout: o.timeout, MemoryLimit: uint64(mem.Value()),
-		Capabilities: []string{admitwasm.CapabilityObjects, nodewasm.NetworkCapability}})
+	lo := wasmhost.LoadOptions{Name: name, Path: file, Timeout: o.timeout, MemoryLimit: uint64(mem.Value()),
+		Capabilities: []string{admitwasm.CapabilityObjects, nodewasm.NetworkCapability}}
+	if lo.Timeout == 0 {
+		lo.Timeout = wasmhost.DefaultTimeout
+	}
+	mod, err := host.Load(ctx, lo)
+	if err == nil && o.timeout == 0 {
+		// The default limit is its component's: known once the kinds are.
+		if d := wasmtest.DefaultTimeout(mod.Kinds()); d != lo.Timeout {
+			_ = mod.Close(ctx)
+			lo.Timeout = d
+			mod, err = host.Load(ctx, lo)
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(out, "result:       REJECTED\n")
 		return err
@@ -113,7 +126,7 @@ func runPluginCheck(ctx context.Context, out io.Writer, file string, o *pluginCh
 	fmt.Fprintf(out, "ABI:          v%d (wasmkube_abi_version)\n", wasmhost.ABIVersion)
 	fmt.Fprintf(out, "load:         %s (compile, check, instantiate)\n", time.Since(start).Round(time.Millisecond))
 	fmt.Fprintf(out, "interrupt:    %s\n", mod.Interrupt())
-	fmt.Fprintf(out, "limits:       %s per call, %s memory per instance\n", o.timeout, mem.String())
+	fmt.Fprintf(out, "limits:       %s per call, %s memory per instance\n", mod.Timeout(), mem.String())
 	var kinds []string
 	for _, k := range mod.Kinds() {
 		kinds = append(kinds, k.Export)

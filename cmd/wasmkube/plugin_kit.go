@@ -13,8 +13,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/wasmkube/wasmkube/plugins/nodewasm"
-	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 	"github.com/wasmkube/wasmkube/plugins/wasmtest"
 )
 
@@ -30,7 +28,7 @@ type kitOptions struct {
 
 func (o *kitOptions) flags(c *cobra.Command) {
 	f := c.Flags()
-	f.DurationVar(&o.timeout, "timeout", 0, "time limit per call (default 100ms, as the scheduler and API server; 1s, a probe's default timeoutSeconds, for a module with only probe and preStop entry points)")
+	f.DurationVar(&o.timeout, "timeout", 0, "time limit per call (0: "+wasmtest.DefaultTimeouts()+")")
 	f.StringVar(&o.memoryLimit, "memory-limit", "64Mi", "memory limit per instance")
 	f.StringVarP(&o.output, "output", "o", "text", "text or json")
 	f.StringVar(&o.junit, "junit", "", "also write a JUnit XML report to this file")
@@ -49,37 +47,9 @@ func (o *kitOptions) open(ctx context.Context, file string) (*wasmtest.Plugin, e
 	if o.verbose {
 		log = os.Stderr
 	}
-	if o.timeout != 0 {
-		return wasmtest.Open(ctx, file, wasmtest.Options{Timeout: o.timeout, MemoryLimit: uint64(mem.Value()), Log: log})
-	}
-	// The default limit is the one of the component that runs the module. The kubelet
-	// gives a hook call the probe's timeoutSeconds (1 s unless set) or the grace period
-	// left, not the scheduler's 100 ms: a loopback HTTP call can take longer than that on
-	// a loaded machine, and 100 ms would fail a correct probe here that passes on a node.
-	// Which kinds the module exports is known once it is loaded; the second load reads
-	// the first one's compilation from a cache.
-	cache, err := os.MkdirTemp("", "wasmkube-kit-cache-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(cache)
-	wo := wasmtest.Options{Timeout: wasmhost.DefaultTimeout, MemoryLimit: uint64(mem.Value()), Log: log, CacheDir: cache}
-	p, err := wasmtest.Open(ctx, file, wo)
-	if err != nil {
-		return nil, err
-	}
-	kinds := p.Module().Kinds()
-	if len(kinds.Intersect(nodewasm.Kinds)) == 0 || len(kinds) > len(kinds.Intersect(nodewasm.Kinds)) {
-		return p, nil
-	}
-	p.Close(ctx)
-	wo.Timeout = hookDefaultTimeout
-	return wasmtest.Open(ctx, file, wo)
+	// --timeout 0 (the default): the limit of the component that runs the module.
+	return wasmtest.Open(ctx, file, wasmtest.Options{Timeout: o.timeout, MemoryLimit: uint64(mem.Value()), Log: log})
 }
-
-// hookDefaultTimeout is the kit's default limit for a module with only kubelet-hook
-// entry points: a probe's default timeoutSeconds.
-const hookDefaultTimeout = time.Second
 
 // report prints the results as asked and fails when any did not pass.
 func (o *kitOptions) report(out io.Writer, suite string, rs []wasmtest.Result) error {

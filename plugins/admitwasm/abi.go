@@ -99,6 +99,10 @@ type Call struct {
 	Reason string
 	// Warnings are the call's warning texts (kept when it denies).
 	Warnings []string
+	// OversizedWarnings are the lengths of the warnings cut to the 1 KiB cap, and
+	// DroppedWarnings the number given beyond the 16th (for the plugin kit to report).
+	OversizedWarnings []int
+	DroppedWarnings   int
 	// AuditAnnotations are the call's audit_annotation pairs (kept when it denies).
 	AuditAnnotations []Annotation
 	// Patch is the JSON Patch of an allowing Mutate (nil: none), and Patched the object
@@ -114,6 +118,7 @@ type Call struct {
 // serialized forms are shared by every call made with the same Request.
 func (c *Call) Do(ctx context.Context, p *wasmhost.Pool, req *Request) error {
 	c.Code, c.Reason, c.Warnings, c.AuditAnnotations, c.Patch, c.Patched = 0, "", nil, nil, nil, nil
+	c.OversizedWarnings, c.DroppedWarnings = nil, 0
 	c.req = req
 	if req == nil || req.a != c.Attributes {
 		c.req = NewRequest(c.Attributes)
@@ -449,8 +454,15 @@ var hostFuncs = []wasmhost.HostFunc{
 	{Name: "warning", Params: buf, Fn: func(hc *wasmhost.Call, mod api.Module, s []uint64) {
 		msg := wasmhost.Mem(mod, "warning", s[0], s[1])
 		c := callOf(hc)
-		if c == nil || len(c.Warnings) >= maxWarnings {
+		if c == nil {
 			return
+		}
+		if len(c.Warnings) >= maxWarnings {
+			c.DroppedWarnings++
+			return
+		}
+		if len(msg) > maxText {
+			c.OversizedWarnings = append(c.OversizedWarnings, len(msg))
 		}
 		c.Warnings = append(c.Warnings, wasmhost.Truncate(msg, maxText))
 	}},

@@ -148,12 +148,13 @@ func (p *Plugin) runAdmission(ctx context.Context, c *Case, pool *wasmhost.Pool)
 		return []string{"the case: " + err.Error()}
 	}
 	allowed, message := true, ""
-	var warnings []string
+	var warnings, capped []string
 	req := admitwasm.NewRequest(a)
 	for _, k := range p.mod.Kinds().Intersect(admitwasm.Kinds) {
 		call := &admitwasm.Call{Kind: k, Attributes: a, Reader: reader, Capabilities: resources}
 		err := call.Do(ctx, pool, req)
 		warnings = append(warnings, call.Warnings...)
+		capped = append(capped, warningsOverCap(k.Name, call)...)
 		if err != nil {
 			var ce *wasmhost.CallError
 			if errors.As(err, &ce) {
@@ -170,7 +171,7 @@ func (p *Plugin) runAdmission(ctx context.Context, c *Case, pool *wasmhost.Pool)
 			req = admitwasm.NewRequest(a)
 		}
 	}
-	var diff []string
+	diff := capped
 	want := c.Expect
 	if want.Allowed != nil && *want.Allowed != allowed {
 		if allowed {
@@ -204,6 +205,19 @@ func (p *Plugin) runAdmission(ctx context.Context, c *Case, pool *wasmhost.Pool)
 		diff = append(diff, subsetDiff("object", wantV, gotV)...)
 	}
 	return diff
+}
+
+// warningsOverCap reports the warnings of a call that the host cut to the 1 KiB cap or
+// dropped beyond the 16th: the client never sees what they said past the cap.
+func warningsOverCap(kind string, c *admitwasm.Call) []string {
+	var out []string
+	for _, n := range c.OversizedWarnings {
+		out = append(out, fmt.Sprintf("%s: a warning over the size cap: %d bytes, cut to 1 KiB (the client sees only its first 1024 bytes; keep a warning short)", kind, n))
+	}
+	if c.DroppedWarnings > 0 {
+		out = append(out, fmt.Sprintf("%s: %d warning(s) over the cap of 16 per call were dropped", kind, c.DroppedWarnings))
+	}
+	return out
 }
 
 // subsetDiff lists where got lacks or differs from what want gives (maps: only want's

@@ -260,7 +260,7 @@ func checkBatches(ctx context.Context, p *Plugin, o ConformanceOptions) ([]strin
 				return failure("pod "+pod.Name+", "+v.what, err), ""
 			}
 			if d := differ(base, got); d != "" {
-				diff = append(diff, fmt.Sprintf("pod %s: %s changed the answer: %s", pod.Name, v.what, d))
+				diff = append(diff, fmt.Sprintf("pod %s: %s changed the answer: %s; %s", pod.Name, v.what, d, batchCause(base, got)))
 			}
 		}
 	}
@@ -418,39 +418,19 @@ func checkLeak(ctx context.Context, p *Plugin, o ConformanceOptions) ([]string, 
 	nodes := fixtureNodes(3)
 	pods := fixturePods()
 	quarter := max(o.Calls/4, 1)
-	var marks []uint64
+	var marks []memMark
 	for i := range 2 * o.Calls {
 		if _, err := Cycle(ctx, pool, pods[i%len(pods)], nodes, CycleOptions{}); err != nil {
-			diff := failure(fmt.Sprintf("cycle %d of %d", i+1, 2*o.Calls), err)
-			// A heap that only grows makes each call slower (a collector scans all of it)
-			// before it reaches the limit: say so when the memory grew up to the failure.
-			if len(marks) >= 2 && marks[len(marks)-1] > marks[0]+1<<20 {
-				diff = append(diff, fmt.Sprintf("linear memory had grown from %d KiB to %d KiB over the %d cycles before it: something is kept from every call",
-					marks[0]>>10, marks[len(marks)-1]>>10, (len(marks)-1)*quarter))
-			}
-			return diff, ""
+			return leakFinding("cycle", marks, o.Calls, i+1, failure(fmt.Sprintf("cycle %d of %d", i+1, 2*o.Calls), err)), ""
 		}
-		if i >= o.Calls-1 && (i+1)%quarter == 0 {
-			marks = append(marks, sum(pool.IdleMemory()))
+		if i == 0 || (i+1)%quarter == 0 {
+			marks = append(marks, memMark{i + 1, sum(pool.IdleMemory())})
 		}
 	}
 	if _, discarded := pool.Stats(); discarded > 0 {
 		return []string{fmt.Sprintf("%d instance(s) were discarded during %d cycles", discarded, 2*o.Calls)}, ""
 	}
-	const slack = 1 << 20
-	growing := len(marks) >= 4
-	for i := 1; i < len(marks) && growing; i++ {
-		growing = marks[i] > marks[i-1]
-	}
-	if growing && marks[len(marks)-1] > marks[0]+slack {
-		kib := make([]string, len(marks))
-		for i, m := range marks {
-			kib[i] = fmt.Sprintf("%d KiB", m>>10)
-		}
-		return []string{fmt.Sprintf("linear memory grew in every quarter of the second %d cycles (%s): something is kept from every call, and a heap that only grows reaches the memory limit",
-			o.Calls, strings.Join(kib, ", "))}, ""
-	}
-	return nil, ""
+	return leakFinding("cycle", marks, o.Calls, 0, nil), ""
 }
 
 func sum(s []uint64) uint64 {
@@ -459,6 +439,16 @@ func sum(s []uint64) uint64 {
 		t += v
 	}
 	return t
+}
+
+// batchCause names the likely cause of an answer that changed with the batch split: the
+// scores alone (a Score that normalises over the nodes of its call, or reads a node's index),
+// or the verdicts (a Filter that judges a node by the others of its batch).
+func batchCause(a, b *Outcome) string {
+	if reflect.DeepEqual(a.Verdicts, b.Verdicts) && !reflect.DeepEqual(a.Scores, b.Scores) {
+		return "scores depend on the batch: normalise in NormalizeScore, not in Score (a Score call sees one chunk of the nodes, in any order; only NormalizeScore sees every feasible node), and never score by a node's index in its batch"
+	}
+	return "verdicts depend on the batch: a Filter judges each node by itself, not by its index, the batch's size or the other nodes in it (the scheduler splits the nodes between its workers in chunks of any size)"
 }
 
 // differ describes the first difference between two outcomes, or "".

@@ -3,6 +3,7 @@ package wasmtest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -126,23 +127,16 @@ func (p *Plugin) kindChecks(ctx context.Context, s *subject, o ConformanceOption
 		}
 		defer pool.Close()
 		quarter := max(o.Calls/4, 1)
-		var marks []uint64
+		var marks []memMark
 		for i := range 2 * o.Calls {
 			if _, err := s.answer(ctx, pool, i%s.fixtures, false); err != nil {
-				return failure(fmt.Sprintf("call %d of %d", i+1, 2*o.Calls), err)
+				return leakFinding("call", marks, o.Calls, i+1, failure(fmt.Sprintf("call %d of %d", i+1, 2*o.Calls), err))
 			}
-			if i >= o.Calls-1 && (i+1)%quarter == 0 {
-				marks = append(marks, sum(pool.IdleMemory()))
+			if i == 0 || (i+1)%quarter == 0 {
+				marks = append(marks, memMark{i + 1, sum(pool.IdleMemory())})
 			}
 		}
-		grew := len(marks) >= 4
-		for i := 1; i < len(marks) && grew; i++ {
-			grew = marks[i] > marks[i-1]
-		}
-		if grew && marks[len(marks)-1] > marks[0]+1<<20 {
-			return []string{fmt.Sprintf("linear memory grew in every quarter of the second %d calls (%d KiB to %d KiB)", o.Calls, marks[0]>>10, marks[len(marks)-1]>>10)}
-		}
-		return nil
+		return leakFinding("call", marks, o.Calls, 0, nil)
 	}))
 	return out
 }
@@ -233,6 +227,9 @@ func admissionSubject(p *Plugin) *subject {
 			c := &admitwasm.Call{Kind: k, Attributes: &cp}
 			if err := c.Do(ctx, pool, req); err != nil {
 				return "", err
+			}
+			if over := warningsOverCap(k.Name, c); len(over) > 0 {
+				return "", errors.New(strings.Join(over, "; "))
 			}
 			out = append(out, fmt.Sprintf("%s=%d %q %q", k.Name, c.Code, c.Reason, c.Warnings))
 			if c.Code != wasmhost.CodeSuccess {

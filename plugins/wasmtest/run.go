@@ -20,7 +20,8 @@ import (
 
 // Options configure how the kit loads a module.
 type Options struct {
-	// Timeout and MemoryLimit are the per-call limits (0: the ABI defaults).
+	// Timeout and MemoryLimit are the per-call limits (0: DefaultTimeout of the module's
+	// kinds, and the ABI's memory default).
 	Timeout     time.Duration
 	MemoryLimit uint64
 	// CacheDir is the compilation cache (empty: in memory).
@@ -51,13 +52,54 @@ func Open(ctx context.Context, path string, o Options) (*Plugin, error) {
 	name := strings.TrimSuffix(filepath.Base(path), ".wasm")
 	// Every capability is granted, as each component grants its kinds (the kubelet the
 	// pod network; the API server object reads for the resources a policy's config lists).
-	mod, err := h.Load(ctx, wasmhost.LoadOptions{Name: name, Path: path, Timeout: o.Timeout, MemoryLimit: o.MemoryLimit,
-		Capabilities: []string{admitwasm.CapabilityObjects, nodewasm.NetworkCapability}})
+	lo := wasmhost.LoadOptions{Name: name, Path: path, Timeout: o.Timeout, MemoryLimit: o.MemoryLimit,
+		Capabilities: []string{admitwasm.CapabilityObjects, nodewasm.NetworkCapability}}
+	if lo.Timeout == 0 {
+		lo.Timeout = wasmhost.DefaultTimeout
+	}
+	mod, err := h.Load(ctx, lo)
+	if err == nil && o.Timeout == 0 {
+		// Which kinds the module exports is known once it is loaded; the second load
+		// reuses the first one's compilation (the host shares it by content).
+		if d := DefaultTimeout(mod.Kinds()); d != lo.Timeout {
+			_ = mod.Close(ctx)
+			lo.Timeout = d
+			mod, err = h.Load(ctx, lo)
+		}
+	}
 	if err != nil {
 		_ = h.Close(ctx)
 		return nil, err
 	}
 	return &Plugin{Path: path, host: h, mod: mod, opts: o}, nil
+}
+
+// DefaultTimeout is the time limit per call of a module exporting kinds, when none is
+// given: the default of the component that runs it, so that the kit passes and fails
+// what the cluster does. The scheduler's is wasmhost.DefaultTimeout, the API server's
+// admitwasm.DefaultTimeout (upstream's webhook timeoutSeconds), the kubelet's
+// nodewasm.DefaultLimit (a probe's default timeoutSeconds). A module of several
+// components' kinds gets the strictest.
+func DefaultTimeout(kinds wasmhost.Kinds) time.Duration {
+	var d time.Duration
+	for _, c := range []struct {
+		kinds wasmhost.Kinds
+		limit time.Duration
+	}{{schedwasm.Kinds, wasmhost.DefaultTimeout}, {admitwasm.Kinds, admitwasm.DefaultTimeout}, {nodewasm.Kinds, nodewasm.DefaultLimit}} {
+		if len(kinds.Intersect(c.kinds)) > 0 && (d == 0 || c.limit < d) {
+			d = c.limit
+		}
+	}
+	if d == 0 {
+		d = wasmhost.DefaultTimeout
+	}
+	return d
+}
+
+// DefaultTimeouts describes the defaults of DefaultTimeout, for a flag's help.
+func DefaultTimeouts() string {
+	return fmt.Sprintf("the component's default: %s for scheduler entry points, %s for admission (the API server's, as upstream's webhook timeoutSeconds), %s for probe and preStop (a probe's default timeoutSeconds; the kubelet caps it by the probe's timeoutSeconds or the grace period left); the strictest for a module of several components",
+		wasmhost.DefaultTimeout, admitwasm.DefaultTimeout, nodewasm.DefaultLimit)
 }
 
 // Close frees the module.

@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wasmkube/wasmkube/plugins/admitwasm"
+	"github.com/wasmkube/wasmkube/plugins/nodewasm"
 	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 	"github.com/wasmkube/wasmkube/plugins/wasmtest"
 )
 
@@ -50,9 +53,9 @@ func TestConformancePassesCorrectPlugins(t *testing.T) {
 func TestConformanceNamesTheDefect(t *testing.T) {
 	for _, tt := range []struct{ src, args, check, want string }{
 		{"go:plugins/wasmtest/testdata/globalstate", "", "same answers on every instance", "cycle state, not globals"},
-		{"go:plugins/wasmtest/testdata/batchorder", "", "answers do not depend on batch splits or node order", "changed the answer"},
+		{"go:plugins/wasmtest/testdata/batchorder", "", "answers do not depend on batch splits or node order", "scores depend on the batch: normalise in NormalizeScore, not in Score"},
 		{"go:plugins/wasmtest/testdata/outofrange", "", "answers every fixture pod without a failure", "score 150 for node"},
-		{"go:plugins/wasmtest/testdata/leak", "", "memory stays bounded", "grew in every quarter"},
+		{"go:plugins/wasmtest/testdata/leak", "", "memory stays bounded", "a leak: memory grew from"},
 		{"go:plugins/wasmtest/testdata/lenientargs", `{"label": "disk"}`, "init refuses bad args with a reason", "wasmkube_init accepted them"},
 		{"go:plugins/wasmtest/testdata/rememberpod", "", "no state carried from one pod's cycle to the next", "answered differently after pod large"},
 		{"wat:plugins/wasmtest/testdata/ignorecap.wat", "", "long, unicode and unrelated data", "n > cap must be retried"},
@@ -62,7 +65,11 @@ func TestConformanceNamesTheDefect(t *testing.T) {
 		{"wat:plugins/wasmtest/testdata/countdeny.wat", "", "admission: a validate's verdict does not depend on call count", "call 3 of the same request on the same instance denied"},
 	} {
 		t.Run(tt.src, func(t *testing.T) {
-			rs := open(t, build(t, tt.src)).Conformance(context.Background(), wasmtest.ConformanceOptions{Args: []byte(tt.args), Calls: 2000})
+			calls := 2000
+			if strings.HasPrefix(tt.check, "memory stays bounded") {
+				calls = 0 // the default 10,000: a leak of 256 bytes a call needs them to exceed the slack
+			}
+			rs := open(t, build(t, tt.src)).Conformance(context.Background(), wasmtest.ConformanceOptions{Args: []byte(tt.args), Calls: calls})
 			found := false
 			for _, r := range rs {
 				if !strings.HasPrefix(r.Name, tt.check) {
@@ -289,5 +296,51 @@ cases:
 	wasmtest.WriteText(&out, p.Run(context.Background(), f))
 	if !strings.Contains(out.String(), "memory limit: instance reached its memory limit") {
 		t.Fatalf("report of a memory bomb:\n%s", out.String())
+	}
+}
+
+// Without --timeout, the kit gives a module its component's default limit: the one
+// source of truth is each component's constant.
+func TestDefaultTimeoutIsTheComponents(t *testing.T) {
+	for _, tt := range []struct {
+		src  string
+		want time.Duration
+	}{
+		{"wat:wasm-examples/wat/drain-filter/drain-filter.wat", wasmhost.DefaultTimeout},
+		{"wat:plugins/admitwasm/testdata/misbehave.wat", admitwasm.DefaultTimeout},
+		{"wat:wasm-examples/wat/tcp-probe/tcp-probe.wat", nodewasm.DefaultLimit},
+	} {
+		p, err := wasmtest.Open(context.Background(), build(t, tt.src), wasmtest.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Module().Timeout(); got != tt.want {
+			t.Errorf("%s: default timeout %s, want %s", tt.src, got, tt.want)
+		}
+		p.Close(context.Background())
+	}
+	if !strings.Contains(wasmtest.DefaultTimeouts(), "10s for admission") {
+		t.Errorf("help of the defaults: %s", wasmtest.DefaultTimeouts())
+	}
+}
+
+// A warning over the 1 KiB cap is reported as such, in a case and in conformance.
+func TestWarningOverCapIsReported(t *testing.T) {
+	p := open(t, build(t, "wat:plugins/admitwasm/testdata/misbehave.wat"))
+	f, err := wasmtest.ParseFile("warn.yaml", []byte(`
+cases:
+- name: a 10 MB warning
+  request:
+    object: {apiVersion: v1, kind: Pod, metadata: {name: web, namespace: default, labels: {misbehave: warn10mb}}, spec: {containers: [{name: c, image: busybox}]}}
+  expect:
+    allowed: true
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	wasmtest.WriteText(&out, p.Run(context.Background(), f))
+	if !strings.Contains(out.String(), "validate: a warning over the size cap: 10485760 bytes, cut to 1 KiB") || !strings.Contains(out.String(), "FAIL") {
+		t.Fatalf("report of a 10 MB warning:\n%s", out.String())
 	}
 }
