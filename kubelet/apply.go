@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -83,6 +84,15 @@ func (w *podWorker) apply(ctx context.Context, pod, last *v1.Pod, obs *observed,
 // do carries out one step. Failures that the user sees as a waiting reason or an event
 // are recorded here; the error is for apply's retry.
 func (a *applier) do(ctx context.Context, s *step) error {
+	t0 := time.Now()
+	err := a.run(ctx, s)
+	if a.w.k.log.Enabled(ctx, slog.LevelDebug) && s.kind != stepStart {
+		a.w.k.log.Debug("pod step", "pod", podKey(a.src), "step", s.kind.String(), "container", s.name, "took", time.Since(t0), "err", err)
+	}
+	return err
+}
+
+func (a *applier) run(ctx context.Context, s *step) error {
 	w, pod := a.w, a.src
 	switch s.kind {
 	case stepWritePending:
