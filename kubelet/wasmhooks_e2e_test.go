@@ -370,21 +370,26 @@ func seriesOf(t *testing.T, reg *prometheus.Registry, name string, labels map[st
 const stuckDrainConfig = `
 kubelet:
   hookPlugins:
-  - name: drain
-    path: health.wasm
+  - name: drain-wat
+    path: drain.wasm
     args: 8080
+  - name: drain-go
+    path: drain-prestop.wasm
+    args: {port: 8080, drainPath: /cgi-bin/drain, inflightPath: /inflight, intervalMs: 500}
 `
 
-// TestWasmPreStopHeldToGraceDeadline: a pod whose wasm preStop never finishes (the pod's
-// in-flight count never reaches 0) and whose container ignores SIGTERM, deleted with a 6 s
-// grace period. The grace period is a promise: the hook reaches the pod first, is cut at
-// the deadline (FailedPreStopHook, timeout), the container is killed with SIGKILL (exit
-// 137) not before the deadline, and the pod's status says so before the deletion is
-// completed (a finalizer of the test keeps the object to read it).
+// TestWasmPreStopHeldToGraceDeadline: pods whose wasm preStop never finishes (the pod's
+// in-flight count never reaches 0) and whose container ignores SIGTERM, deleted together
+// with a 6 s grace period; one hook is a WAT module, the other the Go example
+// wasm-examples/go/drain-prestop. The grace period is a promise: the hook reaches the pod
+// first, is cut at the deadline (FailedPreStopHook), the container is killed with SIGKILL
+// (exit 137) not before the deadline, and the pod's status says so before the kubelet
+// completes the deletion (a finalizer of the test keeps the object to read it).
 func TestWasmPreStopHeldToGraceDeadline(t *testing.T) {
 	srv := apiservertest.Start(t)
 	dir := t.TempDir()
-	copyModule(t, wasmbuild.WAT(t, "plugins/nodewasm/testdata/get.wat"), filepath.Join(dir, "health.wasm"))
+	copyModule(t, wasmbuild.WAT(t, "plugins/nodewasm/testdata/get.wat"), filepath.Join(dir, "drain.wasm"))
+	copyModule(t, wasmbuild.Go(t, "wasm-examples/go/drain-prestop"), filepath.Join(dir, "drain-prestop.wasm"))
 	config := filepath.Join(dir, "wasmkube.yaml")
 	if err := os.WriteFile(config, []byte(stuckDrainConfig), 0o644); err != nil {
 		t.Fatal(err)
@@ -398,88 +403,101 @@ func TestWasmPreStopHeldToGraceDeadline(t *testing.T) {
 	ctx := context.Background()
 	pods := srv.Client.CoreV1().Pods("default")
 
-	// The container records what reaches it in a host file: the drain request (its CGI
+	// Each container records what reaches it in a host file: the drain request (its CGI
 	// script) and SIGTERM, which it ignores.
-	host := t.TempDir()
+	cases := []struct{ pod, plugin, failure, host string }{
+		{"stuck-wat", "drain-wat", "wasm plugin drain-wat failed (timeout)", t.TempDir()},
+		{"stuck-go", "drain-go", "drain: 1 request(s) still in flight when the grace period ran out", t.TempDir()},
+	}
 	script := `trap 'echo TERM >> /host/events' TERM; mkdir -p /www/cgi-bin; printf 1 > /www/inflight; ` +
 		`printf '#!/bin/sh\necho Content-Type: text/plain\necho\necho draining\necho drain >> /host/events\n' > /www/cgi-bin/drain; ` +
 		`chmod +x /www/cgi-bin/drain; httpd -p 8080 -h /www; while true; do sleep 100000 & wait; done`
-	c := busybox("c", script)
-	c.Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"sleep", "1"}}}}
-	c.VolumeMounts = []v1.VolumeMount{{Name: "host", MountPath: "/host"}}
-	pod := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "stuck", Namespace: "default", Finalizers: []string{"test.wasmkube.io/hold"},
-			Annotations: map[string]string{nodewasm.Annotation("prestop", "c"): "drain"}},
-		Spec: v1.PodSpec{NodeName: n.name, TerminationGracePeriodSeconds: int64p(6), Containers: []v1.Container{c},
-			Volumes: []v1.Volume{{Name: "host", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: host}}}}},
+	for _, tc := range cases {
+		c := busybox("c", script)
+		c.Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"sleep", "1"}}}}
+		c.VolumeMounts = []v1.VolumeMount{{Name: "host", MountPath: "/host"}}
+		pod := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: tc.pod, Namespace: "default", Finalizers: []string{"test.wasmkube.io/hold"},
+				Annotations: map[string]string{nodewasm.Annotation("prestop", "c"): tc.plugin}},
+			Spec: v1.PodSpec{NodeName: n.name, TerminationGracePeriodSeconds: int64p(6), Containers: []v1.Container{c},
+				Volumes: []v1.Volume{{Name: "host", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: tc.host}}}}},
+		}
+		if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	for _, tc := range cases {
+		waitPod(t, srv.Client, "default", tc.pod, "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+		waitEvent(t, srv.Client, "default", tc.pod, "WasmHook", "PreStop hook of container c is served by wasm plugin "+tc.plugin)
 	}
-	waitPod(t, srv.Client, "default", "stuck", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
-	waitEvent(t, srv.Client, "default", "stuck", "WasmHook", "PreStop hook of container c is served by wasm plugin drain")
 
 	start := time.Now()
-	if err := pods.Delete(ctx, "stuck", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// deletionTimestamp is the request's time plus the grace period, in whole seconds
-	// (the kubelet's final delete moves it to its own time).
-	deleting, err := pods.Get(ctx, "stuck", metav1.GetOptions{})
-	if err != nil || deleting.DeletionTimestamp == nil {
-		t.Fatalf("pod after its deletion: %v", err)
-	}
-	deadline := deleting.DeletionTimestamp.Time
-	// The kubelet completes the deletion (grace 0) once the pod is torn down; the
-	// finalizer keeps the object.
-	done := waitPod(t, srv.Client, "default", "stuck", "deleted by its kubelet", func(p *v1.Pod) bool {
-		return p.DeletionGracePeriodSeconds != nil && *p.DeletionGracePeriodSeconds == 0
-	})
-	took := time.Since(start)
-	t.Logf("stuck pod (preStop never done, SIGTERM ignored, 6 s grace) torn down and deleted %s after its deletion", took)
-
-	cs := containerStatus(done, "c")
-	if cs == nil || cs.State.Terminated == nil {
-		t.Fatalf("container status before the final delete: %+v, want terminated", cs)
-	}
-	term := cs.State.Terminated
-	if term.ExitCode != 137 {
-		t.Errorf("container exited with %d (%s), want 137: killed by SIGKILL at the deadline", term.ExitCode, term.Reason)
-	}
-	if term.FinishedAt.Time.Before(deadline) {
-		t.Errorf("container killed at %s, before the grace deadline %s", term.FinishedAt.Format(time.RFC3339), deadline.Format(time.RFC3339))
-	}
-	// The hook reached the pod before any signal, and was cut at the deadline.
-	b, err := os.ReadFile(filepath.Join(host, "events"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if lines := strings.Fields(string(b)); len(lines) == 0 || lines[0] != "drain" {
-		t.Errorf("what reached the container: %q, want the drain request first", lines)
-	}
-	waitEvent(t, srv.Client, "default", "stuck", "FailedPreStopHook", "wasm plugin drain failed (timeout)")
-	// Loose: the promise is SIGKILL at 6 s and the pod gone a couple of seconds later;
-	// only a far miss fails here (docs/benchmarks.md has the figures).
-	if took > 6*time.Second+15*time.Second {
-		t.Errorf("pod torn down %s after its deletion with a 6 s grace period", took)
-	}
-
-	p, err := pods.Get(ctx, "stuck", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Finalizers = nil
-	if _, err := pods.Update(ctx, p, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; ; i++ {
-		if _, err := pods.Get(ctx, "stuck", metav1.GetOptions{}); apierrors.IsNotFound(err) {
-			break
+	deadlines := map[string]time.Time{}
+	for _, tc := range cases {
+		if err := pods.Delete(ctx, tc.pod, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
 		}
-		if i > 300 {
-			t.Fatal("pod never gone after its finalizer was removed")
+		// deletionTimestamp is the request's time plus the grace period, in whole
+		// seconds (the kubelet's final delete moves it to its own time).
+		p, err := pods.Get(ctx, tc.pod, metav1.GetOptions{})
+		if err != nil || p.DeletionTimestamp == nil {
+			t.Fatalf("pod %s after its deletion: %v", tc.pod, err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		deadlines[tc.pod] = p.DeletionTimestamp.Time
+	}
+	for _, tc := range cases {
+		// The kubelet completes the deletion (grace 0) once the pod is torn down; the
+		// finalizer keeps the object.
+		done := waitPod(t, srv.Client, "default", tc.pod, "deleted by its kubelet", func(p *v1.Pod) bool {
+			return p.DeletionGracePeriodSeconds != nil && *p.DeletionGracePeriodSeconds == 0
+		})
+		took := time.Since(start)
+		t.Logf("%s (preStop never done, SIGTERM ignored, 6 s grace) torn down and deleted by %s after the deletions", tc.pod, took)
+		cs := containerStatus(done, "c")
+		if cs == nil || cs.State.Terminated == nil {
+			t.Fatalf("%s: container status before the final delete: %+v, want terminated", tc.pod, cs)
+		}
+		term := cs.State.Terminated
+		if term.ExitCode != 137 {
+			t.Errorf("%s: container exited with %d (%s), want 137: killed by SIGKILL at the deadline", tc.pod, term.ExitCode, term.Reason)
+		}
+		if term.FinishedAt.Time.Before(deadlines[tc.pod]) {
+			t.Errorf("%s: container killed at %s, before the grace deadline %s", tc.pod, term.FinishedAt.Format(time.RFC3339), deadlines[tc.pod].Format(time.RFC3339))
+		}
+		// The hook reached the pod before any signal, and was cut at the deadline.
+		b, err := os.ReadFile(filepath.Join(tc.host, "events"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lines := strings.Fields(string(b)); len(lines) == 0 || lines[0] != "drain" {
+			t.Errorf("%s: what reached the container: %q, want the drain request first", tc.pod, lines)
+		}
+		waitEvent(t, srv.Client, "default", tc.pod, "FailedPreStopHook", tc.failure)
+		// Loose: the promise is SIGKILL at 6 s and the pod gone a couple of seconds
+		// later; only a far miss fails here.
+		if took > 6*time.Second+15*time.Second {
+			t.Errorf("%s torn down %s after its deletion with a 6 s grace period", tc.pod, took)
+		}
+	}
+
+	for _, tc := range cases {
+		p, err := pods.Get(ctx, tc.pod, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Finalizers = nil
+		if _, err := pods.Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; ; i++ {
+			if _, err := pods.Get(ctx, tc.pod, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+				break
+			}
+			if i > 300 {
+				t.Fatalf("%s never gone after its finalizer was removed", tc.pod)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 	}
 	assertNoTrace(t, n)
 }
