@@ -58,13 +58,20 @@ type Options struct {
 	// has another. Empty: the kubelet waits for its Node's spec.podCIDR (node IPAM).
 	PodCIDR string
 	Bridge  string // default cni.DefaultBridge
-	IPMasq  bool   // masquerade pod traffic leaving the node (off: it cannot leave)
+	// IPMasq masquerades pod traffic leaving the cluster CIDR (off: it cannot leave the
+	// machine); pod-to-pod traffic between nodes is never masqueraded (podcidr.go).
+	IPMasq bool
+	// ClusterCIDR is every node's pod subnets together (default
+	// overlay.DefaultClusterCIDR): traffic to it is not masqueraded.
+	ClusterCIDR string
 	// NetworkBackend routes the other nodes' pod subnets: overlay.BackendHostGW (the
 	// default) or overlay.BackendNone (kubelet/overlay, docs/multihost.md).
 	NetworkBackend string
-	CNIBinDir      string // default /usr/lib/cni
-	PauseImage     string // default images.PauseRef
-	ImagesDir      string // OCI archives imported at start when their images are missing
+	// VXLANDevice names the vxlan backend's device (default overlay.DefaultVXLANDevice).
+	VXLANDevice string
+	CNIBinDir   string // default /usr/lib/cni
+	PauseImage  string // default images.PauseRef
+	ImagesDir   string // OCI archives imported at start when their images are missing
 	// OCIRuntime is the OCI runtime new containers are created with: runc (the default),
 	// crun, or auto (crun when installed, else runc); runtime.ResolveOCIRuntime, docs/kubelet.md.
 	OCIRuntime string
@@ -231,7 +238,8 @@ func New(ctx context.Context, opts Options) (*Kubelet, error) {
 	}
 	k.rt = opts.Runtime
 	if k.rt == nil {
-		net, err := cni.New(cni.Config{Bridge: opts.Bridge, PodCIDR: opts.PodCIDR, BinDir: opts.CNIBinDir, Dir: filepath.Join(root, "cni"), IPMasq: opts.IPMasq})
+		net, err := cni.New(cni.Config{Bridge: opts.Bridge, PodCIDR: opts.PodCIDR, BinDir: opts.CNIBinDir, Dir: filepath.Join(root, "cni"),
+			MTU: podMTU(opts.NetworkBackend, opts.NodeIP)})
 		if err != nil {
 			return nil, err
 		}
@@ -560,6 +568,7 @@ func (k *Kubelet) cleanupAll() {
 	if k.ctrd != nil {
 		k.ctrd.DrainWarmPool(ctx)
 	}
+	k.removeMasquerade()
 	if k.net != nil {
 		if err := k.net.RemoveBridge(); err != nil {
 			k.log.Warn("remove bridge on exit", "err", err)

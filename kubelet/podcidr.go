@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"net/netip"
 	"time"
 
@@ -107,7 +108,50 @@ func (k *Kubelet) setupPodNetwork(ctx context.Context) error {
 	}
 	k.podCIDR = cidr
 	k.log.Info("pod network", "podCIDR", cidr)
+	if k.opts.IPMasq {
+		if err := k.masquerade(); err != nil {
+			return err
+		}
+	}
 	return k.startOverlay(ctx)
+}
+
+// masqTable is the nftables table of the node's masquerade rule, named after the root dir
+// so that kubelets sharing a machine keep their own.
+func (k *Kubelet) masqTable() string {
+	h := fnv.New32a()
+	h.Write([]byte(k.opts.RootDir))
+	return fmt.Sprintf("wasmkube-masq-%08x", h.Sum32())
+}
+
+// masquerade keeps the rule that masquerades pod traffic leaving the cluster CIDR (the
+// CNI bridge plugin's ipMasq is not used: it would also masquerade traffic to other
+// nodes' pods); with CleanupOnExit it is removed when the kubelet stops.
+func (k *Kubelet) masquerade() error {
+	cluster := k.opts.ClusterCIDR
+	if cluster == "" {
+		cluster = overlay.DefaultClusterCIDR
+	}
+	cp, err := netip.ParsePrefix(cluster)
+	if err != nil {
+		return fmt.Errorf("kubelet: cluster CIDR %q: %w", cluster, err)
+	}
+	pod := netip.MustParsePrefix(k.podCIDR)
+	if err := overlay.EnsureMasquerade(k.masqTable(), pod, cp.Masked()); err != nil {
+		return err
+	}
+	k.log.Info("masquerading pod traffic that leaves the cluster", "podCIDR", k.podCIDR, "clusterCIDR", cp.Masked().String(), "table", k.masqTable())
+	return nil
+}
+
+// removeMasquerade is masquerade's undo, on exit with CleanupOnExit.
+func (k *Kubelet) removeMasquerade() {
+	if !k.opts.IPMasq || k.net == nil {
+		return
+	}
+	if err := overlay.RemoveMasquerade(k.masqTable()); err != nil {
+		k.log.Warn("remove the masquerade rule on exit", "err", err)
+	}
 }
 
 // startOverlay runs the network backend that routes the other nodes' pod subnets
@@ -119,7 +163,7 @@ func (k *Kubelet) startOverlay(ctx context.Context) error {
 	}
 	own, _ := netip.ParsePrefix(k.podCIDR)
 	o := overlay.Options{Client: k.client, NodeName: k.opts.NodeName, NodeIP: k.opts.NodeIP, PodCIDR: own,
-		Backend: backend, CleanupOnExit: k.opts.CleanupOnExit, Logger: k.log}
+		Backend: backend, VXLANDevice: k.opts.VXLANDevice, CleanupOnExit: k.opts.CleanupOnExit, Logger: k.log}
 	if err := overlay.CheckBackend(backend); err != nil {
 		return err
 	}
@@ -131,4 +175,22 @@ func (k *Kubelet) startOverlay(ctx context.Context) error {
 		}
 	}()
 	return nil
+}
+
+// podMTU is the pods' MTU: with the vxlan backend on a routable node IP, the node
+// interface's less the VXLAN headers (so pods never send what the tunnel must fragment);
+// else 0, the CNI plugin's default.
+func podMTU(backend, nodeIP string) int {
+	if backend == "" {
+		backend = overlay.DefaultBackend
+	}
+	ip, err := netip.ParseAddr(nodeIP)
+	if backend != overlay.BackendVXLAN || err != nil || ip.IsLoopback() {
+		return 0
+	}
+	link, _, err := overlay.NodeLink(ip)
+	if err != nil {
+		return 1500 - overlay.VXLANOverhead
+	}
+	return link.Attrs().MTU - overlay.VXLANOverhead
 }

@@ -40,7 +40,8 @@ type kubeletFlags struct {
 	cleanupOnExit, ipMasq              bool
 	warmSandboxes                      int
 	ociRuntime                         string
-	networkBackend                     string
+	networkBackend, vxlanDevice        string
+	clusterCIDR                        string
 	backendSet                         bool // --network-backend given (over the config's network.backend)
 }
 
@@ -76,7 +77,8 @@ restarted kubelet adopts them) unless --cleanup-on-exit is set.`,
 	fl.StringVar(&f.containerdAddr, "containerd-address", "", "containerd socket (default: start a private containerd under the root dir)")
 	fl.StringVar(&f.containerdNS, "containerd-namespace", "", "containerd namespace (default: the node name)")
 	fl.StringVar(&f.podCIDR, "pod-cidr", "", "this node's pod subnet, overriding node IPAM for one host (refused if the Node already has another); default: the Node's spec.podCIDR, waited for")
-	fl.StringVar(&f.networkBackend, "network-backend", overlay.DefaultBackend, "how pods reach other nodes' pods: host-gw (a route per node, hosts on one L2 segment) or none; overrides the config's network.backend")
+	fl.StringVar(&f.networkBackend, "network-backend", overlay.DefaultBackend, "how pods reach other nodes' pods: vxlan (a VXLAN device, hosts that route IP), host-gw (a route per node, hosts on one L2 segment) or none; overrides the config's network.backend")
+	fl.StringVar(&f.vxlanDevice, "vxlan-device", overlay.DefaultVXLANDevice, "the vxlan backend's device (VNI 1, UDP port 8472)")
 	fl.StringVar(&f.bridge, "bridge", cni.DefaultBridge, "Linux bridge for pods")
 	fl.StringVar(&f.cniBinDir, "cni-bin-dir", cni.DefaultBinDir, "CNI plugin binaries")
 	fl.StringVar(&f.images, "images-dir", "", "OCI archives to import at start when missing (default: images/ beside the binary)")
@@ -86,7 +88,8 @@ restarted kubelet adopts them) unless --cleanup-on-exit is set.`,
 	fl.StringVar(&f.ociRuntime, "oci-runtime", kruntime.OCIRuntimeRunc, "OCI runtime new containers are created with: runc, crun, or auto (crun when installed, else runc)")
 	fl.StringVar(&f.serviceCIDR, "service-cidr", proxy.DefaultServiceCIDR, "the API server's service range: traffic to it is load-balanced by the node proxy or refused, never routed off the node")
 	fl.StringVar(&f.clusterDomain, "cluster-domain", dns.DefaultDomain, "the cluster DNS domain the node's DNS server answers")
-	fl.BoolVar(&f.ipMasq, "ip-masq", false, "masquerade pod traffic that leaves the node (off: pods reach only this machine)")
+	fl.BoolVar(&f.ipMasq, "ip-masq", false, "masquerade pod traffic that leaves the cluster CIDR (off: pods reach only the cluster's machines); traffic between pods is never masqueraded")
+	fl.StringVar(&f.clusterCIDR, "cluster-cidr", overlay.DefaultClusterCIDR, "all nodes' pod subnets (the controller manager's --cluster-cidr): with --ip-masq, traffic to it is not masqueraded")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fl.StringVar(&f.configFile, "config", "", "wasmkube YAML config file; its kubelet: section declares the wasm probe and preStop plugins (watched for changes)")
 	rootCmd.AddCommand(cmd)
@@ -164,7 +167,7 @@ func runKubelet(f kubeletFlags) error {
 		ServerAddr: f.listen, CleanupOnExit: f.cleanupOnExit, IPMasq: f.ipMasq, Logger: log,
 		WarmSandboxes: f.warmSandboxes, ConfigFile: f.configFile, Hooks: hooks, Registerer: reg, OCIRuntime: f.ociRuntime,
 		ServiceCIDR: f.serviceCIDR, ClusterDomain: f.clusterDomain, DNSUpstreams: dns.HostUpstreams("/etc/resolv.conf"),
-		NetworkBackend: f.networkBackend,
+		NetworkBackend: f.networkBackend, VXLANDevice: f.vxlanDevice, ClusterCIDR: f.clusterCIDR,
 	}
 	if opts.ContainerdAddress == "" {
 		d, err := kcontainerd.Start(ctx, filepath.Join(f.rootDir, "containerd"))

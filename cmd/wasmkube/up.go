@@ -109,7 +109,7 @@ shims outlive containerd), and the next up on the same data dir adopts them with
 	f.IntVar(&o.nodes, "nodes", 1, "real nodes: the first in this process, each other one a host of its own (a network namespace on --host-bridge, its own containerd and kubelet, joined with the join token)")
 	f.StringVar(&o.hostNetwork, "host-network", DefaultHostNetwork, "with --nodes > 1: the private subnet of the hosts' bridge (the API server and the first node at its first address, host i at the i-th)")
 	f.StringVar(&o.hostBridge, "host-bridge", "wkhost0", "with --nodes > 1: the Linux bridge up creates for its hosts; the hosts' network namespaces are <bridge>-2, <bridge>-3, ...")
-	f.StringVar(&o.networkBackend, "network-backend", overlay.DefaultBackend, "how pods reach other nodes' pods: host-gw or none; overrides the config's network.backend")
+	f.StringVar(&o.networkBackend, "network-backend", overlay.DefaultBackend, "how pods reach other nodes' pods: vxlan, host-gw or none; overrides the config's network.backend")
 	f.StringVar(&o.clusterCIDR, "cluster-cidr", "", "overrides controller.clusterCIDR: node IPAM's range for the nodes' pod subnets (default 10.42.0.0/16)")
 	f.IntVar(&o.warm, "warm-sandboxes", kubelet.DefaultWarmSandboxes, "pod sandboxes (network wired, pause running) the real kubelet keeps ready for the next pods; 0 turns the pool off")
 	f.StringVar(&o.ociRuntime, "oci-runtime", kruntime.OCIRuntimeRunc, "OCI runtime the real kubelet creates containers with: runc, crun, or auto (crun when installed, else runc)")
@@ -141,6 +141,7 @@ func runUp(o upOptions) error {
 			return err
 		}
 	}
+	o.clusterCIDR = cs.clusterCIDR // the kubelets' too
 	if o.nodes < 1 {
 		return fmt.Errorf("--nodes %d: at least 1 (use --no-kubelet for none)", o.nodes)
 	}
@@ -478,6 +479,9 @@ func startKubelet(ctx context.Context, srv *apiserver.Server, dataDir string, o 
 		RESTConfig: nodeCfg, NodeName: name, RootDir: filepath.Join(dataDir, "kubelet"),
 		ContainerdAddress: daemon.Address(), Snapshotter: daemon.Snapshotter(),
 		PodCIDR: o.podCIDR, Bridge: o.bridge, NodeIP: nodeIP, NetworkBackend: o.networkBackend,
+		// The first node shares this machine's namespace: its device is named after
+		// up's host bridge, so that two ups on one machine do not share one.
+		VXLANDevice: o.hostBridge + ".1", ClusterCIDR: o.clusterCIDR,
 		ImagesDir: images, ServerAddr: kubeletAddr(nodeIP), CleanupOnExit: !o.keepPods, Logger: log,
 		WarmSandboxes: o.warm, ConfigFile: o.configFile, Hooks: hooks, Registerer: prometheus.DefaultRegisterer, OCIRuntime: o.ociRuntime,
 		// Pods resolve cluster names at the node's DNS server, other names through the host's.

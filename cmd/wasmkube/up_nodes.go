@@ -103,7 +103,7 @@ func startHostKubelets(srv *apiserver.Server, dataDir string, o upOptions, hosts
 		}
 		args := []string{"kubelet",
 			"--server", server, "--token", srv.JoinToken(), "--node-name", name, "--node-ip", ip,
-			"--root-dir", root, "--listen", ip + ":10250", "--network-backend", o.networkBackend,
+			"--root-dir", root, "--listen", ip + ":10250", "--network-backend", o.networkBackend, "--cluster-cidr", o.clusterCIDR,
 			"--images-dir", images, "--oci-runtime", o.ociRuntime, "--warm-sandboxes", strconv.Itoa(o.warm),
 			"--log-level", o.logLevel}
 		if !o.keepPods {

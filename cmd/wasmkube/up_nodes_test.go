@@ -38,7 +38,14 @@ const (
 // (SIGSTOP: its containers keep running, as on a hung host) goes NotReady and its pod is
 // recreated on another host, and when the kubelet resumes the node is Ready again and its
 // stale pod gone; Ctrl-C leaves no namespace, link, route or mount behind.
+// It runs once per network backend, vxlan and host-gw.
 func TestUpNodes(t *testing.T) {
+	for _, backend := range []string{overlay.BackendVXLAN, overlay.BackendHostGW} {
+		t.Run(backend, func(t *testing.T) { testUpNodes(t, backend) })
+	}
+}
+
+func testUpNodes(t *testing.T, backend string) {
 	if os.Getuid() != 0 {
 		t.Skip("up --nodes makes network namespaces and runs containers: needs root")
 	}
@@ -68,7 +75,7 @@ func TestUpNodes(t *testing.T) {
 	up := exec.Command(exe, "up", "--nodes", "3", "--data-dir", data, "--config", cfg,
 		"--listen", "127.0.0.1:"+upTestPort, "--metrics-addr", "", "--node-name", "wkh4",
 		"--host-network", "172.30.64.0/24", "--host-bridge", upTestBridge, "--bridge", "wkh4p0",
-		"--cluster-cidr", "10.64.0.0/16", "--network-backend", overlay.BackendHostGW,
+		"--cluster-cidr", "10.64.0.0/16", "--network-backend", backend,
 		"--images-dir", images, "--warm-sandboxes", "0")
 	up.Env = append(os.Environ(), "WASMKUBE_TEST_RUN_MAIN=1")
 	var upLog bytes.Buffer

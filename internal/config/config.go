@@ -34,7 +34,7 @@ type File struct {
 
 // Network is the `network:` section, read by `wasmkube kubelet` and `up`.
 type Network struct {
-	// Backend routes pod traffic between nodes: host-gw or none (kubelet/overlay).
+	// Backend routes pod traffic between nodes: vxlan, host-gw or none (kubelet/overlay).
 	Backend string `json:"backend,omitempty"`
 }
 

@@ -36,6 +36,7 @@ type Config struct {
 	BinDir  string // CNI plugin binaries
 	Dir     string // conflist, IPAM state and libcni's result cache live under here
 	IPMasq  bool   // masquerade traffic leaving the node (off: nothing leaves the machine)
+	MTU     int    // of the bridge and the pods' interfaces; 0: the plugin's (1500)
 }
 
 // ConfList renders the CNI network list: bridge with host-local IPAM and hairpin (a pod can
@@ -51,23 +52,27 @@ func ConfList(cfg Config) ([]byte, error) {
 	if ones, bits := ipnet.Mask.Size(); bits-ones < 2 {
 		return nil, fmt.Errorf("cni: podCIDR %q is too small for pods", cfg.PodCIDR)
 	}
+	bridge := map[string]any{
+		"type":        "bridge",
+		"bridge":      cfg.Bridge,
+		"isGateway":   true,
+		"ipMasq":      cfg.IPMasq,
+		"hairpinMode": true,
+		"ipam": map[string]any{
+			"type":    "host-local",
+			"ranges":  [][]map[string]string{{{"subnet": ipnet.String()}}},
+			"routes":  []map[string]string{{"dst": "0.0.0.0/0"}},
+			"dataDir": filepath.Join(cfg.Dir, "ipam"),
+		},
+	}
+	if cfg.MTU > 0 {
+		bridge["mtu"] = cfg.MTU
+	}
 	list := map[string]any{
 		"cniVersion": "1.0.0",
 		"name":       networkName,
 		"plugins": []any{
-			map[string]any{
-				"type":        "bridge",
-				"bridge":      cfg.Bridge,
-				"isGateway":   true,
-				"ipMasq":      cfg.IPMasq,
-				"hairpinMode": true,
-				"ipam": map[string]any{
-					"type":    "host-local",
-					"ranges":  [][]map[string]string{{{"subnet": ipnet.String()}}},
-					"routes":  []map[string]string{{"dst": "0.0.0.0/0"}},
-					"dataDir": filepath.Join(cfg.Dir, "ipam"),
-				},
-			},
+			bridge,
 			map[string]any{"type": "loopback"},
 		},
 	}

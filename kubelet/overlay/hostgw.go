@@ -43,9 +43,11 @@ func NodeLink(nodeIP netip.Addr) (netlink.Link, netip.Prefix, error) {
 	return nil, netip.Prefix{}, &NodeLinkError{NodeIP: nodeIP.String()}
 }
 
-// hostGW makes the kernel's routes over one interface match a plan.
+// hostGW makes the kernel's routes over one interface match a plan. With onlink the
+// gateways need not be on a subnet of the interface (the vxlan device's peers).
 type hostGW struct {
-	link netlink.Link
+	link   netlink.Link
+	onlink bool
 }
 
 // owned lists the routes on the link that carry RouteProtocol.
@@ -91,6 +93,9 @@ func (h *hostGW) sync(want []Route) error {
 		}
 		nr := &netlink.Route{LinkIndex: h.link.Attrs().Index, Dst: prefixNet(r.Dst), Gw: net.IP(r.Via.AsSlice()),
 			Protocol: RouteProtocol, Table: unix.RT_TABLE_MAIN}
+		if h.onlink {
+			nr.Flags = int(netlink.FLAG_ONLINK)
+		}
 		if err := netlink.RouteReplace(nr); err != nil {
 			errs = append(errs, fmt.Errorf("route %s: %w", r, err))
 		}

@@ -6,10 +6,14 @@ import (
 	"net/netip"
 	"os"
 	goruntime "runtime"
+	"sort"
 	"testing"
 
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // inNetNS runs fn on a locked thread inside a network namespace of the test's own, with
@@ -116,6 +120,121 @@ func TestHostGWSync(t *testing.T) {
 		}
 		if !kept {
 			t.Errorf("the route the backend did not make is gone: %v", rs)
+		}
+	})
+}
+
+// TestVXLANSync: the device is made with its address, and its routes, neighbour and
+// forwarding entries follow the peers; remove deletes it.
+func TestVXLANSync(t *testing.T) {
+	inNetNS(t, func(link netlink.Link) {
+		dev, err := ensureVXLAN("wkh4vx.1", link, netip.MustParseAddr("172.30.64.1"), netip.MustParsePrefix("10.64.0.0/24"))
+		if err != nil {
+			t.Errorf("ensureVXLAN: %v", err)
+			return
+		}
+		// A second start takes the device over (same MAC, which the node announced).
+		again, err := ensureVXLAN("wkh4vx.1", link, netip.MustParseAddr("172.30.64.1"), netip.MustParsePrefix("10.64.0.0/24"))
+		if err != nil || again.MAC().String() != dev.MAC().String() {
+			t.Errorf("ensureVXLAN again: %v, MAC %s then %s", err, dev.MAC(), again.MAC())
+			return
+		}
+		peer := func(cidr, mac, ip string) VXLANPeer {
+			p := netip.MustParsePrefix(cidr)
+			m, _ := net.ParseMAC(mac)
+			return VXLANPeer{PodCIDR: p, VTEP: p.Addr(), MAC: m, NodeIP: netip.MustParseAddr(ip)}
+		}
+		state := func() string {
+			idx := dev.link.Attrs().Index
+			var out []string
+			for _, r := range routeStrings(t, dev.link, RouteProtocol) {
+				out = append(out, "route "+r)
+			}
+			ns, _ := netlink.NeighList(idx, netlink.FAMILY_V4)
+			for _, n := range ns {
+				if n.State&netlink.NUD_PERMANENT != 0 {
+					out = append(out, fmt.Sprintf("neigh %s %s", n.IP, n.HardwareAddr))
+				}
+			}
+			fs, _ := netlink.NeighList(idx, unix.AF_BRIDGE)
+			for _, f := range fs {
+				if f.IP != nil {
+					out = append(out, fmt.Sprintf("fdb %s %s", f.HardwareAddr, f.IP))
+				}
+			}
+			sort.Strings(out)
+			return fmt.Sprint(out)
+		}
+		steps := []struct {
+			peers []VXLANPeer
+			want  string
+		}{
+			{[]VXLANPeer{peer("10.64.1.0/24", "02:00:00:00:00:02", "172.30.64.2")},
+				"[fdb 02:00:00:00:00:02 172.30.64.2 neigh 10.64.1.0 02:00:00:00:00:02 route 10.64.1.0/24 via 10.64.1.0]"},
+			{[]VXLANPeer{peer("10.64.1.0/24", "02:00:00:00:00:02", "172.30.64.2"), peer("10.64.2.0/24", "02:00:00:00:00:03", "172.30.64.3")},
+				"[fdb 02:00:00:00:00:02 172.30.64.2 fdb 02:00:00:00:00:03 172.30.64.3 neigh 10.64.1.0 02:00:00:00:00:02 neigh 10.64.2.0 02:00:00:00:00:03 route 10.64.1.0/24 via 10.64.1.0 route 10.64.2.0/24 via 10.64.2.0]"},
+			{[]VXLANPeer{peer("10.64.2.0/24", "02:00:00:00:00:03", "172.30.64.3")},
+				"[fdb 02:00:00:00:00:03 172.30.64.3 neigh 10.64.2.0 02:00:00:00:00:03 route 10.64.2.0/24 via 10.64.2.0]"},
+			{nil, "[]"},
+		}
+		for i, s := range steps {
+			if err := dev.sync(s.peers); err != nil {
+				t.Errorf("step %d: sync: %v", i, err)
+				return
+			}
+			if got := state(); got != s.want {
+				t.Errorf("step %d: kernel has %s\nwant %s", i, got, s.want)
+			}
+		}
+		if err := dev.remove(); err != nil {
+			t.Errorf("remove: %v", err)
+		}
+		if _, err := netlink.LinkByName("wkh4vx.1"); err == nil {
+			t.Errorf("device still there after remove")
+		}
+	})
+}
+
+// TestMasquerade: the table holds the one rule (pod subnet, not to the cluster CIDR,
+// masquerade), rewriting it keeps one, and removing it twice is fine.
+func TestMasquerade(t *testing.T) {
+	inNetNS(t, func(netlink.Link) {
+		pod, cluster := netip.MustParsePrefix("10.64.1.0/24"), netip.MustParsePrefix("10.64.0.0/16")
+		for i := 0; i < 2; i++ {
+			if err := EnsureMasquerade("wkh4-masq", pod, cluster); err != nil {
+				t.Errorf("EnsureMasquerade: %v", err)
+				return
+			}
+		}
+		conn, err := nftables.New()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		tbl := &nftables.Table{Name: "wkh4-masq", Family: nftables.TableFamilyIPv4}
+		rules, err := conn.GetRules(tbl, &nftables.Chain{Name: "postrouting", Table: tbl})
+		if err != nil || len(rules) != 1 {
+			t.Errorf("rules %v, err %v: want one", rules, err)
+			return
+		}
+		var cmps []string
+		masq := false
+		for _, e := range rules[0].Exprs {
+			switch x := e.(type) {
+			case *expr.Cmp:
+				a, _ := netip.AddrFromSlice(x.Data)
+				cmps = append(cmps, fmt.Sprintf("%d %s", x.Op, a))
+			case *expr.Masq:
+				masq = true
+			}
+		}
+		if fmt.Sprint(cmps) != fmt.Sprintf("[%d 10.64.1.0 %d 10.64.0.0]", expr.CmpOpEq, expr.CmpOpNeq) || !masq {
+			t.Errorf("rule compares %v, masquerade %v", cmps, masq)
+		}
+		for i := 0; i < 2; i++ {
+			if err := RemoveMasquerade("wkh4-masq"); err != nil {
+				t.Errorf("RemoveMasquerade: %v", err)
+			}
 		}
 	})
 }

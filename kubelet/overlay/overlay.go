@@ -2,12 +2,16 @@ package overlay
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/netip"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -19,7 +23,10 @@ type Options struct {
 	NodeName string
 	NodeIP   string       // this node's InternalIP; its interface carries the routes
 	PodCIDR  netip.Prefix // this node's pod subnet
-	Backend  string       // BackendHostGW or BackendNone
+	Backend  string       // BackendVXLAN, BackendHostGW or BackendNone
+	// VXLANDevice names the vxlan backend's device (default DefaultVXLANDevice); nodes
+	// sharing a network namespace (two clusters on one machine) need their own.
+	VXLANDevice string
 	// CleanupOnExit removes the backend's routes when Run returns.
 	CleanupOnExit bool
 	Logger        *slog.Logger
@@ -56,7 +63,35 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("network backend %s: %w", o.Backend, err)
 	}
-	gw := &hostGW{link: link}
+	var (
+		apply    func(nodes []*v1.Node) (string, []Skipped, error) // one sync; what it keeps, for the log
+		cleanup  func() error
+		announce map[string]string // annotations this node's Node must carry
+	)
+	switch o.Backend {
+	case BackendHostGW:
+		gw := &hostGW{link: link}
+		apply = func(nodes []*v1.Node) (string, []Skipped, error) {
+			routes, skipped := PlanHostGW(o.NodeName, o.PodCIDR, onLink, nodes)
+			return fmt.Sprint(routes), skipped, gw.sync(routes)
+		}
+		cleanup = gw.cleanup
+	case BackendVXLAN:
+		name := o.VXLANDevice
+		if name == "" {
+			name = DefaultVXLANDevice
+		}
+		dev, err := ensureVXLAN(name, link, ip, o.PodCIDR)
+		if err != nil {
+			return fmt.Errorf("network backend %s: %w", o.Backend, err)
+		}
+		announce = map[string]string{AnnotationVTEPMAC: dev.MAC().String(), AnnotationPublicIP: ip.String()}
+		apply = func(nodes []*v1.Node) (string, []Skipped, error) {
+			peers, skipped := PlanVXLAN(o.NodeName, o.PodCIDR, nodes)
+			return fmt.Sprint(peers), skipped, dev.sync(peers)
+		}
+		cleanup = dev.remove
+	}
 
 	f := informers.NewSharedInformerFactory(o.Client, 0)
 	inf := f.Core().V1().Nodes()
@@ -77,30 +112,42 @@ func Run(ctx context.Context, o Options) error {
 		return nil
 	}
 	log.Info("pod network backend running", "link", link.Attrs().Name, "subnet", onLink.String())
+	nodesAPI := o.Client.CoreV1().Nodes()
 	told := map[string]string{} // node -> reason last logged
 	var last string
 	retry := time.NewTimer(0)
 	<-retry.C
 	for {
 		nodes, _ := lister.List(labels.Everything())
-		routes, skipped := PlanHostGW(o.NodeName, o.PodCIDR, onLink, nodes)
+		failed := false
+		if self, err := lister.Get(o.NodeName); err == nil && needsAnnotations(self, announce) {
+			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": announce}})
+			if _, err := nodesAPI.Patch(ctx, o.NodeName, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && ctx.Err() == nil {
+				log.Warn("announce this node's VXLAN endpoint; retrying", "err", err)
+				failed = true
+			}
+		}
+		kept, skipped, err := apply(nodes)
 		for _, s := range skipped {
 			if told[s.Node] != s.Reason {
 				told[s.Node] = s.Reason
 				log.Debug("no route to a node's pods", "node", s.Node, "reason", s.Reason)
 			}
 		}
-		if err := gw.sync(routes); err != nil {
+		if err != nil {
 			log.Warn("sync routes to other nodes' pods; retrying", "err", err)
+			failed = true
+		} else if kept != last {
+			last = kept
+			log.Info("routes to other nodes' pods", "routes", kept)
+		}
+		if failed {
 			retry.Reset(retryEvery)
-		} else if s := fmt.Sprint(routes); s != last {
-			last = s
-			log.Info("routes to other nodes' pods", "routes", s)
 		}
 		select {
 		case <-ctx.Done():
 			if o.CleanupOnExit {
-				if err := gw.cleanup(); err != nil {
+				if err := cleanup(); err != nil {
 					log.Warn("remove routes on exit", "err", err)
 				}
 			}
@@ -109,4 +156,14 @@ func Run(ctx context.Context, o Options) error {
 		case <-retry.C:
 		}
 	}
+}
+
+// needsAnnotations reports whether n lacks any of want or carries another value.
+func needsAnnotations(n *v1.Node, want map[string]string) bool {
+	for k, v := range want {
+		if n.Annotations[k] != v {
+			return true
+		}
+	}
+	return false
 }

@@ -65,14 +65,50 @@ func TestPlanHostGW(t *testing.T) {
 }
 
 func TestCheckBackend(t *testing.T) {
-	for _, b := range []string{BackendHostGW, BackendNone} {
+	for _, b := range []string{BackendVXLAN, BackendHostGW, BackendNone} {
 		if err := CheckBackend(b); err != nil {
 			t.Errorf("%s: %v", b, err)
 		}
 	}
-	for _, b := range []string{"", "vxlan", "flannel"} {
+	for _, b := range []string{"", "udp", "flannel"} {
 		if err := CheckBackend(b); err == nil {
 			t.Errorf("%q: want an error", b)
 		}
+	}
+}
+
+func vxnode(name, podCIDR, ip, mac, public string) *v1.Node {
+	n := node(name, podCIDR, ip)
+	n.Annotations = map[string]string{}
+	if mac != "" {
+		n.Annotations[AnnotationVTEPMAC] = mac
+	}
+	if public != "" {
+		n.Annotations[AnnotationPublicIP] = public
+	}
+	return n
+}
+
+func TestPlanVXLAN(t *testing.T) {
+	own := netip.MustParsePrefix("10.64.0.0/24")
+	peers, skipped := PlanVXLAN("self", own, []*v1.Node{
+		vxnode("self", "10.64.0.0/24", "172.30.64.1", "02:00:00:00:00:01", ""),
+		vxnode("c", "10.64.2.0/24", "192.168.7.3", "02:00:00:00:00:03", "172.30.99.3"), // public-ip wins, any subnet
+		vxnode("b", "10.64.1.0/24", "172.30.64.2", "02:00:00:00:00:02", ""),
+		vxnode("nomac", "10.64.3.0/24", "172.30.64.4", "", ""),
+		vxnode("badmac", "10.64.4.0/24", "172.30.64.5", "zz", ""),
+		vxnode("waiting", "", "172.30.64.6", "02:00:00:00:00:06", ""),
+		vxnode("dup", "10.64.1.0/24", "172.30.64.7", "02:00:00:00:00:07", ""),
+	})
+	want := "[10.64.1.0/24 via 10.64.1.0 (02:00:00:00:00:02 at 172.30.64.2) 10.64.2.0/24 via 10.64.2.0 (02:00:00:00:00:03 at 172.30.99.3)]"
+	if got := fmt.Sprint(peers); got != want {
+		t.Errorf("peers %s, want %s", got, want)
+	}
+	var names []string
+	for _, s := range skipped {
+		names = append(names, s.Node)
+	}
+	if fmt.Sprint(names) != "[badmac dup nomac waiting]" {
+		t.Errorf("skipped %v", skipped)
 	}
 }
