@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"reflect"
+	"slices"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
@@ -121,6 +122,7 @@ func (t *table) applyAll(rs Ruleset) error {
 
 	services := chain("services")
 	nodePorts := chain("nodeports")
+	external := chain("external")
 	masq := chain("mark-for-masquerade")
 	rule(masq, setMark()...)
 
@@ -128,6 +130,9 @@ func (t *table) applyAll(rs Ruleset) error {
 	rule(pre, cat(iifname(t.bridge), saddrIn(t.podNet), jump(services.Name))...)
 	out := base("output", nftables.ChainTypeNAT, nftables.ChainHookOutput, nftables.ChainPriorityNATDest)
 	rule(out, jump(services.Name)...)
+	// External IPs and LoadBalancer ingress IPs: from anywhere (pods, the host, other hosts).
+	rule(pre, jump(external.Name)...)
+	rule(out, jump(external.Name)...)
 	for _, ip := range t.nodeIPs {
 		rule(pre, cat(daddr(ip), jump(nodePorts.Name))...)
 		rule(out, cat(daddr(ip), jump(nodePorts.Name))...)
@@ -157,6 +162,11 @@ func (t *table) applyAll(rs Ruleset) error {
 		}
 		if sp.NodePort != 0 {
 			rule(nodePorts, cat(l4proto(proto), dport(sp.NodePort), jump(svc.Name))...)
+		}
+		for _, ext := range sp.ExternalIPs {
+			// Masqueraded like NodePort traffic from outside, so a backend on another
+			// node answers through this one.
+			rule(external, cat(daddr(net.ParseIP(ext).To4()), l4proto(proto), dport(sp.Port), setMark(), jump(svc.Name))...)
 		}
 		if sp.Affinity > 0 {
 			if t.net.MasqueradeAll {
@@ -231,7 +241,7 @@ func (t *table) applyEndpoints(rs Ruleset) (ok bool, err error) {
 			continue
 		}
 		sameShape := sp.Name == old.Name && sp.ClusterIP == old.ClusterIP && sp.Protocol == old.Protocol && sp.Port == old.Port &&
-			sp.NodePort == old.NodePort && sp.Affinity == 0 && old.Affinity == 0 && (len(sp.Endpoints) == 0) == (len(old.Endpoints) == 0)
+			sp.NodePort == old.NodePort && slices.Equal(sp.ExternalIPs, old.ExternalIPs) && sp.Affinity == 0 && old.Affinity == 0 && (len(sp.Endpoints) == 0) == (len(old.Endpoints) == 0)
 		if !sameShape {
 			return false, nil
 		}

@@ -60,6 +60,7 @@ func TestTableInNetns(t *testing.T) {
 	}
 	rs := bigRuleset(3, 2)
 	rs.Services[1].Affinity = time.Hour
+	rs.Services[2].ExternalIPs = []string{"10.65.0.9", "10.65.0.10"} // a LoadBalancer's nodes
 	rs.HostPorts = []HostPort{{Pod: "ns/hp", Protocol: v1.ProtocolTCP, HostPort: 8081, PodIP: "10.42.0.5", ContainerPort: 80}}
 	if err := tbl.apply(rs); err != nil {
 		t.Fatal(err)
@@ -87,7 +88,8 @@ func TestTableInNetns(t *testing.T) {
 	// services: 3 ClusterIP rules; nodeports: 3 + 2 for the hostPort; a random service: 2
 	// hairpin marks and 2 DNATs; the ClientIP one: 2 lookups, 2 picks, and per endpoint a
 	// chain of mark, set update and DNAT.
-	want := map[string]int{"services": 3, "nodeports": 5, "mark-for-masquerade": 1, "prerouting": 2, "output": 2,
+	// external: one rule per external IP.
+	want := map[string]int{"services": 3, "nodeports": 5, "external": 2, "mark-for-masquerade": 1, "prerouting": 3, "output": 3,
 		"postrouting": 1, "filter-forward": 2, "filter-output": 2,
 		"svc-ns/svc-0/http/tcp": 4, "svc-ns/svc-1/http/tcp": 4, "svc-ns/svc-2/http/tcp": 4,
 		"svc-ns/svc-1/http/tcp/10.42.0.2:8080": 3, "svc-ns/svc-1/http/tcp/10.42.1.2:8080": 3}
@@ -111,8 +113,8 @@ func TestTableInNetns(t *testing.T) {
 	if err := tbl.apply(Ruleset{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := chains(); len(got) != 8 {
-		t.Errorf("after an empty rewrite: %v, want the 8 fixed chains", got)
+	if got := chains(); len(got) != 9 {
+		t.Errorf("after an empty rewrite: %v, want the 9 fixed chains", got)
 	}
 	if err := removeTable(tbl.conn, "wasmkube-test"); err != nil {
 		t.Fatal(err)

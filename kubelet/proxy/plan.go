@@ -25,6 +25,10 @@ type ServicePort struct {
 	Protocol  v1.Protocol
 	Port      int32
 	NodePort  int32 // 0: none
+	// ExternalIPs are addresses the port also answers on, whatever the node: the
+	// Service's spec.externalIPs and a LoadBalancer's status.loadBalancer.ingress IPs
+	// (the nodes' addresses, core/controller/servicelb). Sorted.
+	ExternalIPs []string
 	// Affinity is the ClientIP affinity timeout; 0 is sessionAffinity None.
 	Affinity  time.Duration
 	Endpoints []Endpoint // ready endpoints only, sorted
@@ -79,12 +83,13 @@ func Plan(services []*v1.Service, slices []*discoveryv1.EndpointSlice, pods []*v
 				affinity = time.Duration(*c.ClientIP.TimeoutSeconds) * time.Second
 			}
 		}
+		external := externalIPs(svc)
 		for _, sp := range svc.Spec.Ports {
 			proto := sp.Protocol
 			if proto == "" {
 				proto = v1.ProtocolTCP
 			}
-			if clusterIP == "" && sp.NodePort == 0 {
+			if clusterIP == "" && sp.NodePort == 0 && len(external) == 0 {
 				continue
 			}
 			portName := sp.Name
@@ -93,7 +98,7 @@ func Plan(services []*v1.Service, slices []*discoveryv1.EndpointSlice, pods []*v
 			}
 			p := ServicePort{
 				Name:      strings.Join([]string{svc.Namespace, svc.Name, portName, strings.ToLower(string(proto))}, "/"),
-				ClusterIP: clusterIP, Protocol: proto, Port: sp.Port, NodePort: sp.NodePort, Affinity: affinity,
+				ClusterIP: clusterIP, Protocol: proto, Port: sp.Port, NodePort: sp.NodePort, ExternalIPs: external, Affinity: affinity,
 				Endpoints: readyEndpoints(eps[svc.Namespace+"/"+svc.Name], sp.Name, proto),
 			}
 			rs.Services = append(rs.Services, p)
@@ -131,6 +136,32 @@ func Plan(services []*v1.Service, slices []*discoveryv1.EndpointSlice, pods []*v
 		return a.HostPort < b.HostPort
 	})
 	return rs
+}
+
+// externalIPs are the IPv4 addresses svc answers on besides its cluster IP: spec.externalIPs
+// and, for a LoadBalancer, the ingress IPs whose ipMode is VIP (or unset); ipMode Proxy
+// means a load balancer in front rewrites the address, as upstream's proxy reads it.
+func externalIPs(svc *v1.Service) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(ip string) {
+		if net.ParseIP(ip).To4() != nil && !seen[ip] {
+			seen[ip] = true
+			out = append(out, ip)
+		}
+	}
+	for _, ip := range svc.Spec.ExternalIPs {
+		add(ip)
+	}
+	if svc.Spec.Type == v1.ServiceTypeLoadBalancer {
+		for _, in := range svc.Status.LoadBalancer.Ingress {
+			if in.IPMode == nil || *in.IPMode == v1.LoadBalancerIPModeVIP {
+				add(in.IP)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // readyEndpoints are the backends of the service port named portName with proto in the

@@ -22,6 +22,12 @@ func TestPlan(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "headless"}, Spec: v1.ServiceSpec{ClusterIP: v1.ClusterIPNone, Ports: []v1.ServicePort{{Port: 80}}}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ext"}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeExternalName, ExternalName: "example.org"}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "draining"}, Spec: v1.ServiceSpec{ClusterIP: "10.96.0.12", Ports: []v1.ServicePort{{Port: 80}}}},
+		// A LoadBalancer: its ingress IPs (the nodes', from servicelb) and externalIPs are
+		// answered too; an ingress with ipMode Proxy is not.
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "lb"}, Spec: v1.ServiceSpec{ClusterIP: "10.96.0.13",
+			Type: v1.ServiceTypeLoadBalancer, ExternalIPs: []string{"192.0.2.7"}, Ports: []v1.ServicePort{{Port: 80}}},
+			Status: v1.ServiceStatus{LoadBalancer: v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{
+				{IP: "10.65.0.9"}, {IP: "10.65.0.30", IPMode: ptrTo(v1.LoadBalancerIPModeVIP)}, {IP: "198.51.100.1", IPMode: ptrTo(v1.LoadBalancerIPModeProxy)}}}}},
 	}
 	str := func(s string) *string { return &s }
 	port := func(p int32) *int32 { return &p }
@@ -47,6 +53,8 @@ func TestPlan(t *testing.T) {
 		// Only terminating endpoints left: the serving ones carry the traffic.
 		slice("draining", "draining-a", []discoveryv1.EndpointPort{{Name: str(""), Port: port(80), Protocol: proto(v1.ProtocolTCP)}},
 			ep("10.42.0.7", "n1", false, true, true), ep("10.42.0.8", "n1", false, false, true)),
+		slice("lb", "lb-a", []discoveryv1.EndpointPort{{Name: str(""), Port: port(8080), Protocol: proto(v1.ProtocolTCP)}},
+			ep("10.42.0.5", "n2", true, true, false)),
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "v6", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
 			AddressType: discoveryv1.AddressTypeIPv6, Ports: webPorts, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"fd00::1"}}}},
 	}
@@ -63,6 +71,8 @@ func TestPlan(t *testing.T) {
 		Services: []ServicePort{
 			{Name: "default/draining/80/tcp", ClusterIP: "10.96.0.12", Protocol: v1.ProtocolTCP, Port: 80,
 				Endpoints: []Endpoint{{IP: "10.42.0.7", Port: 80}}},
+			{Name: "default/lb/80/tcp", ClusterIP: "10.96.0.13", Protocol: v1.ProtocolTCP, Port: 80,
+				ExternalIPs: []string{"10.65.0.30", "10.65.0.9", "192.0.2.7"}, Endpoints: []Endpoint{{IP: "10.42.0.5", Port: 8080}}},
 			{Name: "default/sticky/8080/tcp", ClusterIP: "10.96.0.11", Protocol: v1.ProtocolTCP, Port: 8080, Affinity: time.Minute,
 				Endpoints: []Endpoint{{IP: "10.42.0.4", Port: 8080}}},
 			{Name: "default/web/dns/udp", ClusterIP: "10.96.0.10", Protocol: v1.ProtocolUDP, Port: 53,
@@ -90,3 +100,5 @@ func TestNewTableRefusesBadNetworks(t *testing.T) {
 		}
 	}
 }
+
+func ptrTo[T any](v T) *T { return &v }
