@@ -2,6 +2,8 @@ package kubelet_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -163,5 +165,45 @@ func TestImageNeverPullReason(t *testing.T) {
 		if strings.HasPrefix(c, "PullImage") {
 			t.Errorf("runtime asked to pull despite policy Never: %s", c)
 		}
+	}
+}
+
+// A volume that does not resolve holds every container in CreateContainerConfigError with
+// the pod, field and reason; once it resolves the pod runs and that waiting state is gone.
+func TestVolumeWaitingClears(t *testing.T) {
+	srv := apiservertest.Start(t)
+	fake := runtime.NewFake("busybox")
+	ctx, cancel := context.WithCancel(context.Background())
+	k, err := kubelet.New(ctx, kubelet.Options{RESTConfig: srv.NodeConfig(t, "fake-node"), NodeName: "fake-node", RootDir: t.TempDir(),
+		Runtime: fake, ServerAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- k.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	dir := filepath.Join(t.TempDir(), "later")
+	dirType := v1.HostPathDirectory
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "vol", Namespace: "default"}, Spec: v1.PodSpec{NodeName: "fake-node",
+		Containers: []v1.Container{{Name: "app", Image: "busybox", VolumeMounts: []v1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
+		Volumes:    []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: dir, Type: &dirType}}}}}}
+	if _, err := srv.Client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := waitPod(t, srv.Client, "default", "vol", "waiting on its volume", func(p *v1.Pod) bool {
+		cs := containerStatus(p, "app")
+		return cs != nil && cs.State.Waiting != nil && cs.State.Waiting.Reason == "CreateContainerConfigError"
+	})
+	want := "pod default/vol: spec.volumes[0].hostPath: " + dir + " is not an existing directory"
+	if w := containerStatus(got, "app").State.Waiting; w.Message != want {
+		t.Errorf("waiting message %q, want %q", w.Message, want)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got = waitPod(t, srv.Client, "default", "vol", "Running once the volume resolves", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	if cs := containerStatus(got, "app"); cs.State.Waiting != nil || cs.State.Running == nil {
+		t.Errorf("app after its volume resolved: %+v", cs.State)
 	}
 }
