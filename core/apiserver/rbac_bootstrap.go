@@ -143,6 +143,20 @@ func bootstrapClusterRoles() []*rbacv1.ClusterRole {
 			rule(read, core, "endpoints", "services")),
 		clusterRole("system:kube-dns", nil,
 			rule([]string{"list", "watch"}, core, "endpoints", "services")),
+		// Upstream's roles of its two EndpointSlice controllers (each bound to its service
+		// account in kube-system); wasmkube's run in the controller manager under its own
+		// credential (system:kube-controller-manager below), so these are for manifests and
+		// tools that look for them.
+		clusterRole("system:controller:endpointslice-controller", nil,
+			rule(read, core, "services", "pods", "nodes"),
+			rule([]string{"update"}, core, "services/finalizers"),
+			rule([]string{"create", "delete", "get", "list", "update"}, []string{"discovery.k8s.io"}, "endpointslices"),
+			eventsRule()),
+		clusterRole("system:controller:endpointslicemirroring-controller", nil,
+			rule(read, core, "services", "endpoints"),
+			rule([]string{"update"}, core, "services/finalizers", "endpoints/finalizers"),
+			rule([]string{"create", "delete", "get", "list", "update"}, []string{"discovery.k8s.io"}, "endpointslices"),
+			eventsRule()),
 		clusterRole("system:persistent-volume-provisioner", nil,
 			rule([]string{"create", "delete", "get", "list", "watch"}, core, "persistentvolumes"),
 			rule([]string{"get", "list", "update", "watch"}, core, "persistentvolumeclaims"),
@@ -270,6 +284,10 @@ func bootstrapClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 		clusterRoleBinding("system:volume-scheduler", "system:volume-scheduler", userSubject(SchedulerUser)),
 		clusterRoleBinding("system:kube-dns", "system:kube-dns",
 			rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: "kube-system", Name: "kube-dns"}),
+		clusterRoleBinding("system:controller:endpointslice-controller", "system:controller:endpointslice-controller",
+			rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: "kube-system", Name: "endpointslice-controller"}),
+		clusterRoleBinding("system:controller:endpointslicemirroring-controller", "system:controller:endpointslicemirroring-controller",
+			rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: "kube-system", Name: "endpointslicemirroring-controller"}),
 		// As upstream: bound to no one, kubelets are authorized by the node authorizer.
 		clusterRoleBinding("system:node", "system:node"),
 	}
