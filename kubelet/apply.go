@@ -250,19 +250,3 @@ func (w *podWorker) killContainer(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	}
 	w.k.log.Debug("container stopped", "pod", podKey(pod), "container", st.Name, "grace left", left, "took", time.Since(t0), "past deadline", time.Since(deadline))
 }
-
-// unhealthy names the running containers whose probes want them killed, and why.
-func (w *podWorker) unhealthy() map[string]string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	m := map[string]string{}
-	for id, p := range w.probes {
-		switch {
-		case p.livenessFailed:
-			m[id] = "failed liveness probe"
-		case p.startupFailed:
-			m[id] = "failed startup probe"
-		}
-	}
-	return m
-}

@@ -2,22 +2,15 @@ package kubelet
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/wasmkube/wasmkube/kubelet/probe"
 	"github.com/wasmkube/wasmkube/kubelet/runtime"
 )
 
@@ -55,31 +48,6 @@ type podWorker struct {
 	// terminating is when the worker first saw the pod deleted (owned by its goroutine):
 	// the grace deadline is never later than a grace period after it.
 	terminating time.Time
-}
-
-// errImageNeverPull is a missing image under imagePullPolicy Never: not a pull failure, so
-// it is reported as ErrImageNeverPull (as upstream) rather than ErrImagePull/ImagePullBackOff.
-type errImageNeverPull struct {
-	image  string
-	policy v1.PullPolicy // the pod's (defaulted) policy
-	local  bool          // a wasmkube.local/ image, which exists only by import
-}
-
-func (e *errImageNeverPull) Error() string {
-	if e.local && e.policy != v1.PullNever {
-		return fmt.Sprintf("Container image %q is not present with pull policy of %s, and wasmkube.local/ images are never pulled: import it on the node (make images, or wasmkube image import)", e.image, e.policy)
-	}
-	return fmt.Sprintf("Container image %q is not present with pull policy of %s", e.image, e.policy)
-}
-
-type containerProbes struct {
-	cancel         context.CancelFunc
-	hasReadiness   bool
-	ready          bool
-	hasStartup     bool
-	started        bool
-	livenessFailed bool
-	startupFailed  bool
 }
 
 func newPodWorker(k *Kubelet, pod *v1.Pod) *podWorker {
@@ -219,30 +187,6 @@ func (w *podWorker) sync(ctx context.Context) (time.Duration, bool) {
 	return requeue, false
 }
 
-// targetContainerID is the running container whose PID namespace ephemeral container name
-// joins (its targetContainerName), "" when it names none; an error when the target does
-// not run (the start is retried at the next sync).
-func (w *podWorker) targetContainerID(ctx context.Context, pod *v1.Pod, name string) (string, error) {
-	target := ""
-	for _, ec := range pod.Spec.EphemeralContainers {
-		if ec.Name == name {
-			target = ec.TargetContainerName
-		}
-	}
-	if target == "" {
-		return "", nil
-	}
-	cs, err := w.k.rt.ListContainers(ctx, string(pod.UID))
-	if err != nil {
-		return "", err
-	}
-	latest, _ := LatestByName(cs)
-	if l := latest[target]; l != nil && l.State == runtime.ContainerRunning {
-		return l.ID, nil
-	}
-	return "", fmt.Errorf("target container %q of ephemeral container %q is not running", target, name)
-}
-
 func (w *podWorker) setWaiting(name string, wt *Waiting) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -260,186 +204,6 @@ func (w *podWorker) setWaitingAll(pod *v1.Pod, wt Waiting) {
 	for _, c := range pod.Spec.Containers {
 		w.setWaiting(c.Name, &wt)
 	}
-}
-
-// ensureImage applies the pull policy. Images named wasmkube.local/... exist only by import
-// (make images, `wasmkube image import`) and are never pulled.
-func (w *podWorker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container) error {
-	ref, err := runtime.NormalizeImage(c.Image)
-	if err != nil {
-		return err
-	}
-	policy := c.ImagePullPolicy
-	if policy != v1.PullAlways && w.k.imageKnown(ref) {
-		w.k.rec.event(pod, v1.EventTypeNormal, "Pulled", c.Name, "Container image %q already present on machine", c.Image)
-		return nil
-	}
-	present, err := w.k.rt.ImageStatus(ctx, ref)
-	if err != nil {
-		return err
-	}
-	if policy == "" {
-		policy = v1.PullIfNotPresent
-	}
-	podPolicy, local := policy, isLocalOnly(ref)
-	if local {
-		policy = v1.PullNever
-	}
-	switch {
-	case policy == v1.PullNever && present == nil:
-		return &errImageNeverPull{image: c.Image, policy: podPolicy, local: local}
-	case policy == v1.PullAlways || present == nil:
-		w.releaseSlot()
-		w.k.rec.event(pod, v1.EventTypeNormal, "Pulling", c.Name, "Pulling image %q", c.Image)
-		start := time.Now()
-		auth, err := w.k.pullAuth(ctx, pod, ref)
-		if err != nil {
-			return err
-		}
-		if _, err := w.k.rt.PullImage(ctx, ref, auth); err != nil {
-			return fmt.Errorf("pull %s: %w", c.Image, err)
-		}
-		w.k.rec.event(pod, v1.EventTypeNormal, "Pulled", c.Name, "Successfully pulled image %q in %s", c.Image, time.Since(start).Round(time.Millisecond))
-		w.k.setImageKnown(ref)
-	default:
-		w.k.setImageKnown(ref)
-		w.k.rec.event(pod, v1.EventTypeNormal, "Pulled", c.Name, "Container image %q already present on machine", c.Image)
-	}
-	return nil
-}
-
-func isLocalOnly(ref string) bool {
-	return len(ref) > len("wasmkube.local/") && ref[:len("wasmkube.local/")] == "wasmkube.local/"
-}
-
-func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, sb *runtime.Sandbox, c *v1.Container, field string, attempt int, volumes map[string]string) {
-	w.mu.Lock()
-	retryAt, failures, never := w.pullRetry[c.Name], w.pullFailures[c.Name], w.pullNever[c.Name]
-	w.mu.Unlock()
-	if time.Now().Before(retryAt) {
-		if never != "" {
-			w.setWaiting(c.Name, &Waiting{Reason: "ErrImageNeverPull", Message: never})
-		} else {
-			w.setWaiting(c.Name, &Waiting{Reason: "ImagePullBackOff", Message: fmt.Sprintf("Back-off pulling image %q", c.Image)})
-		}
-		return
-	}
-	if err := w.ensureImage(ctx, pod, c); err != nil {
-		failures++
-		var neverErr *errImageNeverPull
-		isNever := errors.As(err, &neverErr)
-		w.mu.Lock()
-		// Policy Never is re-checked on the same back-off (the image may be imported meanwhile),
-		// which also keeps its warning events from flooding.
-		w.pullFailures[c.Name], w.pullRetry[c.Name] = failures, time.Now().Add(RestartDelay(failures))
-		if isNever {
-			w.pullNever[c.Name] = err.Error()
-		} else {
-			delete(w.pullNever, c.Name)
-		}
-		w.mu.Unlock()
-		if isNever {
-			w.setWaiting(c.Name, &Waiting{Reason: "ErrImageNeverPull", Message: err.Error()})
-			w.k.rec.event(pod, v1.EventTypeWarning, "ErrImageNeverPull", c.Name, "%s", err.Error())
-			return
-		}
-		w.setWaiting(c.Name, &Waiting{Reason: "ErrImagePull", Message: err.Error()})
-		w.k.rec.event(pod, v1.EventTypeWarning, "Failed", c.Name, "Failed to pull image %q: %v", c.Image, err)
-		return
-	}
-	w.mu.Lock()
-	delete(w.pullFailures, c.Name)
-	delete(w.pullRetry, c.Name)
-	delete(w.pullNever, c.Name)
-	w.mu.Unlock()
-	cfg, err := w.containerConfig(ctx, pod, sb, c, field, attempt, volumes)
-	if err != nil {
-		w.setWaiting(c.Name, &Waiting{Reason: "CreateContainerConfigError", Message: err.Error()})
-		w.k.rec.event(pod, v1.EventTypeWarning, "Failed", c.Name, "Error: %v", err)
-		return
-	}
-	id, err := w.k.rt.CreateContainer(ctx, sb.ID, *cfg)
-	if err != nil {
-		if errors.Is(err, runtime.ErrNotFound) {
-			w.k.forgetImage(cfg.Image)
-		}
-		w.setWaiting(c.Name, &Waiting{Reason: "CreateContainerError", Message: err.Error()})
-		w.k.rec.event(pod, v1.EventTypeWarning, "Failed", c.Name, "Error: %v", err)
-		return
-	}
-	w.k.rec.event(pod, v1.EventTypeNormal, "Created", c.Name, "Created container %s", c.Name)
-	if err := w.k.rt.StartContainer(ctx, id); err != nil {
-		w.setWaiting(c.Name, &Waiting{Reason: "RunContainerError", Message: err.Error()})
-		w.k.rec.event(pod, v1.EventTypeWarning, "Failed", c.Name, "Error: %v", err)
-		_ = w.k.rt.RemoveContainer(ctx, id)
-		return
-	}
-	w.setWaiting(c.Name, nil)
-	w.k.rec.event(pod, v1.EventTypeNormal, "Started", c.Name, "Started container %s", c.Name)
-	if attempt >= 2 {
-		w.pruneOldAttempts(ctx, c.Name, attempt)
-	}
-	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
-		w.releaseSlot()
-		t := probe.Target{Pod: pod, Container: c, ContainerID: id, PodIP: sb.IP}
-		if err := w.k.postStart.PostStart(ctx, t, c.Lifecycle.PostStart); err != nil {
-			w.k.rec.event(pod, v1.EventTypeWarning, "FailedPostStartHook", c.Name, "PostStartHook failed: %v", err)
-			_ = w.k.rt.StopContainer(ctx, id, gracePeriod(pod))
-		}
-	}
-}
-
-// pruneOldAttempts keeps the newest attempt and the one before it (for logs --previous).
-func (w *podWorker) pruneOldAttempts(ctx context.Context, name string, attempt int) {
-	cs, err := w.k.rt.ListContainers(ctx, string(w.uid))
-	if err != nil {
-		return
-	}
-	for _, c := range cs {
-		if c.Name == name && c.Attempt < attempt-1 {
-			_ = w.k.rt.RemoveContainer(ctx, c.ID)
-			_ = os.Remove(c.LogPath)
-			_ = os.Remove(TerminationLogPath(w.k.opts.RootDir, string(w.uid), c.Name, c.Attempt))
-		}
-	}
-}
-
-func (w *podWorker) containerConfig(ctx context.Context, pod *v1.Pod, sb *runtime.Sandbox, c *v1.Container, field string, attempt int, volumes map[string]string) (*runtime.ContainerConfig, error) {
-	mounts, err := ContainerMounts(pod, c, field, volumes)
-	if err != nil {
-		return nil, err
-	}
-	if c.TerminationMessagePath != "" {
-		tl := TerminationLogPath(w.k.opts.RootDir, string(pod.UID), c.Name, attempt)
-		if err := os.MkdirAll(filepath.Dir(tl), 0o755); err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(tl, nil, 0o666); err != nil {
-			return nil, err
-		}
-		_ = os.Chmod(tl, 0o666) // writable whatever user the container runs as
-		mounts = append(mounts, runtime.Mount{HostPath: tl, ContainerPath: c.TerminationMessagePath})
-	}
-	env, err := ContainerEnv(context.Background(), pod, c, field, sb.IP, w.k.opts.NodeIP, w.k.objects)
-	if err != nil {
-		return nil, err
-	}
-	env = withServiceEnv(w.k.serviceEnv(pod), env)
-	ref, err := runtime.NormalizeImage(c.Image)
-	if err != nil {
-		return nil, err
-	}
-	target, err := w.targetContainerID(ctx, pod, c.Name)
-	if err != nil {
-		return nil, err
-	}
-	return &runtime.ContainerConfig{
-		Name: c.Name, Attempt: attempt, Image: ref, Command: c.Command, Args: c.Args, Env: env,
-		WorkingDir: c.WorkingDir, Mounts: mounts, Resources: ContainerResources(c), Security: ContainerSecurity(pod, c),
-		LogPath: LogPath(w.k.opts.RootDir, string(pod.UID), c.Name, attempt),
-		Stdin:   c.Stdin, StdinOnce: c.StdinOnce, TTY: c.TTY,
-		TargetContainerID: target, HostPID: pod.Spec.HostPID, HostIPC: pod.Spec.HostIPC,
-	}, nil
 }
 
 func (w *podWorker) writeStatus(ctx context.Context, pod *v1.Pod, obs *observed) error {
@@ -514,139 +278,6 @@ func newerRV(a, b string) bool {
 		return len(a) > len(b)
 	}
 	return a > b
-}
-
-// syncProbes starts probe loops for running containers and stops those of exited ones.
-func (w *podWorker) syncProbes(ctx context.Context, pod *v1.Pod, obs *observed) {
-	running := map[string]*runtime.ContainerStatus{}
-	for i := range obs.containers {
-		if c := &obs.containers[i]; c.State == runtime.ContainerRunning {
-			running[c.ID] = c
-		}
-	}
-	w.mu.Lock()
-	var stale []string
-	for id := range w.probes {
-		if running[id] == nil {
-			stale = append(stale, id)
-		}
-	}
-	w.mu.Unlock()
-	for _, id := range stale {
-		w.stopProbes(id)
-	}
-	sb := readySandbox(obs.sandboxes)
-	if sb == nil {
-		return
-	}
-	ids := make([]string, 0, len(running))
-	for id := range running {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		st := running[id]
-		var spec *v1.Container
-		for i := range pod.Spec.Containers {
-			if pod.Spec.Containers[i].Name == st.Name {
-				spec = &pod.Spec.Containers[i]
-			}
-		}
-		if spec == nil {
-			continue // init containers are not probed
-		}
-		w.mu.Lock()
-		_, exists := w.probes[id]
-		w.mu.Unlock()
-		if exists {
-			continue
-		}
-		w.startProbes(ctx, pod, spec, st, sb.IP)
-	}
-}
-
-func (w *podWorker) startProbes(ctx context.Context, pod *v1.Pod, c *v1.Container, st *runtime.ContainerStatus, podIP string) {
-	pctx, cancel := context.WithCancel(ctx)
-	cp := &containerProbes{cancel: cancel, hasReadiness: c.ReadinessProbe != nil, hasStartup: c.StartupProbe != nil}
-	w.mu.Lock()
-	w.probes[st.ID] = cp
-	w.mu.Unlock()
-	t := probe.Target{Pod: pod, Container: c, ContainerID: st.ID, PodIP: podIP}
-	startedAt := st.StartedAt
-	if startedAt.IsZero() {
-		startedAt = time.Now()
-	}
-	w.k.describeHooks(ctx, pod, c)
-	target := func(kind probe.Kind) probe.Target { t := t; t.Kind = kind; return t }
-	// onResult counts every probe (prober_probe_total) and reports failures as Unhealthy.
-	onResult := func(kind probe.Kind) func(probe.Result, string) {
-		counter := func(r probe.Result) prometheus.Counter {
-			return w.k.metrics.probes.WithLabelValues(string(kind), probeResult(r), c.Name, pod.Name, pod.Namespace)
-		}
-		return func(r probe.Result, msg string) {
-			counter(r).Inc()
-			if r == probe.Failure {
-				w.k.rec.event(pod, v1.EventTypeWarning, "Unhealthy", c.Name, "%s probe failed: %s", kind, msg)
-			}
-		}
-	}
-	set := func(f func()) {
-		w.mu.Lock()
-		f()
-		w.mu.Unlock()
-		w.wake()
-	}
-	runMain := func() {
-		if c.LivenessProbe != nil {
-			tr := probe.NewTracker(c.LivenessProbe, probe.Success)
-			go probe.Loop(pctx, w.k.prober, target(probe.Liveness), c.LivenessProbe, startedAt, tr, onResult(probe.Liveness), func(r probe.Result) {
-				if r == probe.Failure {
-					set(func() { cp.livenessFailed = true })
-				}
-			})
-		}
-		if c.ReadinessProbe != nil {
-			tr := probe.NewTracker(c.ReadinessProbe, probe.Failure)
-			go probe.Loop(pctx, w.k.prober, target(probe.Readiness), c.ReadinessProbe, startedAt, tr, onResult(probe.Readiness), func(r probe.Result) {
-				set(func() { cp.ready = r == probe.Success })
-			})
-		}
-	}
-	if c.StartupProbe == nil {
-		runMain()
-		return
-	}
-	sctx, scancel := context.WithCancel(pctx)
-	tr := probe.NewTracker(c.StartupProbe, probe.Failure)
-	go probe.Loop(sctx, w.k.prober, target(probe.Startup), c.StartupProbe, startedAt, tr, onResult(probe.Startup), func(r probe.Result) {
-		scancel()
-		if r == probe.Success {
-			set(func() { cp.started = true })
-			runMain()
-		} else {
-			set(func() { cp.startupFailed = true })
-		}
-	})
-}
-
-func (w *podWorker) stopProbes(id string) {
-	w.mu.Lock()
-	p := w.probes[id]
-	delete(w.probes, id)
-	w.mu.Unlock()
-	if p != nil {
-		p.cancel()
-	}
-}
-
-func (w *podWorker) stopAllProbes() {
-	w.mu.Lock()
-	ps := w.probes
-	w.probes = map[string]*containerProbes{}
-	w.mu.Unlock()
-	for _, p := range ps {
-		p.cancel()
-	}
 }
 
 func podRef(p *v1.Pod) runtime.PodRef {
