@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/yaml"
 
 	"github.com/wasmkube/wasmkube/plugins/wasmtest"
 )
@@ -30,14 +31,16 @@ func (o *kitOptions) flags(c *cobra.Command) {
 	f := c.Flags()
 	f.DurationVar(&o.timeout, "timeout", 0, "time limit per call (0: "+wasmtest.DefaultTimeouts()+")")
 	f.StringVar(&o.memoryLimit, "memory-limit", "64Mi", "memory limit per instance")
-	f.StringVarP(&o.output, "output", "o", "text", "text or json")
+	f.StringVarP(&o.output, "output", "o", "text", "text, json, or junit (a JUnit XML report on stdout)")
 	f.StringVar(&o.junit, "junit", "", "also write a JUnit XML report to this file")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "show the plugin's log lines")
 }
 
 func (o *kitOptions) open(ctx context.Context, file string) (*wasmtest.Plugin, error) {
-	if o.output != "text" && o.output != "json" {
-		return nil, fmt.Errorf("--output %q: must be text or json", o.output)
+	switch o.output {
+	case "text", "json", "junit":
+	default:
+		return nil, fmt.Errorf("--output %q: must be text, json or junit", o.output)
 	}
 	mem, err := resource.ParseQuantity(o.memoryLimit)
 	if err != nil {
@@ -53,11 +56,16 @@ func (o *kitOptions) open(ctx context.Context, file string) (*wasmtest.Plugin, e
 
 // report prints the results as asked and fails when any did not pass.
 func (o *kitOptions) report(out io.Writer, suite string, rs []wasmtest.Result) error {
-	if o.output == "json" {
+	switch o.output {
+	case "json":
 		if err := wasmtest.WriteJSON(out, rs); err != nil {
 			return err
 		}
-	} else {
+	case "junit":
+		if err := wasmtest.WriteJUnitTo(out, suite, rs); err != nil {
+			return err
+		}
+	default:
 		wasmtest.WriteText(out, rs)
 	}
 	if o.junit != "" {
@@ -151,68 +159,138 @@ func runPluginConformance(ctx context.Context, out io.Writer, module string, o *
 	return o.report(out, strings.TrimSuffix(filepath.Base(module), ".wasm")+" conformance", p.Conformance(ctx, wasmtest.ConformanceOptions{Args: args}))
 }
 
+// benchOptions are the flags of `plugin bench`.
+type benchOptions struct {
+	args, memoryLimit, output string
+	with                      []string
+	timeout, per              time.Duration
+	sizes                     []int
+	concurrency               int
+	save, compare             string
+	threshold                 float64
+	minThreshold              time.Duration
+}
+
 func init() {
-	var args, memoryLimit, output string
-	var compare []string
-	var timeout, per time.Duration
-	var sizes []int
+	o := &benchOptions{}
 	bench := &cobra.Command{
-		Use:   "bench FILE.wasm [--compare OTHER.wasm|native:NAME]...",
-		Short: "Time a plugin's Filter and Score per call and per node at 100, 1000 and 5000 nodes",
+		Use:   "bench FILE.wasm [--with OTHER.wasm|native:NAME]... [--save FILE] [--compare FILE]",
+		Short: "Time a plugin's entry points per call (Filter and Score per node at 100, 1000 and 5000 nodes; Validate and Mutate per request), and gate on regressions",
 		Long: `bench calls the module's Filter and Score (after its PreFilter and PreScore, as a cycle
-does) with batches of fixture nodes, for --time per batch size, and prints the median and
-99th percentile per call, the cost per node, and the pool's instances and memory.
---compare adds other modules, or in-tree plugins as native:NodeResourcesFit, timed the same
-way in the same run.`,
+does) with batches of fixture nodes, and its Validate and Mutate with a fixture request, for
+--time per point, from --concurrency callers at once (each on its own instance), and prints
+the median and 99th percentile per call, the cost per node, the host's allocations and bytes
+per call, and the pool's instances and memory.
+--with adds other modules, or in-tree plugins as native:NodeResourcesFit, timed the same way
+in the same run. --save writes the run as a baseline (JSON, or YAML for a .yaml name);
+--compare reads one and exits 1 when a point's median per call is more than --threshold
+percent slower (and at least --min-threshold slower), or allocates more, as gator bench does.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()
-			if output != "text" && output != "json" {
-				return fmt.Errorf("--output %q: must be text or json", output)
-			}
-			mem, err := resource.ParseQuantity(memoryLimit)
-			if err != nil {
-				return fmt.Errorf("--memory-limit %q: %w", memoryLimit, err)
-			}
-			bo := wasmtest.BenchOptions{Sizes: sizes, Time: per}
-			if args != "" {
-				bo.Args = []byte(args)
-			}
-			var rows []wasmtest.BenchRow
-			for _, target := range append([]string{argv[0]}, compare...) {
-				var rs []wasmtest.BenchRow
-				if name, ok := strings.CutPrefix(target, "native:"); ok {
-					rs, err = wasmtest.BenchNative(ctx, name, bo.Args, bo)
-				} else {
-					var p *wasmtest.Plugin
-					p, err = wasmtest.Open(ctx, target, wasmtest.Options{Timeout: timeout, MemoryLimit: uint64(mem.Value())})
-					if err == nil {
-						rs, err = p.Bench(ctx, bo)
-						p.Close(ctx)
-					}
-				}
-				if err != nil {
-					return err
-				}
-				rows = append(rows, rs...)
-			}
-			if output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(rows)
-			}
-			wasmtest.WriteBench(cmd.OutOrStdout(), rows)
-			return nil
+			return runPluginBench(ctx, cmd.OutOrStdout(), argv[0], o)
 		},
 	}
 	f := bench.Flags()
-	f.StringVar(&args, "args", "", "the plugins' args as JSON")
-	f.StringSliceVar(&compare, "compare", nil, "other modules or native:NAME in-tree plugins to time in the same run (repeatable)")
-	f.IntSliceVar(&sizes, "nodes", []int{100, 1000, 5000}, "batch sizes")
-	f.DurationVar(&per, "time", time.Second, "how long each batch size is timed")
-	f.DurationVar(&timeout, "timeout", 10*time.Second, "time limit per call (high: a bench measures, it does not enforce)")
-	f.StringVar(&memoryLimit, "memory-limit", "64Mi", "memory limit per instance")
-	f.StringVarP(&output, "output", "o", "text", "text or json")
+	f.StringVar(&o.args, "args", "", "the plugins' args as JSON")
+	f.StringSliceVar(&o.with, "with", nil, "other modules or native:NAME in-tree plugins to time in the same run (repeatable)")
+	f.IntSliceVar(&o.sizes, "nodes", []int{100, 1000, 5000}, "batch sizes of Filter and Score")
+	f.DurationVar(&o.per, "time", time.Second, "how long each point is timed")
+	f.IntVar(&o.concurrency, "concurrency", 1, "callers at once, each on its own instance of the plugin")
+	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "time limit per call (high: a bench measures, it does not enforce)")
+	f.StringVar(&o.memoryLimit, "memory-limit", "64Mi", "memory limit per instance")
+	f.StringVarP(&o.output, "output", "o", "text", "text, json or yaml")
+	f.StringVar(&o.save, "save", "", "write this run as a baseline to FILE (YAML for .yaml/.yml, JSON otherwise)")
+	f.StringVar(&o.compare, "compare", "", "compare with a baseline saved by --save; exit 1 on a regression")
+	f.Float64Var(&o.threshold, "threshold", 10, "percent a point's median per call (or its allocations) may grow before --compare calls it a regression")
+	f.DurationVar(&o.minThreshold, "min-threshold", 0, "least absolute slowdown of the median per call that counts as a regression (e.g. 1us: noise below it is ignored)")
 	pluginCmd.AddCommand(bench)
+}
+
+func runPluginBench(ctx context.Context, out io.Writer, module string, o *benchOptions) error {
+	switch o.output {
+	case "text", "json", "yaml":
+	default:
+		return fmt.Errorf("--output %q: must be text, json or yaml", o.output)
+	}
+	if o.concurrency < 1 {
+		return fmt.Errorf("--concurrency %d: must be at least 1", o.concurrency)
+	}
+	if strings.HasSuffix(o.compare, ".wasm") || strings.HasPrefix(o.compare, "native:") {
+		return fmt.Errorf("--compare %s: takes a baseline saved with --save; to time other modules in the same run, use --with", o.compare)
+	}
+	mem, err := resource.ParseQuantity(o.memoryLimit)
+	if err != nil {
+		return fmt.Errorf("--memory-limit %q: %w", o.memoryLimit, err)
+	}
+	var base *wasmtest.Baseline
+	if o.compare != "" {
+		// Read before the run: a bad file fails at once, not after minutes of timing.
+		if base, err = wasmtest.LoadBaseline(o.compare); err != nil {
+			return fmt.Errorf("--compare: %w", err)
+		}
+	}
+	bo := wasmtest.BenchOptions{Sizes: o.sizes, Time: o.per, Concurrency: o.concurrency}
+	if o.args != "" {
+		if !json.Valid([]byte(o.args)) {
+			return fmt.Errorf("--args: not valid JSON: %s", o.args)
+		}
+		bo.Args = []byte(o.args)
+	}
+	var rows []wasmtest.BenchRow
+	for _, target := range append([]string{module}, o.with...) {
+		var rs []wasmtest.BenchRow
+		if name, ok := strings.CutPrefix(target, "native:"); ok {
+			rs, err = wasmtest.BenchNative(ctx, name, bo.Args, bo)
+		} else {
+			var p *wasmtest.Plugin
+			p, err = wasmtest.Open(ctx, target, wasmtest.Options{Timeout: o.timeout, MemoryLimit: uint64(mem.Value())})
+			if err == nil {
+				rs, err = p.Bench(ctx, bo)
+				p.Close(ctx)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		rows = append(rows, rs...)
+	}
+	if o.save != "" {
+		load, _ := os.ReadFile("/proc/loadavg")
+		if err := wasmtest.SaveBaseline(o.save, wasmtest.Baseline{Saved: time.Now().UTC(), Load: strings.TrimSpace(string(load)), Rows: rows}); err != nil {
+			return fmt.Errorf("--save: %w", err)
+		}
+	}
+	var cmp []wasmtest.Comparison
+	if base != nil {
+		cmp = wasmtest.CompareBench(base.Rows, rows, wasmtest.Thresholds{Percent: o.threshold, Min: o.minThreshold})
+		if len(cmp) == 0 {
+			return fmt.Errorf("--compare %s: no point of this run is in the baseline (points, batch sizes and concurrency must match)", o.compare)
+		}
+	}
+	switch o.output {
+	case "json", "yaml":
+		doc := struct {
+			Rows       []wasmtest.BenchRow   `json:"rows"`
+			Comparison []wasmtest.Comparison `json:"comparison,omitempty"`
+		}{rows, cmp}
+		b, err := json.MarshalIndent(doc, "", "  ")
+		if err != nil {
+			return err
+		}
+		if o.output == "yaml" {
+			if b, err = yaml.JSONToYAML(b); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintln(out, strings.TrimSpace(string(b)))
+	default:
+		wasmtest.WriteBench(out, rows)
+		if base != nil {
+			fmt.Fprintf(out, "\ncompared with %s (saved %s, load %s):\n", o.compare, base.Saved.Format(time.RFC3339), base.Load)
+			wasmtest.WriteComparison(out, cmp)
+		}
+	}
+	return wasmtest.Regressed(cmp)
 }

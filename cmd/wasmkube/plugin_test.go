@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
+	"github.com/wasmkube/wasmkube/plugins/wasmtest"
 )
 
 func TestPluginCheck(t *testing.T) {
@@ -103,5 +105,62 @@ func TestUnknownSubcommandIsAnError(t *testing.T) {
 	rootCmd.SetArgs([]string{"plugin"})
 	if err := rootCmd.Execute(); err != nil {
 		t.Errorf("wasmkube plugin without a verb: %v, want the help", err)
+	}
+}
+
+// plugin bench --save writes a baseline; --compare exits non-zero on a regression
+// (a baseline made faster than any run) and zero without one (a baseline made slower).
+func TestPluginBenchGate(t *testing.T) {
+	ctx := context.Background()
+	mod := wasmbuild.WAT(t, "wasm-examples/wat/drain-filter/drain-filter.wat")
+	saved := filepath.Join(t.TempDir(), "base.yaml")
+	o := &benchOptions{memoryLimit: "64Mi", output: "text", timeout: 10 * time.Second, per: 10 * time.Millisecond, sizes: []int{10}, concurrency: 2, save: saved, threshold: 10}
+	var out bytes.Buffer
+	if err := runPluginBench(ctx, &out, mod, o); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"allocs/op", "bytes/op", "Filter"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("bench output lacks %q:\n%s", w, out.String())
+		}
+	}
+	base, err := wasmtest.LoadBaseline(saved)
+	if err != nil || len(base.Rows) != 1 || base.Rows[0].Concurrency != 2 {
+		t.Fatalf("saved baseline: %+v, %v", base, err)
+	}
+	for _, tt := range []struct {
+		p50     time.Duration
+		regress bool
+	}{{time.Nanosecond, true}, {time.Hour, false}} {
+		base.Rows[0].P50, base.Rows[0].AllocsPerCall = tt.p50, 1e9
+		file := filepath.Join(t.TempDir(), "b.json")
+		if err := wasmtest.SaveBaseline(file, *base); err != nil {
+			t.Fatal(err)
+		}
+		o := *o
+		o.save, o.compare, o.output = "", file, "json"
+		out.Reset()
+		err := runPluginBench(ctx, &out, mod, &o)
+		var re *wasmtest.RegressionError
+		if tt.regress != errors.As(err, &re) {
+			t.Errorf("baseline p50 %s: error %v, want a regression: %v\n%s", tt.p50, err, tt.regress, out.String())
+		}
+		if !strings.Contains(out.String(), `"comparison"`) {
+			t.Errorf("JSON output without the comparison:\n%s", out.String())
+		}
+	}
+	o.compare, o.save = mod, ""
+	if err := runPluginBench(ctx, &out, mod, o); err == nil || !strings.Contains(err.Error(), "use --with") {
+		t.Errorf("--compare with a module: %v", err)
+	}
+}
+
+// conformance and test exit non-zero on any failure, with a JUnit report on stdout.
+func TestPluginKitJUnitAndExit(t *testing.T) {
+	mod := wasmbuild.WAT(t, "plugins/wasmtest/testdata/countdeny.wat")
+	var out bytes.Buffer
+	err := runPluginConformance(context.Background(), &out, mod, &kitOptions{memoryLimit: "64Mi", output: "junit"})
+	if err == nil || !strings.Contains(out.String(), "<testsuite") || !strings.Contains(out.String(), "<failure") {
+		t.Fatalf("conformance of a stateful validate: error %v\n%s", err, out.String())
 	}
 }

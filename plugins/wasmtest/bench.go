@@ -3,13 +3,18 @@ package wasmtest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/wasmkube/wasmkube/core/scheduler/framework"
 	"github.com/wasmkube/wasmkube/core/scheduler/plugins"
+	"github.com/wasmkube/wasmkube/plugins/admitwasm"
 	"github.com/wasmkube/wasmkube/plugins/schedwasm"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 )
@@ -18,22 +23,39 @@ import (
 type BenchRow struct {
 	Plugin string `json:"plugin"`
 	Point  string `json:"point"`
-	Nodes  int    `json:"nodes"`
-	Calls  int    `json:"calls"`
+	// Nodes is the batch size (0 for an admission entry point: one request per call).
+	Nodes int `json:"nodes"`
+	// Concurrency is the number of callers at once, each on its own instance.
+	Concurrency int `json:"concurrency,omitempty"`
+	Calls       int `json:"calls"`
 	// P50 and P99 are per call (one batch); PerNode is the median call over Nodes.
 	P50     time.Duration `json:"p50Nanos"`
 	P99     time.Duration `json:"p99Nanos"`
-	PerNode time.Duration `json:"perNodeNanos"`
+	PerNode time.Duration `json:"perNodeNanos,omitempty"`
+	// AllocsPerCall and BytesPerCall are the host's Go heap allocations per call (the
+	// marshalling and copying a call costs the component, as go test -benchmem reports).
+	AllocsPerCall float64 `json:"allocsPerCall"`
+	BytesPerCall  float64 `json:"bytesPerCall"`
 	// Instances and MemoryKiB describe the wasm pool after the run (0 for native).
 	Instances int64  `json:"instances,omitempty"`
 	MemoryKiB uint64 `json:"memoryKiB,omitempty"`
 }
 
-// BenchOptions choose the batch sizes and how long each is timed.
+// BenchOptions choose the batch sizes, how long each is timed, and how many callers.
 type BenchOptions struct {
 	Args  []byte
 	Sizes []int         // default 100, 1000, 5000
 	Time  time.Duration // per size and point; default 1s
+	// Concurrency is the number of callers at once (default 1); a wasm plugin gets a pool
+	// of as many instances, as the scheduler's workers and the API server's requests do.
+	Concurrency int
+}
+
+// point is one entry point to time: newCall makes one caller's call (its own buffers).
+type point struct {
+	name    string
+	nodes   int
+	newCall func() func() error
 }
 
 // Runner is one Filter or Score implementation to time: a wasm module's or a native
@@ -42,12 +64,15 @@ type runner struct {
 	name   string
 	filter func(ctx context.Context, nodes []*framework.NodeInfo, st []*framework.Status)
 	score  func(ctx context.Context, nodes []*framework.NodeInfo, scores []int64) error
-	pool   *wasmhost.Pool
+	// admission are a policy's entry points, one request per call.
+	admission []point
+	pool      *wasmhost.Pool
 }
 
-// Bench times the module's Filter and Score over batches of fixture nodes.
+// Bench times the module's Filter and Score over batches of fixture nodes, and its
+// Validate and Mutate on a fixture request.
 func (p *Plugin) Bench(ctx context.Context, o BenchOptions) ([]BenchRow, error) {
-	pool, err := p.mod.NewPool(ctx, o.Args, 1)
+	pool, err := p.mod.NewPool(ctx, o.Args, max(o.Concurrency, 1))
 	if err != nil {
 		return nil, err
 	}
@@ -80,6 +105,17 @@ func (p *Plugin) Bench(ctx context.Context, o BenchOptions) ([]BenchRow, error) 
 			_, err := do(ctx, schedwasm.Score, schedwasm.PreScore, nodes, scores)
 			return err
 		}
+	}
+	// An admission policy: each entry point on the labelled pod's CREATE, a new request
+	// per call (its JSON is marshalled once per request, as in the API server).
+	for _, k := range kinds.Intersect(admitwasm.Kinds) {
+		a := admissionFixtures()[1]
+		r.admission = append(r.admission, point{name: strings.ToUpper(k.Name[:1]) + k.Name[1:], newCall: func() func() error {
+			return func() error {
+				c := &admitwasm.Call{Kind: k, Attributes: a}
+				return c.Do(ctx, pool, nil)
+			}
+		}})
 	}
 	return bench(ctx, r, o)
 }
@@ -146,18 +182,20 @@ func bench(ctx context.Context, r runner, o BenchOptions) ([]BenchRow, error) {
 	if o.Time <= 0 {
 		o.Time = time.Second
 	}
-	if r.filter == nil && r.score == nil {
-		return nil, fmt.Errorf("%s implements neither Filter nor Score", r.name)
+	o.Concurrency = max(o.Concurrency, 1)
+	if r.filter == nil && r.score == nil && len(r.admission) == 0 {
+		return nil, fmt.Errorf("%s implements neither Filter, Score, Validate nor Mutate (bench times those)", r.name)
 	}
-	var rows []BenchRow
+	points := slices.Clone(r.admission)
 	for _, n := range o.Sizes {
+		if r.filter == nil && r.score == nil {
+			break
+		}
 		nodes := fixtureNodes(n)
-		for _, point := range []string{"Filter", "Score"} {
-			var call func() error
-			switch {
-			case point == "Filter" && r.filter != nil:
+		if r.filter != nil {
+			points = append(points, point{name: "Filter", nodes: n, newCall: func() func() error {
 				st := make([]*framework.Status, n)
-				call = func() error {
+				return func() error {
 					clear(st)
 					r.filter(ctx, nodes, st)
 					for _, s := range st {
@@ -167,44 +205,100 @@ func bench(ctx context.Context, r runner, o BenchOptions) ([]BenchRow, error) {
 					}
 					return nil
 				}
-			case point == "Score" && r.score != nil:
-				scores := make([]int64, n)
-				call = func() error { return r.score(ctx, nodes, scores) }
-			default:
-				continue
-			}
-			var times []time.Duration
-			deadline := time.Now().Add(o.Time)
-			for len(times) < 3 || time.Now().Before(deadline) {
-				t := time.Now()
-				if err := call(); err != nil {
-					return nil, fmt.Errorf("%s %s over %d nodes: %w", r.name, point, n, err)
-				}
-				times = append(times, time.Since(t))
-			}
-			slices.Sort(times)
-			row := BenchRow{Plugin: r.name, Point: point, Nodes: n, Calls: len(times),
-				P50: times[len(times)/2], P99: times[min(len(times)-1, len(times)*99/100)]}
-			row.PerNode = row.P50 / time.Duration(n)
-			if r.pool != nil {
-				row.Instances, _ = r.pool.Stats()
-				row.MemoryKiB = sum(r.pool.IdleMemory()) >> 10
-			}
-			rows = append(rows, row)
+			}})
 		}
+		if r.score != nil {
+			points = append(points, point{name: "Score", nodes: n, newCall: func() func() error {
+				scores := make([]int64, n)
+				return func() error { return r.score(ctx, nodes, scores) }
+			}})
+		}
+	}
+	var rows []BenchRow
+	for _, pt := range points {
+		row, err := timePoint(r.name, pt, o)
+		if err != nil {
+			return nil, err
+		}
+		if r.pool != nil {
+			row.Instances, _ = r.pool.Stats()
+			row.MemoryKiB = sum(r.pool.IdleMemory()) >> 10
+		}
+		rows = append(rows, row)
 	}
 	return rows, nil
 }
 
+// timePoint calls one point from o.Concurrency callers for o.Time (at least 3 calls
+// each), and returns its percentiles and the host's allocations per call.
+func timePoint(plugin string, pt point, o BenchOptions) (BenchRow, error) {
+	calls := make([]func() error, o.Concurrency)
+	for i := range calls {
+		calls[i] = pt.newCall()
+	}
+	// One warm-up call each: instances made, buffers grown, memos filled.
+	for _, call := range calls {
+		if err := call(); err != nil {
+			return BenchRow{}, benchError(plugin, pt, err)
+		}
+	}
+	times := make([][]time.Duration, o.Concurrency)
+	errs := make([]error, o.Concurrency)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	deadline := time.Now().Add(o.Time)
+	var wg sync.WaitGroup
+	for i, call := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for len(times[i]) < 3 || time.Now().Before(deadline) {
+				t := time.Now()
+				if err := call(); err != nil {
+					errs[i] = err
+					return
+				}
+				times[i] = append(times[i], time.Since(t))
+			}
+		}()
+	}
+	wg.Wait()
+	runtime.ReadMemStats(&after)
+	if err := errors.Join(errs...); err != nil {
+		return BenchRow{}, benchError(plugin, pt, err)
+	}
+	all := slices.Concat(times...)
+	slices.Sort(all)
+	n := float64(len(all))
+	row := BenchRow{Plugin: plugin, Point: pt.name, Nodes: pt.nodes, Concurrency: o.Concurrency, Calls: len(all),
+		P50: all[len(all)/2], P99: all[min(len(all)-1, len(all)*99/100)],
+		AllocsPerCall: float64(after.Mallocs-before.Mallocs) / n, BytesPerCall: float64(after.TotalAlloc-before.TotalAlloc) / n}
+	if pt.nodes > 0 {
+		row.PerNode = row.P50 / time.Duration(pt.nodes)
+	}
+	return row, nil
+}
+
+func benchError(plugin string, pt point, err error) error {
+	if pt.nodes > 0 {
+		return fmt.Errorf("%s %s over %d nodes: %w", plugin, pt.name, pt.nodes, err)
+	}
+	return fmt.Errorf("%s %s: %w", plugin, pt.name, err)
+}
+
 // WriteBench prints rows as a table.
 func WriteBench(w io.Writer, rows []BenchRow) {
-	fmt.Fprintf(w, "%-40s %-7s %6s %7s %11s %11s %10s %9s %8s\n", "plugin", "point", "nodes", "calls", "p50/call", "p99/call", "per node", "instances", "memory")
+	fmt.Fprintf(w, "%-32s %-9s %6s %4s %7s %11s %11s %10s %9s %10s %9s %8s\n", "plugin", "point", "nodes", "conc", "calls", "p50/call", "p99/call", "per node", "allocs/op", "bytes/op", "instances", "memory")
 	for _, r := range rows {
-		mem, inst := "-", "-"
+		mem, inst, nodes, perNode := "-", "-", "-", "-"
 		if r.MemoryKiB > 0 {
 			mem, inst = fmt.Sprintf("%dKiB", r.MemoryKiB), fmt.Sprint(r.Instances)
 		}
-		fmt.Fprintf(w, "%-40s %-7s %6d %7d %11s %11s %10s %9s %8s\n", r.Plugin, r.Point, r.Nodes, r.Calls,
-			r.P50.Round(100), r.P99.Round(100), r.PerNode, inst, mem)
+		if r.Nodes > 0 {
+			nodes, perNode = fmt.Sprint(r.Nodes), r.PerNode.String()
+		}
+		fmt.Fprintf(w, "%-32s %-9s %6s %4d %7d %11s %11s %10s %9.1f %10.0f %9s %8s\n", r.Plugin, r.Point, nodes, max(r.Concurrency, 1), r.Calls,
+			r.P50.Round(100), r.P99.Round(100), perNode, r.AllocsPerCall, r.BytesPerCall, inst, mem)
 	}
 }

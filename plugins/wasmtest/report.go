@@ -56,9 +56,22 @@ func WriteJSON(w io.Writer, rs []Result) error {
 	}{rs, len(rs) - Failed(rs), Failed(rs)})
 }
 
-// WriteJUnit writes the results as a JUnit XML report (one testsuite named suite), the
-// format CI systems read.
+// WriteJUnit writes the results to path as a JUnit XML report (one testsuite named
+// suite), the format CI systems read.
 func WriteJUnit(path, suite string, rs []Result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := WriteJUnitTo(f, suite, rs); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// WriteJUnitTo writes the JUnit XML report of WriteJUnit to w.
+func WriteJUnitTo(w io.Writer, suite string, rs []Result) error {
 	type failure struct {
 		Message string `xml:"message,attr"`
 		Body    string `xml:",chardata"`
@@ -75,9 +88,16 @@ func WriteJUnit(path, suite string, rs []Result) error {
 		Name     string     `xml:"name,attr"`
 		Tests    int        `xml:"tests,attr"`
 		Failures int        `xml:"failures,attr"`
+		Skipped  int        `xml:"skipped,attr"`
 		Cases    []testcase `xml:"testcase"`
 	}
-	ts := testsuite{Name: suite, Tests: len(rs), Failures: Failed(rs)}
+	skipped := 0
+	for _, r := range rs {
+		if r.Skipped {
+			skipped++
+		}
+	}
+	ts := testsuite{Name: suite, Tests: len(rs), Failures: Failed(rs), Skipped: skipped}
 	for _, r := range rs {
 		tc := testcase{Name: r.Name, Class: suite, Time: r.Duration.Seconds()}
 		if r.Skipped {
@@ -95,5 +115,6 @@ func WriteJUnit(path, suite string, rs []Result) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append([]byte(xml.Header), append(b, '\n')...), 0o644)
+	_, err = w.Write(append([]byte(xml.Header), append(b, '\n')...))
+	return err
 }

@@ -344,3 +344,43 @@ cases:
 		t.Fatalf("report of a 10 MB warning:\n%s", out.String())
 	}
 }
+
+// An admission policy is timed per request, from several callers at once, with the host's
+// allocations per call.
+func TestBenchAdmissionConcurrently(t *testing.T) {
+	p := open(t, build(t, "go:wasm-examples/go/default-resources"))
+	rows, err := p.Bench(context.Background(), wasmtest.BenchOptions{Time: 20 * time.Millisecond, Concurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Point != "Mutate" || rows[0].Nodes != 0 || rows[0].Concurrency != 2 || rows[0].Calls < 6 ||
+		rows[0].AllocsPerCall <= 0 || rows[0].BytesPerCall <= 0 || rows[0].Instances != 2 {
+		t.Fatalf("rows %+v, want one Mutate row from 2 callers on 2 instances, with allocations", rows)
+	}
+}
+
+// The regression gate: slower than the threshold and the minimum, or more allocations.
+func TestCompareBench(t *testing.T) {
+	base := []wasmtest.BenchRow{{Plugin: "a", Point: "Filter", Nodes: 100, P50: 100 * time.Microsecond, AllocsPerCall: 10},
+		{Plugin: "a", Point: "Validate", P50: 2 * time.Microsecond, AllocsPerCall: 5}}
+	for _, tt := range []struct {
+		name    string
+		cur     wasmtest.BenchRow
+		th      wasmtest.Thresholds
+		regress string
+	}{
+		{"within the threshold", wasmtest.BenchRow{Plugin: "b", Point: "Filter", Nodes: 100, P50: 105 * time.Microsecond, AllocsPerCall: 10}, wasmtest.Thresholds{Percent: 10}, ""},
+		{"over it (a rebuilt module of another name matches)", wasmtest.BenchRow{Plugin: "b", Point: "Filter", Nodes: 100, P50: 150 * time.Microsecond, AllocsPerCall: 10}, wasmtest.Thresholds{Percent: 10}, "p50 per call 100µs -> 150µs (+50%"},
+		{"over it, under the minimum", wasmtest.BenchRow{Plugin: "a", Point: "Validate", P50: 3 * time.Microsecond, AllocsPerCall: 5}, wasmtest.Thresholds{Percent: 10, Min: 5 * time.Microsecond}, ""},
+		{"more allocations", wasmtest.BenchRow{Plugin: "a", Point: "Validate", P50: 2 * time.Microsecond, AllocsPerCall: 9}, wasmtest.Thresholds{Percent: 10}, "allocations per call 5.0 -> 9.0"},
+	} {
+		cs := wasmtest.CompareBench(base, []wasmtest.BenchRow{tt.cur}, tt.th)
+		err := wasmtest.Regressed(cs)
+		if len(cs) != 1 || (tt.regress == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tt.regress) {
+			t.Errorf("%s: %+v, %v; want regression %q", tt.name, cs, err, tt.regress)
+		}
+	}
+	if cs := wasmtest.CompareBench(base, []wasmtest.BenchRow{{Plugin: "a", Point: "Score", Nodes: 100}}, wasmtest.Thresholds{}); len(cs) != 0 {
+		t.Errorf("a point not in the baseline compared: %+v", cs)
+	}
+}
