@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -334,13 +335,16 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		closeListeners()
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
-	if err := s.writeKubeconfig(); err != nil {
-		closeListeners()
-		return nil, err
-	}
-	if err := s.writeJoinToken(); err != nil {
-		closeListeners()
-		return nil, err
+	for _, write := range []func() error{s.writeKubeconfig, s.writeJoinToken} {
+		if err := write(); errors.Is(err, syscall.ENOSPC) {
+			// A full disk does not stop the server (docs/storage.md, "A full disk"):
+			// files whose content is unchanged are not rewritten, and a changed one
+			// (a new listen port) is written at the next start with room.
+			s.log.Error("the data dir's disk is full: file left as it was", "err", err)
+		} else if err != nil {
+			closeListeners()
+			return nil, err
+		}
 	}
 	ok = true
 	return s, nil

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -81,6 +82,12 @@ func (st *store) apiError(err error, name string) error {
 		// says so and to read the object). Faults that prove it did not are retried by
 		// the store within the request's deadline (docs/storage.md, "etcd faults").
 		return apierrors.NewInternalError(fmt.Errorf("%s %q: %w", gr.String(), name, err))
+	case errors.Is(err, storage.ErrNoSpace):
+		// 507, as WebDAV's Insufficient Storage: the request was fine, the server has no
+		// room to store it now; the message names the cause (the disk or etcd's quota).
+		return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInsufficientStorage,
+			Reason: metav1.StatusReason("InsufficientStorage"), Message: fmt.Sprintf("%s %q: %v", gr.String(), name, err),
+			Details: &metav1.StatusDetails{Name: name, Group: gr.Group, Kind: gr.Resource, RetryAfterSeconds: 10}}}
 	case errors.Is(err, storage.ErrUnavailable):
 		return apierrors.NewServiceUnavailable(fmt.Sprintf("%s %q: %v", gr.String(), name, err))
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

@@ -59,6 +59,18 @@ type Config struct {
 	WatchBuffer int
 	// Logger for storage and embedded etcd messages. Default slog.Default().
 	Logger *slog.Logger
+	// MinFreeBytes: while the embedded etcd's disk has less free space, creates and
+	// updates are refused with ErrNoSpace (space.go). Default DefaultMinFreeBytes (96 MiB);
+	// negative disables the check.
+	MinFreeBytes int64
+	// ReserveBytes is the size of the space reserve file kept next to the embedded etcd's
+	// data, released when the disk is nearly full. Default DefaultReserveBytes (96 MiB);
+	// negative: none.
+	ReserveBytes int64
+	// QuotaBackendBytes is the embedded etcd's backend quota: beyond it etcd raises its
+	// NOSPACE alarm and refuses puts. Default 2 GiB or half of the data dir's filesystem,
+	// whichever is smaller.
+	QuotaBackendBytes int64
 
 	// dialOptions are added to the etcd client's (tests inject faults with interceptors).
 	dialOptions []grpc.DialOption
@@ -83,6 +95,12 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.MinFreeBytes == 0 {
+		c.MinFreeBytes = DefaultMinFreeBytes
+	}
+	if c.ReserveBytes == 0 {
+		c.ReserveBytes = DefaultReserveBytes
+	}
 }
 
 // Backend is a connection to etcd (embedded or external) shared by every resource's
@@ -99,9 +117,14 @@ type Backend struct {
 	wg     sync.WaitGroup
 
 	leases leaseManager
+	space  *spaceGuard
 
 	mu      sync.Mutex
 	cachers map[string]*cacher
+
+	// etcdFatal is the message of the embedded etcd's fatal error, once it had one
+	// (etcdlog.go): it has stopped, and writes are answered with this reason.
+	etcdFatal atomic.Pointer[string]
 
 	closeOnce sync.Once
 	closeErr  error
@@ -125,7 +148,15 @@ func NewBackend(ctx context.Context, cfg Config) (*Backend, error) {
 			return nil, err
 		}
 		b.lock = lock
-		e, err := startEmbedded(ctx, filepath.Join(cfg.DataDir, "etcd"), cfg.Logger, &b.closing)
+		b.space = newSpaceGuard(cfg, filepath.Join(cfg.DataDir, "etcd"))
+		// Before etcd starts: on a full disk the reserve is released so that it can.
+		b.space.keepReserve(b.log)
+		if d, err := statDisk(cfg.DataDir); err == nil && d.free < cfg.MinFreeBytes {
+			b.log.Warn("the data dir's disk is nearly full: starting with writes refused until space is freed",
+				"dir", cfg.DataDir, "free", d.free, "minFree", cfg.MinFreeBytes)
+		}
+		b.space.fatal = &b.etcdFatal
+		e, err := startEmbedded(ctx, filepath.Join(cfg.DataDir, "etcd"), b.space.quota, cfg.Logger, &b.closing, &b.etcdFatal)
 		if err != nil {
 			lock.Close()
 			return nil, err
@@ -135,6 +166,7 @@ func NewBackend(ctx context.Context, cfg Config) (*Backend, error) {
 			endpoints = append(endpoints, "http://"+l.Addr().String())
 		}
 	} else {
+		b.space = &spaceGuard{quota: cfg.QuotaBackendBytes} // the cluster's own disks and quota
 		endpoints = cfg.Endpoints
 		var err error
 		if tlsConfig, err = cfg.clientTLS(); err != nil {
@@ -163,6 +195,11 @@ func NewBackend(ctx context.Context, cfg Config) (*Backend, error) {
 		return nil, err
 	}
 	b.ctx, b.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.runSpaceMonitor(b.ctx)
+	}()
 	if cfg.CompactionInterval > 0 {
 		b.wg.Add(1)
 		go func() {
@@ -231,7 +268,7 @@ func lockDataDir(dir string) (*os.File, error) {
 // startEmbedded starts a single-member etcd in dir. Client and peer listeners bind
 // 127.0.0.1 port 0, so any number of embedded instances run side by side; the client
 // connects to whatever port the kernel picked.
-func startEmbedded(ctx context.Context, dir string, log *slog.Logger, closing *atomic.Bool) (*embed.Etcd, error) {
+func startEmbedded(ctx context.Context, dir string, quota int64, log *slog.Logger, closing *atomic.Bool, fatal *atomic.Pointer[string]) (*embed.Etcd, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("storage: create etcd data dir: %w", err)
 	}
@@ -245,10 +282,34 @@ func startEmbedded(ctx context.Context, dir string, log *slog.Logger, closing *a
 	ec.AdvertisePeerUrls = []url.URL{any0}
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
 	ec.MaxRequestBytes = maxObjectBytes
+	ec.QuotaBackendBytes = quota
 	ec.AutoCompactionRetention = "0" // the Backend compacts, see runCompactor
-	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newEtcdLogger(log, closing))
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newEtcdLogger(log, closing, fatal))
 	ec.Metrics = "basic"
-	e, err := embed.StartEtcd(ec)
+	// Started in a goroutine of its own: a fatal error during the start ends only that
+	// goroutine (etcdlog.go), and is returned here.
+	type started struct {
+		e   *embed.Etcd
+		err error
+	}
+	ch := make(chan started, 1)
+	go func() {
+		done := false
+		defer func() {
+			if !done {
+				msg := "unknown"
+				if m := fatal.Load(); m != nil {
+					msg = *m
+				}
+				ch <- started{err: fmt.Errorf("etcd stopped with a fatal error: %s", msg)}
+			}
+		}()
+		e, err := embed.StartEtcd(ec)
+		done = true
+		ch <- started{e, err}
+	}()
+	st := <-ch
+	e, err := st.e, st.err
 	if err != nil {
 		return nil, fmt.Errorf("storage: start embedded etcd in %s: %w", dir, err)
 	}

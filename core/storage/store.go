@@ -50,6 +50,8 @@ func etcdErr(err error, key string) error {
 		return fmt.Errorf("%w: %s", ErrExpired, key)
 	case errors.Is(err, rpctypes.ErrFutureRev):
 		return fmt.Errorf("%w: %s", ErrTooLarge, key)
+	case errors.Is(err, rpctypes.ErrNoSpace):
+		return fmt.Errorf("%w: %s: etcd's backend quota is reached (NOSPACE alarm: %v): writes are refused until objects are deleted and etcd is compacted; the server does that and clears the alarm on its own", ErrNoSpace, key, err)
 	}
 	return fmt.Errorf("storage: etcd request for %s: %w", key, err)
 }
@@ -60,6 +62,14 @@ func (s *store) Create(ctx context.Context, key string, obj runtime.Object) (run
 		return nil, err
 	}
 	if data, err = s.codec.seal(key, data); err != nil {
+		return nil, err
+	}
+	if err := s.b.space.check("create", key, false); err != nil {
+		// A create of a key that exists fails whatever the space: say that (the API
+		// server's "create if missing" at start then works on a full disk).
+		if resp, rerr := s.read(ctx, "get", key, clientv3.WithCountOnly()); rerr == nil && resp.Count > 0 {
+			return nil, fmt.Errorf("%w: %s", ErrAlreadyExists, key)
+		}
 		return nil, err
 	}
 	putOpts, err := s.putOptions(ctx)
@@ -145,6 +155,9 @@ func (s *store) read(ctx context.Context, op, key string, opts ...clientv3.OpOpt
 // passes its compare at most once, so even an attempt that may have been applied can be
 // repeated), and turns an etcd error into the package's.
 func (s *store) txn(ctx context.Context, r *retrier, op, key string, cmp clientv3.Cmp, then clientv3.Op, els ...clientv3.Op) (*clientv3.TxnResponse, error) {
+	if err := s.b.space.check(op, key, then.IsDelete()); err != nil {
+		return nil, err
+	}
 	for {
 		start := time.Now()
 		resp, err := s.b.client.Txn(ctx).If(cmp).Then(then).Else(els...).Commit()

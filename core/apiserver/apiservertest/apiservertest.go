@@ -50,6 +50,7 @@ type options struct {
 	nodeTTL    time.Duration
 	tokenFile  string
 	advertise  string
+	listen     string
 }
 
 // Option configures Start.
@@ -88,6 +89,10 @@ func WithTokenAuthFile(path string) Option { return func(o *options) { o.tokenFi
 // API through kubernetes.default.svc).
 func WithAdvertiseAddress(ip string) Option { return func(o *options) { o.advertise = ip } }
 
+// WithListen serves on addr instead of 127.0.0.1:0 (a restart on the same port keeps
+// the admin kubeconfig unchanged).
+func WithListen(addr string) Option { return func(o *options) { o.listen = addr } }
+
 // Start runs an API server until the test ends (or Stop is called).
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
@@ -101,9 +106,12 @@ func Start(t testing.TB, opts ...Option) *Server {
 	if o.logger == nil {
 		o.logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	}
+	if o.listen == "" {
+		o.listen = "127.0.0.1:0"
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	api, err := apiserver.New(ctx, apiserver.Options{
-		DataDir: o.dataDir, Listen: "127.0.0.1:0", Admission: o.admission, Logger: o.logger,
+		DataDir: o.dataDir, Listen: o.listen, Admission: o.admission, Logger: o.logger,
 		DefaultTolerationSeconds: o.toleration, CompactionInterval: o.compaction,
 		EtcdEndpoints: o.etcd, NodeCredentialTTL: o.nodeTTL, TokenAuthFile: o.tokenFile,
 		AdvertiseAddress: o.advertise,
