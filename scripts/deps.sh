@@ -6,7 +6,7 @@ set -euo pipefail
 
 PKGS=(containerd runc crun containernetworking-plugins busybox-static iproute2 iptables
       clang lld wasi-libc libclang-rt-14-dev-wasm32 wabt etcd-server
-      rustc libstd-rust-dev-wasm32 cargo curl)
+      rustc libstd-rust-dev-wasm32 cargo curl iperf3 jq)
 
 missing=()
 for p in "${PKGS[@]}"; do
