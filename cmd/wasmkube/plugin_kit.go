@@ -36,22 +36,31 @@ func (o *kitOptions) flags(c *cobra.Command) {
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "show the plugin's log lines")
 }
 
-func (o *kitOptions) open(ctx context.Context, file string) (*wasmtest.Plugin, error) {
+func (o *kitOptions) check() error {
 	switch o.output {
 	case "text", "json", "junit":
-	default:
-		return nil, fmt.Errorf("--output %q: must be text, json or junit", o.output)
+		return nil
+	}
+	return fmt.Errorf("--output %q: must be text, json or junit", o.output)
+}
+
+func (o *kitOptions) log() io.Writer {
+	if o.verbose {
+		return os.Stderr
+	}
+	return nil
+}
+
+func (o *kitOptions) open(ctx context.Context, file string) (*wasmtest.Plugin, error) {
+	if err := o.check(); err != nil {
+		return nil, err
 	}
 	mem, err := resource.ParseQuantity(o.memoryLimit)
 	if err != nil {
 		return nil, fmt.Errorf("--memory-limit %q: %w", o.memoryLimit, err)
 	}
-	var log io.Writer
-	if o.verbose {
-		log = os.Stderr
-	}
 	// --timeout 0 (the default): the limit of the component that runs the module.
-	return wasmtest.Open(ctx, file, wasmtest.Options{Timeout: o.timeout, MemoryLimit: uint64(mem.Value()), Log: log})
+	return wasmtest.Open(ctx, file, wasmtest.Options{Timeout: o.timeout, MemoryLimit: uint64(mem.Value()), Log: o.log()})
 }
 
 // report prints the results as asked and fails when any did not pass.
@@ -82,16 +91,25 @@ func (o *kitOptions) report(out io.Writer, suite string, rs []wasmtest.Result) e
 func init() {
 	to := &kitOptions{}
 	test := &cobra.Command{
-		Use:   "test FILE.wasm CASES.yaml...",
-		Short: "Run a plugin on the cases of YAML files and compare its answers with the expected ones",
-		Long: `test loads the plugin as the scheduler does and runs each case of the case files (a pod,
-the nodes and the pods already on them, args, and the expected feasible and rejected nodes,
-reasons, scores or ranking; schema in docs/plugin-kit.md) as one scheduling cycle. It prints
-one line per case, the differences under each failure, and exits 1 if any case failed.`,
-		Args: cobra.MinimumNArgs(2),
+		Use:   "test [FILE.wasm] CASES.yaml|tests.yaml...",
+		Short: "Run a plugin on case files, or admission policies on a results grid (tests.yaml), and compare with the expected answers",
+		Long: `test loads the plugin as its component does (scheduler, API server or kubelet, with that
+component's default time limit) and runs each case of the case files: a scheduling cycle (a
+pod, nodes and the pods on them; expected feasible and rejected nodes, reasons, scores,
+ranking, nomination), an admission request (expected verdict, message, warnings, the mutated
+object), or a probe or preStop call against a fake pod endpoint (expected success, reason,
+requests made). A tests.yaml results grid (policies x resources -> pass, fail, warn, skip,
+and patchedResource for a mutate, as kyverno test) names its own policies; FILE.wasm is then
+optional, and serves the policies without a path. Schemas in docs/plugin-kit.md.
+It prints one line per case (or JSON, or JUnit XML with -o junit; --junit FILE writes it too),
+the differences under each failure, and exits 1 if any case failed.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()
+			if len(argv) == 1 && strings.HasSuffix(argv[0], ".wasm") {
+				return fmt.Errorf("no case file: plugin test %s CASES.yaml|tests.yaml...", argv[0])
+			}
 			return runPluginTest(ctx, cmd.OutOrStdout(), argv[0], argv[1:], to)
 		},
 	}
@@ -121,29 +139,76 @@ any check failed.`,
 }
 
 func runPluginTest(ctx context.Context, out io.Writer, module string, caseFiles []string, o *kitOptions) error {
+	if !strings.HasSuffix(module, ".wasm") {
+		// No module first: every file must be a grid naming its own policies.
+		module, caseFiles = "", append([]string{module}, caseFiles...)
+	}
+	if err := o.check(); err != nil {
+		return err
+	}
 	var files []*wasmtest.File
+	var grids []*wasmtest.Grid
+	var fileOf []string
+	var gridOf []string
 	for _, f := range caseFiles {
-		cf, err := wasmtest.LoadFile(f)
+		b, err := os.ReadFile(f)
 		if err != nil {
 			return err
 		}
-		files = append(files, cf)
-	}
-	p, err := o.open(ctx, module)
-	if err != nil {
-		return err
-	}
-	defer p.Close(ctx)
-	var rs []wasmtest.Result
-	for i, f := range files {
-		for _, r := range p.Run(ctx, f) {
-			if len(files) > 1 {
-				r.Name = filepath.Base(caseFiles[i]) + ": " + r.Name
+		if wasmtest.IsGrid(b) {
+			g, err := wasmtest.LoadGrid(f)
+			if err != nil {
+				return err
 			}
-			rs = append(rs, r)
+			grids, gridOf = append(grids, g), append(gridOf, f)
+			continue
+		}
+		cf, err := wasmtest.ParseFile(filepath.Base(f), b)
+		if err != nil {
+			return err
+		}
+		if module == "" {
+			return fmt.Errorf("%s: a case file needs the module: plugin test FILE.wasm %s", f, f)
+		}
+		files, fileOf = append(files, cf), append(fileOf, f)
+	}
+	prefix := func(file string, r wasmtest.Result) wasmtest.Result {
+		if len(caseFiles) > 1 {
+			r.Name = filepath.Base(file) + ": " + r.Name
+		}
+		return r
+	}
+	var rs []wasmtest.Result
+	if len(files) > 0 {
+		p, err := o.open(ctx, module)
+		if err != nil {
+			return err
+		}
+		defer p.Close(ctx)
+		for i, f := range files {
+			for _, r := range p.Run(ctx, f) {
+				rs = append(rs, prefix(fileOf[i], r))
+			}
 		}
 	}
-	return o.report(out, strings.TrimSuffix(filepath.Base(module), ".wasm"), rs)
+	for i, g := range grids {
+		mem, err := resource.ParseQuantity(o.memoryLimit)
+		if err != nil {
+			return fmt.Errorf("--memory-limit %q: %w", o.memoryLimit, err)
+		}
+		grs, err := wasmtest.RunGrid(ctx, g, module, wasmtest.Options{Timeout: o.timeout, MemoryLimit: uint64(mem.Value()), Log: o.log()})
+		if err != nil {
+			return fmt.Errorf("%s: %w", gridOf[i], err)
+		}
+		for _, r := range grs {
+			rs = append(rs, prefix(gridOf[i], r))
+		}
+	}
+	suite := strings.TrimSuffix(filepath.Base(module), ".wasm")
+	if module == "" {
+		suite = strings.TrimSuffix(filepath.Base(caseFiles[0]), filepath.Ext(caseFiles[0]))
+	}
+	return o.report(out, suite, rs)
 }
 
 func runPluginConformance(ctx context.Context, out io.Writer, module string, o *kitOptions) error {

@@ -164,3 +164,35 @@ func TestPluginKitJUnitAndExit(t *testing.T) {
 		t.Fatalf("conformance of a stateful validate: error %v\n%s", err, out.String())
 	}
 }
+
+// plugin test runs a tests.yaml grid without a module argument; a broken policy fails it
+// with a JUnit report and a non-zero exit.
+func TestPluginTestGrid(t *testing.T) {
+	ctx := context.Background()
+	for _, ex := range []string{"require-labels", "default-resources", "disallow-latest-tag"} {
+		wasmbuild.Go(t, "wasm-examples/go/"+ex)
+	}
+	var out bytes.Buffer
+	grid := filepath.Join(wasmbuild.Root(), "wasm-examples/go/admission-grid/tests.yaml")
+	if err := runPluginTest(ctx, &out, grid, nil, &kitOptions{memoryLimit: "64Mi", output: "text"}); err != nil || !strings.Contains(out.String(), "7 passed, 0 failed") {
+		t.Fatalf("the example grid: %v\n%s", err, out.String())
+	}
+	dir := t.TempDir()
+	broken := wasmbuild.WAT(t, "plugins/admitwasm/testdata/misbehave.wat")
+	if err := os.WriteFile(filepath.Join(dir, "tests.yaml"), []byte(`
+policies: [{name: misbehave, path: `+broken+`}]
+resources: [pods.yaml]
+results:
+- {policy: misbehave, resources: [trap], result: pass}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pods.yaml"), []byte("{apiVersion: v1, kind: Pod, metadata: {name: trap, namespace: default, labels: {misbehave: trap}}, spec: {containers: [{name: c, image: busybox}]}}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	err := runPluginTest(ctx, &out, filepath.Join(dir, "tests.yaml"), nil, &kitOptions{memoryLimit: "64Mi", output: "junit"})
+	if err == nil || !strings.Contains(out.String(), `failures="1"`) || !strings.Contains(out.String(), "plugin failure in validate: trap") {
+		t.Fatalf("a trapping policy: %v\n%s", err, out.String())
+	}
+}

@@ -147,31 +147,13 @@ func (p *Plugin) runAdmission(ctx context.Context, c *Case, pool *wasmhost.Pool)
 	if err != nil {
 		return []string{"the case: " + err.Error()}
 	}
-	allowed, message := true, ""
-	var warnings, capped []string
-	req := admitwasm.NewRequest(a)
-	for _, k := range p.mod.Kinds().Intersect(admitwasm.Kinds) {
-		call := &admitwasm.Call{Kind: k, Attributes: a, Reader: reader, Capabilities: resources}
-		err := call.Do(ctx, pool, req)
-		warnings = append(warnings, call.Warnings...)
-		capped = append(capped, warningsOverCap(k.Name, call)...)
-		if err != nil {
-			var ce *wasmhost.CallError
-			if errors.As(err, &ce) {
-				return []string{fmt.Sprintf("plugin failure in %s: %s: %v", ce.Kind, ce.Reason, ce.Err)}
-			}
-			return []string{"plugin failure: " + err.Error()}
-		}
-		if call.Code == admitwasm.CodeDenied {
-			allowed, message = false, call.Reason
-			break
-		}
-		if call.Patched != nil {
-			a.Object = call.Patched
-			req = admitwasm.NewRequest(a)
-		}
+	res, fail := p.admit(ctx, pool, a, reader, resources)
+	if fail != nil {
+		return fail
 	}
-	diff := capped
+	allowed, message, warnings := res.allowed, res.message, res.warnings
+	a.Object = res.object
+	diff := res.capped
 	want := c.Expect
 	if want.Allowed != nil && *want.Allowed != allowed {
 		if allowed {
@@ -218,6 +200,48 @@ func warningsOverCap(kind string, c *admitwasm.Call) []string {
 		out = append(out, fmt.Sprintf("%s: %d warning(s) over the cap of 16 per call were dropped", kind, c.DroppedWarnings))
 	}
 	return out
+}
+
+// admitted is what a policy's Mutate then Validate made of a request.
+type admitted struct {
+	allowed  bool
+	message  string
+	warnings []string
+	// capped are the warnings over the size cap (warningsOverCap).
+	capped []string
+	// object is the object after the Mutate's patch (the request's own without one).
+	object runtime.Object
+}
+
+// admit runs the module's Mutate (if any) then its Validate on a, as the API server runs
+// a policy that exports both. A plugin failure is returned as its description.
+func (p *Plugin) admit(ctx context.Context, pool *wasmhost.Pool, a *admission.Attributes, reader admission.ObjectReader, resources []string) (*admitted, []string) {
+	res := &admitted{allowed: true, object: a.Object}
+	cp := *a
+	req := admitwasm.NewRequest(&cp)
+	for _, k := range p.mod.Kinds().Intersect(admitwasm.Kinds) {
+		call := &admitwasm.Call{Kind: k, Attributes: &cp, Reader: reader, Capabilities: resources}
+		err := call.Do(ctx, pool, req)
+		res.warnings = append(res.warnings, call.Warnings...)
+		res.capped = append(res.capped, warningsOverCap(k.Name, call)...)
+		if err != nil {
+			var ce *wasmhost.CallError
+			if errors.As(err, &ce) {
+				return nil, []string{fmt.Sprintf("plugin failure in %s: %s: %v", ce.Kind, ce.Reason, ce.Err)}
+			}
+			return nil, []string{"plugin failure: " + err.Error()}
+		}
+		if call.Code == admitwasm.CodeDenied {
+			res.allowed, res.message = false, call.Reason
+			break
+		}
+		if call.Patched != nil {
+			cp.Object = call.Patched
+			res.object = call.Patched
+			req = admitwasm.NewRequest(&cp)
+		}
+	}
+	return res, nil
 }
 
 // subsetDiff lists where got lacks or differs from what want gives (maps: only want's

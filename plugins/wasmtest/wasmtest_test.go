@@ -384,3 +384,82 @@ func TestCompareBench(t *testing.T) {
 		t.Errorf("a point not in the baseline compared: %+v", cs)
 	}
 }
+
+// A results grid: the example passes; wrong results, a wrong patchedResource and a broken
+// policy fail with what differs; bad grids are refused with the field.
+func TestGrid(t *testing.T) {
+	ctx := context.Background()
+	build(t, "go:wasm-examples/go/require-labels")
+	build(t, "go:wasm-examples/go/default-resources")
+	build(t, "go:wasm-examples/go/disallow-latest-tag")
+	root := wasmbuild.Root()
+	g, err := wasmtest.LoadGrid(filepath.Join(root, "wasm-examples/go/admission-grid/tests.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := wasmtest.RunGrid(ctx, g, "", wasmtest.Options{})
+	if err != nil || wasmtest.Failed(rs) != 0 || len(rs) != 7 {
+		var out bytes.Buffer
+		wasmtest.WriteText(&out, rs)
+		t.Fatalf("the example grid: %v\n%s", err, out.String())
+	}
+
+	dir := t.TempDir()
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ex := filepath.Join(root, "wasm-examples/go/admission-grid")
+	write("tests.yaml", `
+policies:
+- {name: require-labels, path: `+filepath.Join(root, "wasm-examples/go/require-labels/require-labels.wasm")+`, args: {"labels": ["team"]}}
+- {name: default-resources, path: `+filepath.Join(root, "wasm-examples/go/default-resources/default-resources.wasm")+`}
+- {name: sidecar, path: `+build(t, "wat:plugins/wasmtest/testdata/sidecar.wat")+`}
+resources: [`+filepath.Join(ex, "resources.yaml")+`]
+results:
+- {policy: require-labels, resources: [shop/unlabelled], result: pass}
+- {policy: require-labels, resources: [shop/web], result: warn}
+- {policy: default-resources, resources: [unlabelled], kind: Pod, result: pass, patchedResource: wrong.yaml}
+- {policy: sidecar, resources: [shop/web], result: pass, patchedResource: `+filepath.Join(ex, "resources.yaml")+`}
+`)
+	write("wrong.yaml", "{apiVersion: v1, kind: Pod, metadata: {name: unlabelled, namespace: shop}, spec: {containers: [{name: app, image: 'busybox:1.36'}]}}")
+	if _, err := wasmtest.LoadGrid(filepath.Join(dir, "tests.yaml")); err == nil || !strings.Contains(err.Error(), "results[3].patchedResource") {
+		t.Fatalf("a patchedResource of four objects: %v", err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "tests.yaml"))
+	write("tests.yaml", strings.Replace(string(b), "patchedResource: "+filepath.Join(ex, "resources.yaml"), "patchedResource: web.yaml", 1))
+	write("web.yaml", "{apiVersion: v1, kind: Pod, metadata: {name: web, namespace: shop, labels: {team: shop}}, spec: {containers: [{name: app, image: 'busybox:1.36', resources: {requests: {cpu: 100m, memory: 64Mi}, limits: {cpu: 200m, memory: 64Mi}}}]}}")
+	g, err = wasmtest.LoadGrid(filepath.Join(dir, "tests.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err = wasmtest.RunGrid(ctx, g, "", wasmtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	wasmtest.WriteText(&out, rs)
+	for _, w := range []string{
+		`want pass, got fail: "pods \"unlabelled\" must carry label team`,
+		"want warn, got pass",
+		"patchedResource wrong.yaml: the mutated object differs at /spec/containers/0/resources/limits (added",
+		"patchedResource web.yaml: the mutated object differs at /spec/containers/1 (added",
+		"0 passed, 4 failed",
+	} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("grid report lacks %q:\n%s", w, out.String())
+		}
+	}
+	for _, tt := range []struct{ yaml, want string }{
+		{"policies: [a.wasm]\nresources: []\nresults: [{policy: b, resources: [x], result: pass}]", `results[0].policy: "b" is not one of the grid's policies`},
+		{"policies: [a.wasm]\nresources: []\nresults: [{policy: a, resources: [x], result: passed}]", `results[0].result: "passed" must be pass, fail, warn or skip`},
+		{"policies: [a.wasm]\nresources: []\nresults: [{policy: a, resources: [x], result: pass}]", `results[0].resources[0]: "x": no such resource`},
+		{"policies: [{path: a.wasm, match: x}]\nresults: []", `unknown field "match"`},
+	} {
+		write("bad.yaml", tt.yaml)
+		if _, err := wasmtest.LoadGrid(filepath.Join(dir, "bad.yaml")); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want %q", tt.yaml, err, tt.want)
+		}
+	}
+}
