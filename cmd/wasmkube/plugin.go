@@ -46,12 +46,15 @@ func init() {
 	o := &pluginCheckOptions{}
 	check := &cobra.Command{
 		Use:   "check FILE",
-		Short: "Load a wasm plugin, report its ABI version and entry points, and smoke-call them",
-		Long: `check loads a plugin module exactly as the scheduler does: it compiles it, checks it
-against ABI v1 (imports, exports and their signatures, the wasmkube_abi_version marker),
-runs wasmkube_init with --args, and calls every scheduler entry point it exports once with a
-synthetic pod and node. It prints what it found and exits non-zero if the scheduler would
-refuse the module.`,
+		Short: "Load a wasm plugin of any kind, report its ABI version and entry points, and smoke-call them as its component does",
+		Long: `check loads a plugin module exactly as its component does (scheduler, API server or
+kubelet): it compiles it, checks it against ABI v1 (imports, exports and their signatures, the
+wasmkube_abi_version marker), runs wasmkube_init with --args, and makes the smoke calls the
+component makes before a module replaces another: every scheduler entry point once with a
+synthetic pod and node (or --pod and --node), Validate and Mutate with a pod CREATE, Probe
+and PreStop against a loopback endpoint. It prints what it found (the time limit is the
+component's default unless --timeout is given) and exits non-zero if the component would
+refuse the module. For answers beyond a smoke call, see plugin test and plugin conformance.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			ctx, cancel := signalContext()

@@ -119,13 +119,19 @@ the differences under each failure, and exits 1 if any case failed.`,
 	co := &kitOptions{}
 	conf := &cobra.Command{
 		Use:   "conformance FILE.wasm",
-		Short: "Check a plugin against the ABI contract: determinism, batches, no global state, buffers, limits, leaks",
-		Long: `conformance runs the checks of docs/plugin-kit.md on every scheduler entry point the module
-exports: the same answers on every instance, for any batch split and node order, with no
-state carried from one pod to the next; long, unicode and unrelated data; empty objects; a
-5000-node batch inside the time limit; bounded memory over 10,000 cycles; bad args refused at
-load with a reason. It prints each check with PASS, FAIL (and why) or SKIP, and exits 1 if
-any check failed.`,
+		Short: "Check a plugin of any kind against the ABI contract: determinism, batches, no state across calls, idempotent mutation, buffers, limits, leaks",
+		Long: `conformance runs the checks of docs/plugin-kit.md on every entry point the module
+exports. Scheduler kinds: the same answers on every instance, for any batch split and node
+order, with no state carried from one pod to the next; long, unicode and unrelated data; empty
+objects; a 5000-node batch inside the time limit; bounded memory over 2 x 10,000 cycles; bad
+args refused at load with a reason. Admission (Validate, Mutate) and kubelet hooks (Probe,
+PreStop): every fixture answered without a failure, no state across calls, the buffer rule,
+empty objects, bounded memory; and for admission, a Mutate re-invoked on its own output and
+given an object that already carries its patch changes nothing (the path that changed is
+named), and a Validate's verdict depends neither on call count nor on requests seen before.
+Failures name their cause (a leak as a leak, a batch dependence as scores or verdicts, a
+warning over the size cap). It prints each check with PASS, FAIL (and why) or SKIP (and why),
+as text, JSON or JUnit (-o junit, or --junit FILE too), and exits 1 if any check failed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			ctx, cancel := signalContext()
