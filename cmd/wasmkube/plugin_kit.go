@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	"github.com/wasmkube/wasmkube/plugins/wasmtest"
@@ -25,6 +27,11 @@ type kitOptions struct {
 	junit       string
 	verbose     bool
 	args        string
+	// plugin test --cluster
+	cluster        bool
+	kubeconfig     string
+	serverConfig   string
+	clusterTimeout time.Duration
 }
 
 func (o *kitOptions) flags(c *cobra.Command) {
@@ -114,6 +121,11 @@ the differences under each failure, and exits 1 if any case failed.`,
 		},
 	}
 	to.flags(test)
+	tf := test.Flags()
+	tf.BoolVar(&to.cluster, "cluster", false, "run the tests.yaml grids against a live cluster: each policy swapped into --server-config, its resources created in a namespace of the run, the denials, warnings and stored objects asserted, everything deleted and the config restored")
+	tf.StringVar(&to.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster (--cluster)")
+	tf.StringVar(&to.serverConfig, "server-config", "", "the running API server's config file, on this machine, where each policy is swapped in (--cluster)")
+	tf.DurationVar(&to.clusterTimeout, "cluster-timeout", 30*time.Second, "time limit of each --cluster step: a swap, an apply, a cleanup")
 	pluginCmd.AddCommand(test)
 
 	co := &kitOptions{}
@@ -176,6 +188,9 @@ func runPluginTest(ctx context.Context, out io.Writer, module string, caseFiles 
 		if module == "" {
 			return fmt.Errorf("%s: a case file needs the module: plugin test FILE.wasm %s", f, f)
 		}
+		if o.cluster {
+			return fmt.Errorf("%s: --cluster runs tests.yaml grids; a case file runs in process only", f)
+		}
 		files, fileOf = append(files, cf), append(fileOf, f)
 	}
 	prefix := func(file string, r wasmtest.Result) wasmtest.Result {
@@ -202,7 +217,19 @@ func runPluginTest(ctx context.Context, out io.Writer, module string, caseFiles 
 		if err != nil {
 			return fmt.Errorf("--memory-limit %q: %w", o.memoryLimit, err)
 		}
-		grs, err := wasmtest.RunGrid(ctx, g, module, wasmtest.Options{Timeout: o.timeout, MemoryLimit: uint64(mem.Value()), Log: o.log()})
+		var grs []wasmtest.Result
+		if o.cluster {
+			if o.kubeconfig == "" {
+				return errors.New("--cluster: --kubeconfig (or $KUBECONFIG) is required")
+			}
+			cfg, cerr := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+			if cerr != nil {
+				return fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, cerr)
+			}
+			grs, err = wasmtest.RunGridInCluster(ctx, g, module, wasmtest.ClusterOptions{Config: cfg, ServerConfig: o.serverConfig, Timeout: o.clusterTimeout})
+		} else {
+			grs, err = wasmtest.RunGrid(ctx, g, module, wasmtest.Options{Timeout: o.timeout, MemoryLimit: uint64(mem.Value()), Log: o.log()})
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", gridOf[i], err)
 		}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
 	"github.com/wasmkube/wasmkube/plugins/wasmtest"
 )
@@ -194,5 +196,54 @@ results:
 	err := runPluginTest(ctx, &out, filepath.Join(dir, "tests.yaml"), nil, &kitOptions{memoryLimit: "64Mi", output: "junit"})
 	if err == nil || !strings.Contains(out.String(), `failures="1"`) || !strings.Contains(out.String(), "plugin failure in validate: trap") {
 		t.Fatalf("a trapping policy: %v\n%s", err, out.String())
+	}
+}
+
+// plugin test --cluster: the example grid against a running API server, each policy
+// swapped into its config file and out again; a wrong expectation fails its row; the
+// config is restored and nothing the run created is left.
+func TestPluginTestGridInCluster(t *testing.T) {
+	for _, ex := range []string{"require-labels", "default-resources", "disallow-latest-tag"} {
+		wasmbuild.Go(t, "wasm-examples/go/"+ex)
+	}
+	dir := t.TempDir()
+	config := filepath.Join(dir, "wasmkube.yaml")
+	original := "# the server's own config\nadmission:\n  policies: []\n"
+	if err := os.WriteFile(config, []byte(original), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stop, c := runServerCmd(t, filepath.Join(dir, "data"), "--apiserver-only", "--config", config)
+	defer func() { _ = stop() }()
+	o := &kitOptions{memoryLimit: "64Mi", output: "text", cluster: true, kubeconfig: filepath.Join(dir, "data", "admin.kubeconfig"),
+		serverConfig: config, clusterTimeout: 30 * time.Second}
+	var out bytes.Buffer
+	grid := filepath.Join(wasmbuild.Root(), "wasm-examples/go/admission-grid/tests.yaml")
+	if err := runPluginTest(context.Background(), &out, grid, nil, o); err != nil || !strings.Contains(out.String(), "7 passed, 0 failed") {
+		t.Fatalf("the example grid in a cluster: %v\n%s", err, out.String())
+	}
+	b, _ := os.ReadFile(config)
+	if string(b) != original {
+		t.Errorf("the server config was not restored:\n%s", b)
+	}
+	pods, err := c.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(pods.Items) != 0 {
+		t.Errorf("pods left after the run: %v %v", err, pods)
+	}
+
+	wrong := filepath.Join(dir, "tests.yaml")
+	ex := filepath.Join(wasmbuild.Root(), "wasm-examples/go/admission-grid")
+	if err := os.WriteFile(wrong, []byte(`
+policies:
+- {name: require-labels, path: `+filepath.Join(wasmbuild.Root(), "wasm-examples/go/require-labels/require-labels.wasm")+`, args: {"labels": ["team"]}, kinds: [Pod]}
+resources: [`+filepath.Join(ex, "resources.yaml")+`]
+results:
+- {policy: require-labels, resources: [shop/unlabelled], result: pass}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	err = runPluginTest(context.Background(), &out, wrong, nil, o)
+	if err == nil || !strings.Contains(out.String(), `want pass, got fail: "admission policy require-labels denied the request`) {
+		t.Fatalf("a wrong expectation in a cluster: %v\n%s", err, out.String())
 	}
 }
