@@ -233,19 +233,22 @@ func (w *podWorker) announceBackOff(pod *v1.Pod, name string, l *runtime.Contain
 func (w *podWorker) killContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, st *runtime.ContainerStatus, deadline time.Time, preStop bool) {
 	w.stopProbes(st.ID)
 	if preStop && c != nil {
+		w.mu.Lock()
+		w.preStopRan[st.ID] = true
+		w.mu.Unlock()
 		hctx, cancel := context.WithDeadline(ctx, deadline)
 		t := probe.Target{Pod: pod, Container: c, ContainerID: st.ID, PodIP: pod.Status.PodIP}
 		t0 := time.Now()
 		err := w.k.preStop.PreStop(hctx, t, c.Lifecycle.PreStop)
 		cancel()
 		w.k.log.Debug("preStop done", "pod", podKey(pod), "container", st.Name, "took", time.Since(t0), "left", time.Until(deadline), "err", err)
-		if err != nil {
+		if err != nil && ctx.Err() == nil { // not the kubelet stopping, nor a kill restarted
 			w.k.rec.event(pod, v1.EventTypeWarning, "FailedPreStopHook", c.Name, "PreStopHook failed: %v", err)
 		}
 	}
 	left := max(time.Until(deadline), 0)
 	t0 := time.Now()
-	if err := w.k.rt.StopContainer(ctx, st.ID, left); err != nil {
+	if err := w.k.rt.StopContainer(ctx, st.ID, left); err != nil && ctx.Err() == nil {
 		w.k.log.Warn("stop container", "pod", podKey(pod), "container", st.Name, "err", err)
 	}
 	w.k.log.Debug("container stopped", "pod", podKey(pod), "container", st.Name, "grace left", left, "took", time.Since(t0), "past deadline", time.Since(deadline))

@@ -100,6 +100,8 @@ type podPlan struct {
 	sandbox *runtime.Sandbox
 	// requeue is when to look again if every step is done (0: at the resync period).
 	requeue time.Duration
+	// deadline is a terminating pod's grace deadline (graceDeadline).
+	deadline time.Time
 }
 
 func (p *podPlan) add(s step) { p.steps = append(p.steps, s) }
@@ -121,6 +123,9 @@ type planInput struct {
 	// unhealthy names the running containers (by runtime id) that their probes want
 	// killed, and why ("failed liveness probe").
 	unhealthy map[string]string
+	// preStopRan names the containers (by runtime id) whose preStop hook has run: a kill
+	// restarted for a shorter grace period does not run it again.
+	preStopRan map[string]bool
 
 	now time.Time
 	// terminating is when the worker first saw the pod deleted (zero before): the grace
@@ -287,6 +292,7 @@ func planTerminate(in planInput) podPlan {
 		src = in.last
 	}
 	deadline := graceDeadline(in.pod, src, in.terminating)
+	p.deadline = deadline
 	const kills, teardown = 1, 2 // concurrent groups
 	killed := false
 	for i := range in.containers {
@@ -296,7 +302,7 @@ func planTerminate(in planInput) podPlan {
 		}
 		c := findContainer(src, st.Name)
 		p.add(step{kind: stepKill, name: st.Name, container: c, observed: st, deadline: deadline, group: kills,
-			preStop: c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil})
+			preStop: c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil && !in.preStopRan[st.ID]})
 		killed = true
 	}
 	if killed && in.pod != nil {

@@ -201,6 +201,17 @@ func TestPlanPod(t *testing.T) {
 		mode: modeTerminate,
 		want: []string{"Kill web at +3s preStop [1]", "WriteStatus", "RemoveSandbox sb2 [2]", "RemoveContainer w0", "RemovePodDir", "FinalDelete"},
 	}, {
+		name: "a kill restarted for a shorter grace period: its preStop does not run again",
+		in: planInput{pod: deleted(pod(v1.RestartPolicyAlways, v1.PodRunning, nil, ctr("web", true), ctr("side", true)), now.Add(-time.Second), 2),
+			sandboxes: []runtime.Sandbox{ready},
+			containers: []runtime.ContainerStatus{cs("w0", "web", 0, runtime.ContainerRunning, 0, time.Time{}),
+				cs("s0", "side", 0, runtime.ContainerRunning, 0, time.Time{})},
+			preStopRan: map[string]bool{"w0": true},
+			now:        now, terminating: now.Add(-time.Second)},
+		mode: modeTerminate,
+		want: []string{"Kill web at +1s [1]", "Kill side at +1s preStop [1]", "WriteStatus", "RemoveSandbox sb2 [2]",
+			"RemoveContainer w0", "RemoveContainer s0", "RemovePodDir", "FinalDelete"},
+	}, {
 		name: "a pod gone from the API is stopped as last seen, with no status and no delete",
 		in: planInput{last: pod(v1.RestartPolicyAlways, v1.PodRunning, nil, ctr("web", true)),
 			sandboxes:  []runtime.Sandbox{dead},

@@ -384,7 +384,9 @@ kubelet:
 // wasm-examples/go/drain-prestop. The grace period is a promise: the hook reaches the pod
 // first, is cut at the deadline (FailedPreStopHook), the container is killed with SIGKILL
 // (exit 137) not before the deadline, and the pod's status says so before the kubelet
-// completes the deletion (a finalizer of the test keeps the object to read it).
+// completes the deletion (a finalizer of the test keeps the object to read it). A third pod,
+// deleted with 60 s and then with 2 s while its hook runs, is killed by the shorter deadline
+// without its hook running again.
 func TestWasmPreStopHeldToGraceDeadline(t *testing.T) {
 	srv := apiservertest.Start(t)
 	dir := t.TempDir()
@@ -408,6 +410,8 @@ func TestWasmPreStopHeldToGraceDeadline(t *testing.T) {
 	cases := []struct{ pod, plugin, failure, host string }{
 		{"stuck-wat", "drain-wat", "wasm plugin drain-wat failed (timeout)", t.TempDir()},
 		{"stuck-go", "drain-go", "drain: 1 request(s) still in flight when the grace period ran out", t.TempDir()},
+		// Deleted with 60 s, then again with 2 s once its hook runs (below).
+		{"shortened", "drain-wat", "", t.TempDir()},
 	}
 	script := `trap 'echo TERM >> /host/events' TERM; mkdir -p /www/cgi-bin; printf 1 > /www/inflight; ` +
 		`printf '#!/bin/sh\necho Content-Type: text/plain\necho\necho draining\necho drain >> /host/events\n' > /www/cgi-bin/drain; ` +
@@ -431,10 +435,33 @@ func TestWasmPreStopHeldToGraceDeadline(t *testing.T) {
 		waitEvent(t, srv.Client, "default", tc.pod, "WasmHook", "PreStop hook of container c is served by wasm plugin "+tc.plugin)
 	}
 
+	// A deletion with a shorter grace period while the kill is under way restarts it with
+	// that deadline, as upstream's kubelet; the hook that already ran does not run again.
+	if err := pods.Delete(ctx, "shortened", metav1.DeleteOptions{GracePeriodSeconds: int64p(60)}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		if b, _ := os.ReadFile(filepath.Join(cases[2].host, "events")); strings.Contains(string(b), "drain") {
+			break
+		}
+		if i > 300 {
+			t.Fatal("the shortened pod's preStop never reached it")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	first, err := pods.Get(ctx, "shortened", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	start := time.Now()
 	deadlines := map[string]time.Time{}
 	for _, tc := range cases {
-		if err := pods.Delete(ctx, tc.pod, metav1.DeleteOptions{}); err != nil {
+		opts := metav1.DeleteOptions{}
+		if tc.pod == "shortened" {
+			opts.GracePeriodSeconds = int64p(2)
+		}
+		if err := pods.Delete(ctx, tc.pod, opts); err != nil {
 			t.Fatal(err)
 		}
 		// deletionTimestamp is the request's time plus the grace period, in whole
@@ -469,8 +496,14 @@ func TestWasmPreStopHeldToGraceDeadline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if lines := strings.Fields(string(b)); len(lines) == 0 || lines[0] != "drain" {
-			t.Errorf("%s: what reached the container: %q, want the drain request first", tc.pod, lines)
+		if lines := strings.Fields(string(b)); len(lines) == 0 || lines[0] != "drain" || strings.Count(string(b), "drain") != 1 {
+			t.Errorf("%s: what reached the container: %q, want the drain request first, once", tc.pod, lines)
+		}
+		if tc.pod == "shortened" {
+			if !term.FinishedAt.Time.Before(first.DeletionTimestamp.Time) {
+				t.Errorf("shortened: killed at %s, not before the first deletion's deadline %s", term.FinishedAt.Format(time.RFC3339), first.DeletionTimestamp.Format(time.RFC3339))
+			}
+			continue
 		}
 		waitEvent(t, srv.Client, "default", tc.pod, "FailedPreStopHook", tc.failure)
 		// Loose: the promise is SIGKILL at 6 s and the pod gone a couple of seconds

@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"time"
 
@@ -45,16 +46,27 @@ type podWorker struct {
 	releaseSlot func()
 	written     *v1.PodStatus // the status this worker last wrote (under mu)
 
-	// terminating is when the worker first saw the pod deleted (owned by its goroutine):
-	// the grace deadline is never later than a grace period after it.
-	terminating time.Time
+	// terminating is when the worker first saw the pod's deletion, terminatingFor (its
+	// deletionTimestamp) or a later one that shortened it (owned by its goroutine): the
+	// grace deadline is never later than a grace period after it.
+	terminating    time.Time
+	terminatingFor *metav1.Time
+	// kill is the grace deadline of the kills under way and the cancel that ends them
+	// early when a later deletion asks for a shorter grace period (under mu).
+	kill struct {
+		deadline, terminating time.Time
+		cancel                context.CancelFunc
+	}
+	// preStopRan names the containers (runtime ids) whose preStop hook has run: a kill
+	// restarted for a shorter grace period does not run it again (under mu).
+	preStopRan map[string]bool
 }
 
 func newPodWorker(k *Kubelet, pod *v1.Pod) *podWorker {
 	return &podWorker{k: k, uid: pod.UID, pod: pod, lastPod: pod, poke: make(chan struct{}, 1),
 		probes: map[string]*containerProbes{}, waiting: map[string]Waiting{}, backoff: map[string]string{},
 		pullFailures: map[string]int{}, pullRetry: map[string]time.Time{}, pullNever: map[string]string{},
-		releaseSlot: func() {}}
+		preStopRan: map[string]bool{}, releaseSlot: func() {}}
 }
 
 func (w *podWorker) update(pod *v1.Pod) {
@@ -65,6 +77,12 @@ func (w *podWorker) update(pod *v1.Pod) {
 	w.pod = pod
 	if pod != nil {
 		w.lastPod = pod
+	}
+	if k := &w.kill; k.cancel != nil && pod != nil && pod.DeletionTimestamp != nil &&
+		graceDeadline(pod, pod, k.terminating).Before(k.deadline) {
+		// A second deletion with a shorter grace period: the kills start again with it.
+		k.cancel()
+		k.cancel = nil
 	}
 	w.mu.Unlock()
 	if !statusOnly {
@@ -140,8 +158,12 @@ func (w *podWorker) sync(ctx context.Context) (time.Duration, bool) {
 	pod, last := w.current()
 	if pod == nil || pod.DeletionTimestamp != nil {
 		w.stopAllProbes()
-		if w.terminating.IsZero() {
+		// Seen now: this deletion, or a later one that shortened the grace period.
+		if w.terminating.IsZero() || (pod != nil && !pod.DeletionTimestamp.Equal(w.terminatingFor)) {
 			w.terminating = time.Now()
+			if pod != nil {
+				w.terminatingFor = pod.DeletionTimestamp
+			}
 		}
 	}
 	obs, err := w.observe(ctx)
@@ -151,11 +173,29 @@ func (w *podWorker) sync(ctx context.Context) (time.Duration, bool) {
 		}
 		return 2 * time.Second, false
 	}
+	w.mu.Lock()
+	preStopRan := maps.Clone(w.preStopRan)
+	w.mu.Unlock()
 	plan := planPod(planInput{pod: pod, last: last, sandboxes: obs.sandboxes, containers: obs.containers,
-		unhealthy: w.unhealthy(), now: time.Now(), terminating: w.terminating})
+		unhealthy: w.unhealthy(), preStopRan: preStopRan, now: time.Now(), terminating: w.terminating})
 	switch plan.mode {
 	case modeTerminate:
-		requeue, ok := w.apply(ctx, pod, last, obs, plan)
+		kctx, cancel := context.WithCancel(ctx)
+		w.mu.Lock()
+		w.kill.deadline, w.kill.terminating, w.kill.cancel = plan.deadline, w.terminating, cancel
+		if cur := w.pod; cur != nil && cur.DeletionTimestamp != nil && graceDeadline(cur, cur, w.terminating).Before(plan.deadline) {
+			cancel() // shortened since it was planned
+		}
+		w.mu.Unlock()
+		requeue, ok := w.apply(kctx, pod, last, obs, plan)
+		w.mu.Lock()
+		w.kill.cancel = nil
+		w.mu.Unlock()
+		shortened := kctx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if shortened {
+			return time.Millisecond, false // plan again at once, with the shorter grace period
+		}
 		return requeue, ok
 	case modeFinished:
 		w.stopAllProbes()
