@@ -25,3 +25,6 @@ func RunRaw(p *Pool, k *Kind, count int) error {
 	err, _ = inst.run(context.Background(), inst.fns[k], stack, time.Minute)
 	return err
 }
+
+// SameCompiled reports whether two modules share one compiled module.
+func SameCompiled(a, b *Module) bool { return a.compiled == b.compiled }

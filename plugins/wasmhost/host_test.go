@@ -474,3 +474,41 @@ __attribute__((export_name("wasmkube_filter"))) int f(int n) {
 		t.Errorf("the trap was symbolized from DWARF:\n%v", err)
 	}
 }
+
+// Modules of the same bytes and memory limit share one compiled module whatever their
+// names and time limits (a swap to a renamed plugin compiles nothing), and one that
+// nobody uses any more is kept for the next load; another memory limit is another
+// runtime; broken bytes are not kept, so they are evaluated at every load.
+func TestModulesShareCompiledCodeByContent(t *testing.T) {
+	h, _ := newHost(t)
+	a := load(t, h, "a", "trap.wat", wasmhost.LoadOptions{})
+	b := load(t, h, "b", "trap.wat", wasmhost.LoadOptions{Timeout: time.Second})
+	if !wasmhost.SameCompiled(a, b) || a.Name() != "a" || b.Name() != "b" {
+		t.Fatal("two plugins of the same bytes compiled twice")
+	}
+	if b.Timeout() != time.Second || a.Timeout() != wasmhost.DefaultTimeout {
+		t.Fatalf("time limits %s and %s: a plugin's own limit must stay its own", a.Timeout(), b.Timeout())
+	}
+	if c := load(t, h, "c", "trap.wat", wasmhost.LoadOptions{MemoryLimit: 1 << 20}); wasmhost.SameCompiled(a, c) {
+		t.Fatal("another memory limit shares the runtime of the first")
+	}
+	_ = a.Close(context.Background())
+	_ = b.Close(context.Background())
+	d := load(t, h, "d", "trap.wat", wasmhost.LoadOptions{})
+	if !wasmhost.SameCompiled(a, d) {
+		t.Fatal("a module nobody used any more was compiled again")
+	}
+	// Each pool still works on the shared module.
+	p, err := d.NewPool(context.Background(), nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := newCall(schedwasm.Filter, testPod("p", nil), testNodes("n0")).Do(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := h.Load(context.Background(), wasmhost.LoadOptions{Name: "broken", Wasm: []byte("\x00asm\x01\x00\x00\x00\x05")}); err == nil {
+			t.Fatal("a broken module loaded")
+		}
+	}
+}
