@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,7 +74,7 @@ restarted kubelet adopts them) unless --cleanup-on-exit is set.`,
 	fl.StringVar(&f.server, "server", "", "API server URL, to join with --token")
 	fl.StringVar(&f.token, "token", "", "join token K10<sha256 of the CA>::<secret>")
 	fl.StringVar(&f.nodeName, "node-name", "", "node name (default: the host name)")
-	fl.StringVar(&f.nodeIP, "node-ip", "", "the node's InternalIP, where the API server reaches this kubelet and other nodes route this node's pods (default: the address of the default route's interface, else 127.0.0.1)")
+	fl.StringVar(&f.nodeIP, "node-ip", "", "the node's InternalIP, where the API server reaches this kubelet and other nodes route this node's pods (default: the --listen address if it names one, else the address of the default route's interface, else 127.0.0.1)")
 	fl.StringVar(&f.rootDir, "root-dir", "/var/lib/wasmkube/kubelet", "pods, logs, sandboxes, CNI state and the serving certificate")
 	fl.StringVar(&f.containerdAddr, "containerd-address", "", "containerd socket (default: start a private containerd under the root dir)")
 	fl.StringVar(&f.containerdNS, "containerd-namespace", "", "containerd namespace (default: the node name)")
@@ -112,12 +114,7 @@ func runKubelet(f kubeletFlags) error {
 		return fmt.Errorf("--network-backend: %w", err)
 	}
 	if f.nodeIP == "" {
-		f.nodeIP = "127.0.0.1"
-		if ip, err := overlay.DefaultRouteIP(); err == nil {
-			f.nodeIP = ip.String()
-		} else {
-			log.Info("node IP 127.0.0.1: pods of other hosts cannot reach this node's", "reason", err)
-		}
+		f.nodeIP = defaultNodeIP(f.listen, log)
 	}
 	if f.nodeName == "" {
 		h, err := os.Hostname()
@@ -184,6 +181,24 @@ func runKubelet(f kubeletFlags) error {
 		return err
 	}
 	return k.Run(ctx)
+}
+
+// defaultNodeIP is the node's InternalIP when --node-ip is not given: the --listen
+// address when it names one (the API server must reach the kubelet at its InternalIP, so
+// a kubelet listening on 127.0.0.1 is a local node), else the address of the default
+// route's interface (a host joining a cluster), else 127.0.0.1.
+func defaultNodeIP(listen string, log *slog.Logger) string {
+	if host, _, err := net.SplitHostPort(listen); err == nil {
+		if ip, err := netip.ParseAddr(host); err == nil && !ip.IsUnspecified() {
+			return ip.String()
+		}
+	}
+	ip, err := overlay.DefaultRouteIP()
+	if err != nil {
+		log.Info("node IP 127.0.0.1: pods of other hosts cannot reach this node's", "reason", err)
+		return "127.0.0.1"
+	}
+	return ip.String()
 }
 
 // readNetworkBackend is the config file's network.backend (WASMKUBE_NETWORK_BACKEND
