@@ -69,9 +69,11 @@ type Options struct {
 	NetworkBackend string
 	// VXLANDevice names the vxlan backend's device (default overlay.DefaultVXLANDevice).
 	VXLANDevice string
-	CNIBinDir   string // default /usr/lib/cni
-	PauseImage  string // default images.PauseRef
-	ImagesDir   string // OCI archives imported at start when their images are missing
+	// VXLANID is the vxlan backend's VNI, one per cluster (default overlay.DefaultVXLANID).
+	VXLANID    int
+	CNIBinDir  string // default /usr/lib/cni
+	PauseImage string // default images.PauseRef
+	ImagesDir  string // OCI archives imported at start when their images are missing
 	// OCIRuntime is the OCI runtime new containers are created with: runc (the default),
 	// crun, or auto (crun when installed, else runc); runtime.ResolveOCIRuntime, docs/kubelet.md.
 	OCIRuntime string

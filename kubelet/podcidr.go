@@ -163,7 +163,7 @@ func (k *Kubelet) startOverlay(ctx context.Context) error {
 	}
 	own, _ := netip.ParsePrefix(k.podCIDR)
 	o := overlay.Options{Client: k.client, NodeName: k.opts.NodeName, NodeIP: k.opts.NodeIP, PodCIDR: own,
-		Backend: backend, VXLANDevice: k.opts.VXLANDevice, CleanupOnExit: k.opts.CleanupOnExit, Logger: k.log}
+		Backend: backend, VXLANDevice: k.opts.VXLANDevice, VXLANID: k.opts.VXLANID, CleanupOnExit: k.opts.CleanupOnExit, Logger: k.log}
 	if err := overlay.CheckBackend(backend); err != nil {
 		return err
 	}

@@ -44,6 +44,7 @@ type kubeletFlags struct {
 	ociRuntime                         string
 	networkBackend, vxlanDevice        string
 	clusterCIDR                        string
+	vxlanID                            int
 	backendSet                         bool // --network-backend given (over the config's network.backend)
 }
 
@@ -80,7 +81,8 @@ restarted kubelet adopts them) unless --cleanup-on-exit is set.`,
 	fl.StringVar(&f.containerdNS, "containerd-namespace", "", "containerd namespace (default: the node name)")
 	fl.StringVar(&f.podCIDR, "pod-cidr", "", "this node's pod subnet, overriding node IPAM for one host (refused if the Node already has another); default: the Node's spec.podCIDR, waited for")
 	fl.StringVar(&f.networkBackend, "network-backend", overlay.DefaultBackend, "how pods reach other nodes' pods: vxlan (a VXLAN device, hosts that route IP), host-gw (a route per node, hosts on one L2 segment) or none; overrides the config's network.backend")
-	fl.StringVar(&f.vxlanDevice, "vxlan-device", overlay.DefaultVXLANDevice, "the vxlan backend's device (VNI 1, UDP port 8472)")
+	fl.StringVar(&f.vxlanDevice, "vxlan-device", overlay.DefaultVXLANDevice, "the vxlan backend's device (UDP port 8472)")
+	fl.IntVar(&f.vxlanID, "vxlan-id", overlay.DefaultVXLANID, "the vxlan backend's VNI, the same on every node of the cluster (two clusters sharing a network namespace need their own)")
 	fl.StringVar(&f.bridge, "bridge", cni.DefaultBridge, "Linux bridge for pods")
 	fl.StringVar(&f.cniBinDir, "cni-bin-dir", cni.DefaultBinDir, "CNI plugin binaries")
 	fl.StringVar(&f.images, "images-dir", "", "OCI archives to import at start when missing (default: images/ beside the binary)")
@@ -164,7 +166,7 @@ func runKubelet(f kubeletFlags) error {
 		ServerAddr: f.listen, CleanupOnExit: f.cleanupOnExit, IPMasq: f.ipMasq, Logger: log,
 		WarmSandboxes: f.warmSandboxes, ConfigFile: f.configFile, Hooks: hooks, Registerer: reg, OCIRuntime: f.ociRuntime,
 		ServiceCIDR: f.serviceCIDR, ClusterDomain: f.clusterDomain, DNSUpstreams: dns.HostUpstreams("/etc/resolv.conf"),
-		NetworkBackend: f.networkBackend, VXLANDevice: f.vxlanDevice, ClusterCIDR: f.clusterCIDR,
+		NetworkBackend: f.networkBackend, VXLANDevice: f.vxlanDevice, VXLANID: f.vxlanID, ClusterCIDR: f.clusterCIDR,
 	}
 	if opts.ContainerdAddress == "" {
 		d, err := kcontainerd.Start(ctx, filepath.Join(f.rootDir, "containerd"))

@@ -481,7 +481,7 @@ func startKubelet(ctx context.Context, srv *apiserver.Server, dataDir string, o 
 		PodCIDR: o.podCIDR, Bridge: o.bridge, NodeIP: nodeIP, NetworkBackend: o.networkBackend,
 		// The first node shares this machine's namespace: its device is named after
 		// up's host bridge, so that two ups on one machine do not share one.
-		VXLANDevice: o.hostBridge + ".1", ClusterCIDR: o.clusterCIDR,
+		VXLANDevice: o.hostBridge + ".1", VXLANID: upVXLANID(o.hostBridge), ClusterCIDR: o.clusterCIDR,
 		ImagesDir: images, ServerAddr: kubeletAddr(nodeIP), CleanupOnExit: !o.keepPods, Logger: log,
 		WarmSandboxes: o.warm, ConfigFile: o.configFile, Hooks: hooks, Registerer: prometheus.DefaultRegisterer, OCIRuntime: o.ociRuntime,
 		// Pods resolve cluster names at the node's DNS server, other names through the host's.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"hash/crc32"
 	"log/slog"
 	"net/netip"
 	"net/url"
@@ -48,6 +49,13 @@ func firstNodeSubnet(cs controllerSettings) (string, error) {
 		return "", err
 	}
 	return p.String(), nil
+}
+
+// upVXLANID is the VNI of an up cluster, derived from its host bridge: its first node's
+// VXLAN device lives in this machine's network namespace, which holds one device per VNI,
+// so two ups (each with its own --host-bridge) need VNIs of their own.
+func upVXLANID(hostBridge string) int {
+	return 2 + int(crc32.ChecksumIEEE([]byte(hostBridge))%(1<<24-2))
 }
 
 // waitForNode waits (up to a minute) until the named Node exists.
@@ -104,6 +112,7 @@ func startHostKubelets(srv *apiserver.Server, dataDir string, o upOptions, hosts
 		args := []string{"kubelet",
 			"--server", server, "--token", srv.JoinToken(), "--node-name", name, "--node-ip", ip,
 			"--root-dir", root, "--listen", ip + ":10250", "--network-backend", o.networkBackend, "--cluster-cidr", o.clusterCIDR,
+			"--vxlan-id", strconv.Itoa(upVXLANID(o.hostBridge)),
 			"--images-dir", images, "--oci-runtime", o.ociRuntime, "--warm-sandboxes", strconv.Itoa(o.warm),
 			"--log-level", o.logLevel}
 		if !o.keepPods {

@@ -1,6 +1,7 @@
 package overlay
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -128,16 +129,22 @@ func TestHostGWSync(t *testing.T) {
 // forwarding entries follow the peers; remove deletes it.
 func TestVXLANSync(t *testing.T) {
 	inNetNS(t, func(link netlink.Link) {
-		dev, err := ensureVXLAN("wkh4vx.1", link, netip.MustParseAddr("172.30.64.1"), netip.MustParsePrefix("10.64.0.0/24"))
+		dev, err := ensureVXLAN("wkh4vx.1", 1, link, netip.MustParseAddr("172.30.64.1"), netip.MustParsePrefix("10.64.0.0/24"))
 		if err != nil {
 			t.Errorf("ensureVXLAN: %v", err)
 			return
 		}
 		// A second start takes the device over (same MAC, which the node announced).
-		again, err := ensureVXLAN("wkh4vx.1", link, netip.MustParseAddr("172.30.64.1"), netip.MustParsePrefix("10.64.0.0/24"))
+		again, err := ensureVXLAN("wkh4vx.1", 1, link, netip.MustParseAddr("172.30.64.1"), netip.MustParsePrefix("10.64.0.0/24"))
 		if err != nil || again.MAC().String() != dev.MAC().String() {
 			t.Errorf("ensureVXLAN again: %v, MAC %s then %s", err, dev.MAC(), again.MAC())
 			return
+		}
+		// A second device with the same VNI and port in one namespace is refused, by name.
+		_, err = ensureVXLAN("wkh4vx.2", 1, link, netip.MustParseAddr("172.30.64.1"), netip.MustParsePrefix("10.65.0.0/24"))
+		var inUse *VXLANInUseError
+		if !errors.As(err, &inUse) || inUse.VNI != 1 || inUse.Device != "wkh4vx.2" {
+			t.Errorf("a second device of VNI 1: %v, want a VXLANInUseError", err)
 		}
 		peer := func(cidr, mac, ip string) VXLANPeer {
 			p := netip.MustParsePrefix(cidr)

@@ -27,6 +27,9 @@ type Options struct {
 	// VXLANDevice names the vxlan backend's device (default DefaultVXLANDevice); nodes
 	// sharing a network namespace (two clusters on one machine) need their own.
 	VXLANDevice string
+	// VXLANID is the vxlan backend's VNI, the same on every node of the cluster (default
+	// DefaultVXLANID).
+	VXLANID int
 	// CleanupOnExit removes the backend's routes when Run returns.
 	CleanupOnExit bool
 	Logger        *slog.Logger
@@ -81,7 +84,7 @@ func Run(ctx context.Context, o Options) error {
 		if name == "" {
 			name = DefaultVXLANDevice
 		}
-		dev, err := ensureVXLAN(name, link, ip, o.PodCIDR)
+		dev, err := ensureVXLAN(name, o.VXLANID, link, ip, o.PodCIDR)
 		if err != nil {
 			return fmt.Errorf("network backend %s: %w", o.Backend, err)
 		}

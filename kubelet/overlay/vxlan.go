@@ -12,10 +12,12 @@ import (
 )
 
 // VXLAN defaults, flannel's: VNI 1, the Linux port 8472, and a device MTU 50 bytes under
-// its parent's (the outer IPv4, UDP and VXLAN headers).
+// its parent's (the outer IPv4, UDP and VXLAN headers). A network namespace holds one
+// device per VNI and port: two clusters whose nodes share one (two `up --nodes` on a
+// machine) need VNIs of their own.
 const (
 	DefaultVXLANDevice = "wasmkube.1"
-	VXLANID            = 1
+	DefaultVXLANID     = 1
 	VXLANPort          = 8472
 	VXLANOverhead      = 50
 )
@@ -26,13 +28,27 @@ type vxlanDev struct {
 	routes *hostGW
 }
 
-// ensureVXLAN makes (or takes over) the device name with VNI VXLANID on port VXLANPort,
+// VXLANInUseError: another device of this network namespace has the VNI on the port.
+type VXLANInUseError struct {
+	Device string
+	VNI    int
+}
+
+func (e *VXLANInUseError) Error() string {
+	return fmt.Sprintf("vxlan device %s: another device of this network namespace already has VNI %d on port %d (another cluster?): choose another --vxlan-id",
+		e.Device, e.VNI, VXLANPort)
+}
+
+// ensureVXLAN makes (or takes over) the device name with VNI vni on port VXLANPort,
 // bound to the node's interface and address, with the node's pod subnet's network address
 // as its own (/32), and brings it up.
-func ensureVXLAN(name string, parent netlink.Link, nodeIP netip.Addr, own netip.Prefix) (*vxlanDev, error) {
+func ensureVXLAN(name string, vni int, parent netlink.Link, nodeIP netip.Addr, own netip.Prefix) (*vxlanDev, error) {
+	if vni <= 0 {
+		vni = DefaultVXLANID
+	}
 	want := &netlink.Vxlan{
 		LinkAttrs: netlink.LinkAttrs{Name: name, MTU: parent.Attrs().MTU - VXLANOverhead},
-		VxlanId:   VXLANID, VtepDevIndex: parent.Attrs().Index, SrcAddr: net.IP(nodeIP.AsSlice()),
+		VxlanId:   vni, VtepDevIndex: parent.Attrs().Index, SrcAddr: net.IP(nodeIP.AsSlice()),
 		Port: VXLANPort, Learning: false,
 	}
 	if old, err := netlink.LinkByName(name); err == nil {
@@ -48,6 +64,11 @@ func ensureVXLAN(name string, parent netlink.Link, nodeIP netip.Addr, own netip.
 		return nil, fmt.Errorf("vxlan device %s: %w", name, err)
 	}
 	link, err := netlink.LinkByName(name)
+	var nf netlink.LinkNotFoundError
+	if errors.As(err, &nf) {
+		// The add failed with EEXIST for another device's VNI.
+		return nil, &VXLANInUseError{Device: name, VNI: vni}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("vxlan device %s: %w", name, err)
 	}
