@@ -6,15 +6,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/wasmkube/wasmkube/core/scheduler/framework"
 	"github.com/wasmkube/wasmkube/core/scheduler/plugins"
 	"github.com/wasmkube/wasmkube/plugins/admitwasm"
+	"github.com/wasmkube/wasmkube/plugins/nodewasm"
 	"github.com/wasmkube/wasmkube/plugins/schedwasm"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 )
@@ -64,7 +70,8 @@ type runner struct {
 	name   string
 	filter func(ctx context.Context, nodes []*framework.NodeInfo, st []*framework.Status)
 	score  func(ctx context.Context, nodes []*framework.NodeInfo, scores []int64) error
-	// admission are a policy's entry points, one request per call.
+	// admission are a policy's or a kubelet hook's entry points, one request or one
+	// hook call per call.
 	admission []point
 	pool      *wasmhost.Pool
 }
@@ -116,6 +123,34 @@ func (p *Plugin) Bench(ctx context.Context, o BenchOptions) ([]BenchRow, error) 
 				return c.Do(ctx, pool, nil)
 			}
 		}})
+	}
+	// A kubelet hook: each entry point for a fixture pod against a loopback endpoint that
+	// answers every path with a small JSON document (hookSubject's).
+	if hooks := kinds.Intersect(nodewasm.Kinds); len(hooks) > 0 {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"status": "ok"}` + "\nerrors_total 0\n"))
+		}))
+		defer srv.Close()
+		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Labels: map[string]string{"app": "web"}},
+			Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app"}}}, Status: v1.PodStatus{PodIP: "10.88.0.5"}}
+		for _, k := range hooks {
+			r.admission = append(r.admission, point{name: strings.ToUpper(k.Name[:1]) + k.Name[1:], newCall: func() func() error {
+				return func() error {
+					c := &nodewasm.Call{Kind: k, Pod: pod, Container: "app", PodIP: pod.Status.PodIP, Timeout: p.mod.Timeout()}
+					if k == nodewasm.Probe {
+						c.ProbeKind = nodewasm.ProbeReadiness
+					}
+					c.RedirectTo(srv.Listener.Addr().String())
+					err := c.Do(ctx, pool)
+					var ce *wasmhost.CallError
+					if errors.As(err, &ce) && ce.Reason == wasmhost.ReasonError {
+						return nil // a verdict of the plugin, not a failure to time
+					}
+					return err
+				}
+			}})
+		}
 	}
 	return bench(ctx, r, o)
 }
@@ -184,7 +219,7 @@ func bench(ctx context.Context, r runner, o BenchOptions) ([]BenchRow, error) {
 	}
 	o.Concurrency = max(o.Concurrency, 1)
 	if r.filter == nil && r.score == nil && len(r.admission) == 0 {
-		return nil, fmt.Errorf("%s implements neither Filter, Score, Validate nor Mutate (bench times those)", r.name)
+		return nil, fmt.Errorf("%s implements none of Filter, Score, Validate, Mutate, Probe and PreStop (bench times those)", r.name)
 	}
 	points := slices.Clone(r.admission)
 	for _, n := range o.Sizes {

@@ -357,6 +357,12 @@ func TestBenchAdmissionConcurrently(t *testing.T) {
 		rows[0].AllocsPerCall <= 0 || rows[0].BytesPerCall <= 0 || rows[0].Instances != 2 {
 		t.Fatalf("rows %+v, want one Mutate row from 2 callers on 2 instances, with allocations", rows)
 	}
+	// A probe: one call against a loopback endpoint per call.
+	probe := open(t, build(t, "wat:wasm-examples/wat/tcp-probe/tcp-probe.wat"))
+	rows, err = probe.Bench(context.Background(), wasmtest.BenchOptions{Time: 20 * time.Millisecond, Args: []byte(`{"port": 8080}`)})
+	if err != nil || len(rows) != 1 || rows[0].Point != "Probe" || rows[0].Calls < 3 {
+		t.Fatalf("probe rows %+v, %v", rows, err)
+	}
 }
 
 // The regression gate: slower than the threshold and the minimum, or more allocations.
