@@ -161,7 +161,10 @@ func (t *table) applyAll(rs Ruleset) error {
 			rule(services, cat(daddr(net.ParseIP(sp.ClusterIP).To4()), l4proto(proto), dport(sp.Port), jump(svc.Name))...)
 		}
 		if sp.NodePort != 0 {
-			rule(nodePorts, cat(l4proto(proto), dport(sp.NodePort), jump(svc.Name))...)
+			// Masqueraded (externalTrafficPolicy Cluster, as kube-proxy): a backend on
+			// another host would otherwise answer the client directly, from an address
+			// the client never connected to.
+			rule(nodePorts, cat(l4proto(proto), dport(sp.NodePort), setMark(), jump(svc.Name))...)
 		}
 		for _, ext := range sp.ExternalIPs {
 			// Masqueraded like NodePort traffic from outside, so a backend on another
