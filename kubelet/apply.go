@@ -28,13 +28,21 @@ type applier struct {
 	sb      *runtime.Sandbox
 	volumes map[string]string
 	release func() // gives back the start slot a RunSandbox step took
+	// kill is the context of a terminating pod's kills: cancelled when a later deletion
+	// shortens the grace period, which restarts them (errKillRestarted).
+	kill context.Context
 }
+
+// errKillRestarted ends a pass whose kills were cut short by a deletion with a shorter grace
+// period: the next pass, at once, kills by the new deadline.
+var errKillRestarted = errors.New("kill restarted for a shorter grace period")
 
 // apply carries out plan's steps in order, the steps of one group together. A failed step
 // with a retry delay ends the pass (what is left waits for the next one): apply then
-// returns that delay and false. Otherwise it returns the plan's requeue and true.
-func (w *podWorker) apply(ctx context.Context, pod, last *v1.Pod, obs *observed, plan podPlan) (time.Duration, bool) {
-	a := &applier{w: w, pod: pod, src: pod, obs: obs, sb: plan.sandbox, release: func() {}}
+// returns that delay and false. Otherwise it returns the plan's requeue and true. Kill
+// steps run under kill (ctx, or a context a shorter grace period cancels).
+func (w *podWorker) apply(ctx, kill context.Context, pod, last *v1.Pod, obs *observed, plan podPlan) (time.Duration, bool) {
+	a := &applier{w: w, pod: pod, src: pod, obs: obs, sb: plan.sandbox, release: func() {}, kill: kill}
 	if a.src == nil {
 		a.src = last
 	}
@@ -67,6 +75,9 @@ func (w *podWorker) apply(ctx context.Context, pod, last *v1.Pod, obs *observed,
 			}
 			if ctx.Err() != nil { // the kubelet stopping, not a fault
 				return 0, false
+			}
+			if errors.Is(err, errKillRestarted) {
+				return time.Millisecond, false // plan again at once, with the shorter grace period
 			}
 			w.k.log.Warn("pod step failed", "pod", podKey(a.src), "step", s.kind.String(), "container", s.name, "err", err)
 			if s.retry > 0 && (retry == 0 || s.retry < retry) {
@@ -117,7 +128,10 @@ func (a *applier) run(ctx context.Context, s *step) error {
 		} else {
 			w.k.rec.event(pod, v1.EventTypeNormal, "Killing", s.name, "Stopping container %s", s.name)
 		}
-		w.killContainer(ctx, pod, s.container, s.observed, s.deadline, s.preStop)
+		w.killContainer(a.kill, pod, s.container, s.observed, s.deadline, s.preStop)
+		if a.kill.Err() != nil && ctx.Err() == nil {
+			return errKillRestarted
+		}
 	case stepWriteStatus:
 		obs, err := w.observe(ctx)
 		if err != nil {
@@ -231,6 +245,9 @@ func (w *podWorker) announceBackOff(pod *v1.Pod, name string, l *runtime.Contain
 // runs with deadline as its context's and is cancelled there, SIGTERM then waits for
 // what is left (nothing, when the hook took it all), and SIGKILL goes at the deadline.
 func (w *podWorker) killContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, st *runtime.ContainerStatus, deadline time.Time, preStop bool) {
+	if ctx.Err() != nil {
+		return // restarted (a shorter grace period) before it began: nothing ran
+	}
 	w.stopProbes(st.ID)
 	if preStop && c != nil {
 		w.mu.Lock()

@@ -188,7 +188,16 @@ func TestDebugWithKubectl(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, srv, "target")
-	if cs, err := n.kubelet.Runtime().ListContainers(ctx, string(p.UID)); err != nil || len(cs) != 0 {
-		t.Errorf("containers of the deleted pod left: %+v %v", cs, err)
+	// Removed just after the deletion completes (as upstream's garbage collection).
+	for i := 0; ; i++ {
+		cs, err := n.kubelet.Runtime().ListContainers(ctx, string(p.UID))
+		if err == nil && len(cs) == 0 {
+			break
+		}
+		if i > 300 {
+			t.Errorf("containers of the deleted pod left: %+v %v", cs, err)
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -180,42 +180,65 @@ func busybox(name string, cmd string) v1.Container {
 
 func int64p(i int64) *int64 { return &i }
 
-// assertNoTrace checks that the node holds no container, sandbox, veth, netns or mount.
+// assertNoTrace checks that the node holds no container, sandbox, veth, netns or mount. A
+// pod's containers and snapshots are removed just after its deletion completes (as
+// upstream's garbage collection), so it waits for them a while.
 func assertNoTrace(t *testing.T, n *node) {
 	t.Helper()
 	ctx := context.Background()
 	rt := n.kubelet.Runtime()
-	if cs, err := rt.ListContainers(ctx, ""); err != nil || len(cs) != 0 {
-		t.Errorf("containers left: %+v %v", cs, err)
+	var left []string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		left = left[:0]
+		if cs, err := rt.ListContainers(ctx, ""); err != nil || len(cs) != 0 {
+			left = append(left, fmt.Sprintf("containers left: %+v %v", cs, err))
+		}
+		if sbs, err := rt.ListSandboxes(ctx, ""); err != nil || len(sbs) != 0 {
+			left = append(left, fmt.Sprintf("sandboxes left: %+v %v", sbs, err))
+		}
+		left = append(left, nodeTraces(t, n)...)
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
 	}
-	if sbs, err := rt.ListSandboxes(ctx, ""); err != nil || len(sbs) != 0 {
-		t.Errorf("sandboxes left: %+v %v", sbs, err)
+	for _, l := range left {
+		t.Error(l)
 	}
-	assertNodeClean(t, n)
 }
 
 // assertNodeClean checks that the node holds no veth, network namespace or mount (but the
 // running daemon's state tmpfs); it needs no kubelet.
 func assertNodeClean(t *testing.T, n *node) {
 	t.Helper()
+	for _, l := range nodeTraces(t, n) {
+		t.Error(l)
+	}
+}
+
+// nodeTraces lists the veths, network namespaces and mounts a node has left (but the
+// running daemon's state tmpfs).
+func nodeTraces(t *testing.T, n *node) []string {
+	t.Helper()
+	var left []string
 	if v := nodetest.Veths(t, n.net.Bridge); len(v) != 0 {
-		t.Errorf("veths left on %s: %v", n.net.Bridge, v)
+		left = append(left, fmt.Sprintf("veths left on %s: %v", n.net.Bridge, v))
 	}
 	if ents, _ := os.ReadDir(filepath.Join(n.root, "runtime", "netns")); len(ents) != 0 {
-		t.Errorf("network namespaces left: %d", len(ents))
+		left = append(left, fmt.Sprintf("network namespaces left: %d", len(ents)))
 	}
 	if m := nodetest.MountsUnder(t, n.root); len(m) != 0 {
-		t.Errorf("mounts left under the kubelet root: %v", m)
+		left = append(left, fmt.Sprintf("mounts left under the kubelet root: %v", m))
 	}
-	var left []string
+	var mounts []string
 	for _, m := range nodetest.MountsUnder(t, filepath.Dir(n.daemon.Address())) {
 		if m != n.daemon.StateDir() { // the running daemon's own tmpfs
-			left = append(left, m)
+			mounts = append(mounts, m)
 		}
 	}
-	if len(left) != 0 {
-		t.Errorf("mounts left under containerd's root: %v", left)
+	if len(mounts) != 0 {
+		left = append(left, fmt.Sprintf("mounts left under containerd's root: %v", mounts))
 	}
+	return left
 }
 
 // kubectl runs the real kubectl against the test API server and returns its stdout.

@@ -282,9 +282,12 @@ func backoffLeft(l *runtime.ContainerStatus, now time.Time) (delay, left time.Du
 }
 
 // planTerminate: every running container is killed at once, each by the one grace
-// deadline; then the status (the containers' exits) is written, the sandboxes go (CNI
-// DEL, namespace, pause), then the containers of sandboxes that vanished earlier, the
-// pod's directory, and the deletion is completed in the API.
+// deadline; then the status (the containers' exits) is written, the sandboxes are stopped
+// (pause, CNI DEL: the IP is free, the namespace gone), the pod's directory is removed and
+// the deletion is completed in the API. The stopped containers and sandboxes, and their
+// snapshots, are removed after that, as upstream's kubelet leaves them to its garbage
+// collection: they hold nothing of the pod's any more, and on a loaded machine their
+// removal took most of the time between the kill and the pod's disappearance.
 func planTerminate(in planInput) podPlan {
 	p := podPlan{mode: modeTerminate}
 	src := in.pod
@@ -293,7 +296,7 @@ func planTerminate(in planInput) podPlan {
 	}
 	deadline := graceDeadline(in.pod, src, in.terminating)
 	p.deadline = deadline
-	const kills, teardown = 1, 2 // concurrent groups
+	const kills, stops, removals = 1, 2, 3 // concurrent groups
 	killed := false
 	for i := range in.containers {
 		st := &in.containers[i]
@@ -306,18 +309,21 @@ func planTerminate(in planInput) podPlan {
 		killed = true
 	}
 	if killed && in.pod != nil {
-		// Before the teardown, which removes what the status is read from.
+		// Before the sandboxes go, with what the status is read from.
 		p.add(step{kind: stepWriteStatus})
 	}
 	for _, sb := range in.sandboxes {
-		p.add(step{kind: stepRemoveSandbox, sandbox: sb.ID, retry: teardownRetry, group: teardown})
-	}
-	for i := range in.containers {
-		p.add(step{kind: stepRemoveContainer, name: in.containers[i].Name, observed: &in.containers[i], retry: teardownRetry})
+		p.add(step{kind: stepStopSandbox, sandbox: sb.ID, retry: teardownRetry, group: stops})
 	}
 	p.add(step{kind: stepRemovePodDir, retry: teardownRetry})
 	if in.pod != nil {
 		p.add(step{kind: stepFinalDelete, retry: teardownRetry})
+	}
+	for _, sb := range in.sandboxes {
+		p.add(step{kind: stepRemoveSandbox, sandbox: sb.ID, retry: teardownRetry, group: removals})
+	}
+	for i := range in.containers {
+		p.add(step{kind: stepRemoveContainer, name: in.containers[i].Name, observed: &in.containers[i], retry: teardownRetry})
 	}
 	return p
 }

@@ -182,7 +182,7 @@ func TestPlanPod(t *testing.T) {
 		mode: modeFinished,
 		want: []string{"StopSandbox sb2"},
 	}, {
-		name: "termination: every running container killed at the one deadline, status, teardown, final delete",
+		name: "termination: every running container killed at the one deadline, status, sandbox stopped, final delete, then removals",
 		in: planInput{pod: deleted(pod(v1.RestartPolicyAlways, v1.PodRunning, nil, ctr("web", true), ctr("side", false)), now, 6),
 			sandboxes: []runtime.Sandbox{ready},
 			containers: []runtime.ContainerStatus{cs("w0", "web", 0, runtime.ContainerRunning, 0, time.Time{}),
@@ -190,8 +190,8 @@ func TestPlanPod(t *testing.T) {
 				cs("old", "side", 0, runtime.ContainerExited, 1, ago(time.Hour))},
 			now: now, terminating: now},
 		mode: modeTerminate,
-		want: []string{"Kill web at +6s preStop [1]", "Kill side at +6s [1]", "WriteStatus", "RemoveSandbox sb2 [2]",
-			"RemoveContainer w0", "RemoveContainer s0", "RemoveContainer old", "RemovePodDir", "FinalDelete"},
+		want: []string{"Kill web at +6s preStop [1]", "Kill side at +6s [1]", "WriteStatus", "StopSandbox sb2 [2]",
+			"RemovePodDir", "FinalDelete", "RemoveSandbox sb2 [3]", "RemoveContainer w0", "RemoveContainer s0", "RemoveContainer old"},
 	}, {
 		name: "termination seen late: the deadline stays the deletion's, not a fresh grace period",
 		in: planInput{pod: deleted(pod(v1.RestartPolicyAlways, v1.PodRunning, nil, ctr("web", true)), now.Add(-4*time.Second), 6),
@@ -199,7 +199,8 @@ func TestPlanPod(t *testing.T) {
 			containers: []runtime.ContainerStatus{cs("w0", "web", 0, runtime.ContainerRunning, 0, time.Time{})},
 			now:        now, terminating: now},
 		mode: modeTerminate,
-		want: []string{"Kill web at +3s preStop [1]", "WriteStatus", "RemoveSandbox sb2 [2]", "RemoveContainer w0", "RemovePodDir", "FinalDelete"},
+		want: []string{"Kill web at +3s preStop [1]", "WriteStatus", "StopSandbox sb2 [2]", "RemovePodDir", "FinalDelete",
+			"RemoveSandbox sb2 [3]", "RemoveContainer w0"},
 	}, {
 		name: "a kill restarted for a shorter grace period: its preStop does not run again",
 		in: planInput{pod: deleted(pod(v1.RestartPolicyAlways, v1.PodRunning, nil, ctr("web", true), ctr("side", true)), now.Add(-time.Second), 2),
@@ -209,8 +210,8 @@ func TestPlanPod(t *testing.T) {
 			preStopRan: map[string]bool{"w0": true},
 			now:        now, terminating: now.Add(-time.Second)},
 		mode: modeTerminate,
-		want: []string{"Kill web at +1s [1]", "Kill side at +1s preStop [1]", "WriteStatus", "RemoveSandbox sb2 [2]",
-			"RemoveContainer w0", "RemoveContainer s0", "RemovePodDir", "FinalDelete"},
+		want: []string{"Kill web at +1s [1]", "Kill side at +1s preStop [1]", "WriteStatus", "StopSandbox sb2 [2]",
+			"RemovePodDir", "FinalDelete", "RemoveSandbox sb2 [3]", "RemoveContainer w0", "RemoveContainer s0"},
 	}, {
 		name: "a pod gone from the API is stopped as last seen, with no status and no delete",
 		in: planInput{last: pod(v1.RestartPolicyAlways, v1.PodRunning, nil, ctr("web", true)),
@@ -218,7 +219,7 @@ func TestPlanPod(t *testing.T) {
 			containers: []runtime.ContainerStatus{cs("w0", "web", 0, runtime.ContainerRunning, 0, time.Time{})},
 			now:        now, terminating: now},
 		mode: modeTerminate,
-		want: []string{"Kill web at +30s preStop [1]", "RemoveSandbox sb1 [2]", "RemoveContainer w0", "RemovePodDir"},
+		want: []string{"Kill web at +30s preStop [1]", "StopSandbox sb1 [2]", "RemovePodDir", "RemoveSandbox sb1 [3]", "RemoveContainer w0"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.in.now.IsZero() {

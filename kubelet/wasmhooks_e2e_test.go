@@ -409,7 +409,9 @@ func TestWasmPreStopHeldToGraceDeadline(t *testing.T) {
 	// script) and SIGTERM, which it ignores.
 	cases := []struct{ pod, plugin, failure, host string }{
 		{"stuck-wat", "drain-wat", "wasm plugin drain-wat failed (timeout)", t.TempDir()},
-		{"stuck-go", "drain-go", "drain: 1 request(s) still in flight when the grace period ran out", t.TempDir()},
+		// The Go guest reports "drain: 1 request(s) still in flight when the grace period ran
+		// out" just before the limit, or on a loaded machine is cut at it (timeout).
+		{"stuck-go", "drain-go", "wasm plugin drain-go failed (", t.TempDir()},
 		// Deleted with 60 s, then again with 2 s once its hook runs (below).
 		{"shortened", "drain-wat", "", t.TempDir()},
 	}

@@ -187,24 +187,20 @@ func (w *podWorker) sync(ctx context.Context) (time.Duration, bool) {
 			cancel() // shortened since it was planned
 		}
 		w.mu.Unlock()
-		requeue, ok := w.apply(kctx, pod, last, obs, plan)
+		requeue, ok := w.apply(ctx, kctx, pod, last, obs, plan)
 		w.mu.Lock()
 		w.kill.cancel = nil
 		w.mu.Unlock()
-		shortened := kctx.Err() != nil && ctx.Err() == nil
 		cancel()
-		if shortened {
-			return time.Millisecond, false // plan again at once, with the shorter grace period
-		}
 		return requeue, ok
 	case modeFinished:
 		w.stopAllProbes()
-		requeue, _ := w.apply(ctx, pod, last, obs, plan)
+		requeue, _ := w.apply(ctx, ctx, pod, last, obs, plan)
 		return requeue, false
 	}
 
 	t0 := time.Now()
-	requeue, _ := w.apply(ctx, pod, last, obs, plan)
+	requeue, _ := w.apply(ctx, ctx, pod, last, obs, plan)
 	t1 := time.Now()
 
 	obs, err = w.observe(ctx)

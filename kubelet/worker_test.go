@@ -90,8 +90,18 @@ func TestWorkerOrderingOnFakeRuntime(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, srv, "ordered")
-	if sbs, _ := fake.ListSandboxes(ctx, ""); len(sbs) != 1 { // the finished pod's stays, stopped
-		t.Errorf("sandboxes after deletion: %+v", sbs)
+	// The deleted pod's sandbox is removed just after its deletion completes; the finished
+	// pod's stays, stopped.
+	for i := 0; ; i++ {
+		sbs, _ := fake.ListSandboxes(ctx, "")
+		if len(sbs) == 1 {
+			break
+		}
+		if i > 100 {
+			t.Errorf("sandboxes after deletion: %+v", sbs)
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
