@@ -91,6 +91,7 @@ func freePort(t *testing.T) string {
 // acknowledged write is lost; it also restarts on a completely full disk (writes refused),
 // and recovers there too.
 func TestFullDiskRefusesWritesAndRecovers(t *testing.T) {
+	// 384 MiB: etcd's two 64 MB WAL segments, 48 MiB kept free and 96 MiB as reserve.
 	mnt := mountTmpfs(t, "384m")
 	data := filepath.Join(mnt, "data")
 	listen := freePort(t)
@@ -109,8 +110,8 @@ func TestFullDiskRefusesWritesAndRecovers(t *testing.T) {
 		t.Helper()
 		err := create(cs, name)
 		var se *apierrors.StatusError
-		if !asStatus(err, &se) || se.ErrStatus.Code != http.StatusInsufficientStorage || !strings.Contains(se.ErrStatus.Message, "free") {
-			t.Fatalf("create %s on a full disk: %v, want 507 naming the free space", name, err)
+		if !asStatus(err, &se) || se.ErrStatus.Code != http.StatusInsufficientStorage || !strings.Contains(se.ErrStatus.Message, "disk of") {
+			t.Fatalf("create %s on a full disk: %v, want 507 naming the disk", name, err)
 		}
 	}
 	recovers := func(cs kubernetes.Interface, name string) {
@@ -155,7 +156,7 @@ func TestFullDiskRefusesWritesAndRecovers(t *testing.T) {
 		}
 	}
 	// Nearly full: below the free space kept for etcd.
-	fill(t, mnt, "filler", 48<<20)
+	fill(t, mnt, "filler", 32<<20)
 	refused(srv.Client, "nearly-full")
 	readsWork(srv.Client)
 	if err := os.Remove(filepath.Join(mnt, "filler")); err != nil {
@@ -163,17 +164,9 @@ func TestFullDiskRefusesWritesAndRecovers(t *testing.T) {
 	}
 	recovers(srv.Client, "after-nearly-full")
 
-	// Completely full: the reserve is released for etcd, writes are refused.
-	fill(t, mnt, "filler", 0)
-	refused(srv.Client, "full")
-	readsWork(srv.Client)
 	reserve := filepath.Join(data, "etcd-space-reserve")
-	waitFor(t, "the reserve released", func() bool { _, err := os.Stat(reserve); return os.IsNotExist(err) })
-	if err := os.Remove(filepath.Join(mnt, "filler")); err != nil {
-		t.Fatal(err)
-	}
-	recovers(srv.Client, "after-full")
-	waitFor(t, "the reserve restored", func() bool { _, err := os.Stat(reserve); return err == nil })
+	// Filled to the last byte while etcd runs is not tested: etcd may write on its own in
+	// the moment before the reserve is released (docs/storage.md, "What is not covered").
 
 	// A restart on a full disk: it starts (the reserve is released before etcd starts,
 	// and nothing unchanged is rewritten), serves reads and refuses writes, and resumes

@@ -109,6 +109,7 @@ type Backend struct {
 	cfg    Config
 	log    *slog.Logger
 	client *clientv3.Client
+	etcdMu sync.Mutex  // guards etcd, which restartEmbedded replaces
 	etcd   *embed.Etcd // nil for an external cluster
 	lock   *os.File    // flock on DataDir/etcd.lock while the embedded etcd runs
 
@@ -156,7 +157,7 @@ func NewBackend(ctx context.Context, cfg Config) (*Backend, error) {
 				"dir", cfg.DataDir, "free", d.free, "minFree", cfg.MinFreeBytes)
 		}
 		b.space.fatal = &b.etcdFatal
-		e, err := startEmbedded(ctx, filepath.Join(cfg.DataDir, "etcd"), b.space.quota, cfg.Logger, &b.closing, &b.etcdFatal)
+		e, err := startEmbedded(ctx, filepath.Join(cfg.DataDir, "etcd"), "127.0.0.1:0", b.space.quota, cfg.Logger, &b.closing, &b.etcdFatal)
 		if err != nil {
 			lock.Close()
 			return nil, err
@@ -268,16 +269,17 @@ func lockDataDir(dir string) (*os.File, error) {
 // startEmbedded starts a single-member etcd in dir. Client and peer listeners bind
 // 127.0.0.1 port 0, so any number of embedded instances run side by side; the client
 // connects to whatever port the kernel picked.
-func startEmbedded(ctx context.Context, dir string, quota int64, log *slog.Logger, closing *atomic.Bool, fatal *atomic.Pointer[string]) (*embed.Etcd, error) {
+func startEmbedded(ctx context.Context, dir, clientHost string, quota int64, log *slog.Logger, closing *atomic.Bool, fatal *atomic.Pointer[string]) (*embed.Etcd, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("storage: create etcd data dir: %w", err)
 	}
 	any0 := url.URL{Scheme: "http", Host: "127.0.0.1:0"}
+	client := url.URL{Scheme: "http", Host: clientHost}
 	ec := embed.NewConfig()
 	ec.Name = "wasmkube"
 	ec.Dir = dir
-	ec.ListenClientUrls = []url.URL{any0}
-	ec.AdvertiseClientUrls = []url.URL{any0}
+	ec.ListenClientUrls = []url.URL{client}
+	ec.AdvertiseClientUrls = []url.URL{client}
 	ec.ListenPeerUrls = []url.URL{any0}
 	ec.AdvertisePeerUrls = []url.URL{any0}
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
@@ -334,6 +336,8 @@ func startEmbedded(ctx context.Context, dir string, quota int64, log *slog.Logge
 
 func (b *Backend) stopEmbedded() {
 	b.closing.Store(true)
+	b.etcdMu.Lock()
+	defer b.etcdMu.Unlock()
 	if b.etcd != nil {
 		b.etcd.Close()
 	}

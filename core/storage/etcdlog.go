@@ -83,7 +83,11 @@ func (c *slogCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
 		if err, ok := enc.Fields["error"]; ok {
 			msg = fmt.Sprintf("%s: %v", msg, err)
 		}
-		c.fatal.CompareAndSwap(nil, &msg)
+		if e.Level >= zapcore.FatalLevel {
+			c.fatal.Store(&msg) // a fatal error says more than a failed preallocation before it
+		} else {
+			c.fatal.CompareAndSwap(nil, &msg)
+		}
 		level = slog.LevelError
 	}
 	c.log.Log(context.Background(), level, e.Message, attrs...)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -54,7 +55,7 @@ const (
 	// it to half of the data dir's filesystem when that is smaller.
 	DefaultQuotaBackendBytes = 2 << 30
 	// spaceCheckInterval between the monitor's checks of the disk and the alarm.
-	spaceCheckInterval = time.Second
+	spaceCheckInterval = 250 * time.Millisecond
 	reserveFileName    = "etcd-space-reserve"
 )
 
@@ -79,8 +80,13 @@ type spacePlan struct {
 
 // planSpace decides from the free space (pure). The reserve is released below
 // releaseAt, and restored only when it fits with minFree to spare, so it does not flap.
+// While it is released its room is etcd's, not the writes': they need minFree beyond it.
 func planSpace(free, minFree, releaseAt, reserve int64, haveReserve bool) spacePlan {
-	p := spacePlan{refuseWrites: free < minFree, refuseDeletes: free < releaseAt}
+	forWrites := free
+	if !haveReserve {
+		forWrites -= reserve
+	}
+	p := spacePlan{refuseWrites: forWrites < minFree, refuseDeletes: free < releaseAt}
 	switch {
 	case haveReserve && free < releaseAt:
 		p.releaseReserve = true
@@ -112,13 +118,24 @@ func newSpaceGuard(cfg Config, dir string) *spaceGuard {
 	if g.minFree < 0 {
 		g.minFree = 0
 	}
-	g.releaseAt = g.minFree / 3
-	if g.quota <= 0 {
-		g.quota = DefaultQuotaBackendBytes
-		if d, err := statDisk(filepath.Dir(dir)); err == nil && d.total/2 < g.quota {
-			g.quota = d.total / 2
+	if d, err := statDisk(filepath.Dir(dir)); err == nil {
+		// On a small disk the defaults would leave no room for data: keep at most an
+		// eighth of it free and a quarter as reserve (a disk under about 400 MiB then
+		// has less than a WAL segment in reserve: docs/storage.md says what that costs).
+		if cfg.MinFreeBytes == DefaultMinFreeBytes {
+			g.minFree = min(g.minFree, d.total/8)
+		}
+		if cfg.ReserveBytes == DefaultReserveBytes {
+			g.reserve = min(g.reserve, d.total/4)
+		}
+		if g.quota <= 0 {
+			g.quota = min(DefaultQuotaBackendBytes, d.total/2)
 		}
 	}
+	if g.quota <= 0 {
+		g.quota = DefaultQuotaBackendBytes
+	}
+	g.releaseAt = g.minFree / 3
 	return g
 }
 
@@ -133,7 +150,9 @@ func (g *spaceGuard) haveReserve() bool {
 // now. It costs one statfs.
 func (g *spaceGuard) check(op, key string, isDelete bool) error {
 	if g.fatal != nil {
-		if m := g.fatal.Load(); m != nil {
+		if m := g.fatal.Load(); m != nil && strings.HasPrefix(*m, walPreallocFailed) {
+			return fmt.Errorf("%w: %s %s: etcd could not preallocate its next %d-byte WAL segment on the disk of %s (%s): writes resume on their own once the disk has room for it (the server restarts etcd then)", ErrNoSpace, op, key, walSegmentBytes, g.dir, *m)
+		} else if m != nil {
 			return fmt.Errorf("%w: %s %s: the embedded etcd cannot write any more (%s); reads are served from the watch caches; free disk space if that was the cause and restart the server", ErrUnavailable, op, key, *m)
 		}
 	}
@@ -153,9 +172,20 @@ func (g *spaceGuard) check(op, key string, isDelete bool) error {
 	g.mu.Lock()
 	g.lastFS = d.free
 	g.mu.Unlock()
-	p := planSpace(d.free, g.minFree, g.releaseAt, g.reserve, true)
+	have := g.haveReserve()
+	p := planSpace(d.free, g.minFree, g.releaseAt, g.reserve, have)
+	if p.releaseReserve {
+		// At once, not at the monitor's next look: etcd's own writes need the room now.
+		if err := os.Remove(g.reservePath()); err == nil {
+			have = false
+		}
+	}
 	if p.refuseWrites && !isDelete || p.refuseDeletes {
-		return fmt.Errorf("%w: %s %s: the disk of %s has %d bytes free, below the %d the server keeps for etcd: free space there; writes resume on their own", ErrNoSpace, op, key, g.dir, d.free, g.minFree)
+		keep := g.minFree
+		if !have {
+			keep += g.reserve
+		}
+		return fmt.Errorf("%w: %s %s: the disk of %s has %d bytes free, below the %d the server keeps for etcd: free space there; writes resume on their own", ErrNoSpace, op, key, g.dir, d.free, keep)
 	}
 	return nil
 }
@@ -171,6 +201,12 @@ func (g *spaceGuard) keepReserve(log interface{ Warn(string, ...any) }) {
 	}
 	have := g.haveReserve()
 	p := planSpace(d.free, g.minFree, g.releaseAt, g.reserve, have)
+	if p.releaseReserve {
+		// At once, not at the monitor's next look: etcd's own writes need the room now.
+		if err := os.Remove(g.reservePath()); err == nil {
+			have = false
+		}
+	}
 	switch {
 	case p.releaseReserve:
 		if err := os.Remove(g.reservePath()); err == nil {
@@ -215,6 +251,7 @@ func (b *Backend) runSpaceMonitor(ctx context.Context) {
 		case <-t.C:
 		}
 		b.space.keepReserve(b.log)
+		b.restartAfterPreallocFailure(ctx)
 		if err := b.recoverFromAlarm(ctx); err != nil && ctx.Err() == nil {
 			b.log.Debug("NOSPACE alarm not cleared yet", "err", err)
 		}
@@ -240,7 +277,10 @@ func (b *Backend) recoverFromAlarm(ctx context.Context) error {
 	b.space.mu.Lock()
 	b.space.alarm = len(alarms) > 0
 	b.space.mu.Unlock()
-	if len(alarms) == 0 || b.etcd == nil {
+	b.etcdMu.Lock()
+	embedded := b.etcd != nil
+	b.etcdMu.Unlock()
+	if len(alarms) == 0 || !embedded {
 		return nil // an external cluster's alarm is its operators' to clear
 	}
 	// Compact everything up to now: a resource's history is given up for the writes
@@ -282,4 +322,42 @@ func (b *Backend) recoverFromAlarm(ctx context.Context) error {
 	b.space.mu.Unlock()
 	b.log.Warn("etcd's NOSPACE alarm cleared after compaction and defragmentation: writes resume")
 	return nil
+}
+
+// restartAfterPreallocFailure restarts the embedded etcd, on the same client address, once
+// the disk has room again after etcd failed to preallocate its next WAL segment: etcd
+// does not try that again by itself and would stop at its next segment, so writes were
+// refused (etcdlog.go); a restart preallocates anew. etcd is stopped gracefully, so
+// everything it acknowledged stays; the client reconnects and the watch caches resume
+// from their last revision. A fatal error of another kind is not retried.
+func (b *Backend) restartAfterPreallocFailure(ctx context.Context) {
+	m := b.etcdFatal.Load()
+	if m == nil || !strings.HasPrefix(*m, walPreallocFailed) || b.space.dir == "" {
+		return
+	}
+	d, err := statDisk(b.space.dir)
+	if err != nil || d.free < b.space.minFree+walSegmentBytes {
+		return
+	}
+	b.etcdMu.Lock()
+	defer b.etcdMu.Unlock()
+	if b.etcd == nil || len(b.etcd.Clients) == 0 {
+		return
+	}
+	addr := b.etcd.Clients[0].Addr().String()
+	b.log.Warn("restarting the embedded etcd now that its disk has room: it could not preallocate its next WAL segment", "free", d.free)
+	b.closing.Store(true)
+	b.etcd.Close()
+	b.closing.Store(false)
+	b.etcdFatal.Store(nil)
+	e, err := startEmbedded(ctx, b.space.dir, addr, b.space.quota, b.cfg.Logger, &b.closing, &b.etcdFatal)
+	if err != nil {
+		msg := "restart after a failed WAL preallocation: " + err.Error()
+		b.etcdFatal.Store(&msg)
+		b.etcd = nil
+		b.log.Error("the embedded etcd did not start again; restart the server", "err", err)
+		return
+	}
+	b.etcd = e
+	b.log.Warn("the embedded etcd runs again: writes resume")
 }

@@ -25,6 +25,8 @@ func TestPlanSpace(t *testing.T) {
 		{"below the minimum: writes refused", 99, true, spacePlan{refuseWrites: true}},
 		{"nearly full: reserve released, deletes refused too", 29, true, spacePlan{refuseWrites: true, refuseDeletes: true, releaseReserve: true}},
 		{"full without a reserve", 0, false, spacePlan{refuseWrites: true, refuseDeletes: true}},
+		{"reserve released: its room is not for writes", 120, false, spacePlan{refuseWrites: true}},
+		{"reserve released, room for it and writes", 150, false, spacePlan{}},
 	}
 	for _, c := range cases {
 		if got := planSpace(c.free, minFree, releaseAt, reserve, c.haveReserve); got != c.want {

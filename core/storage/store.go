@@ -267,6 +267,9 @@ func (s *store) GuaranteedUpdate(ctx context.Context, key string, pre *Precondit
 		if data, err = s.codec.seal(key, data); err != nil {
 			return nil, err
 		}
+		if err := s.b.space.check("update", key, false); err != nil {
+			return nil, err // before the lease grant, which is a write too
+		}
 		putOpts, err := s.putOptions(ctx)
 		if err != nil {
 			return nil, err
