@@ -29,6 +29,7 @@ func TestQueryParametersValidated(t *testing.T) {
 	}
 	cms := "/api/v1/namespaces/default/configmaps"
 	body := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"q"}}`
+	created := "" // the config map's resourceVersion once the POST below made it
 	for _, c := range []struct {
 		method, path, body string
 		code               int
@@ -63,9 +64,12 @@ func TestQueryParametersValidated(t *testing.T) {
 		{"POST", cms + "?fieldManager=kubectl-create&fieldValidation=Strict", body, 201, ""},
 		{"GET", cms + "?limit=1&resourceVersion=0&resourceVersionMatch=NotOlderThan&pretty=true", "", 200, ""},
 		{"GET", cms + "?labelSelector=a%3Db&fieldSelector=metadata.name%3Dq", "", 200, ""},
-		{"GET", cms + "/q?resourceVersion=0", "", 200, ""},
+		// resourceVersion=0 may answer from a cache that has not seen the create yet (any
+		// version, as upstream); at the create's version it waits for the cache ("not older than").
+		{"GET", cms + "/q?resourceVersion={created}", "", 200, ""},
 		{"DELETE", cms + "/q?propagationPolicy=Background&gracePeriodSeconds=0", "", 200, ""},
 	} {
+		c.path = strings.ReplaceAll(c.path, "{created}", created)
 		req, _ := http.NewRequest(c.method, srv.URL+c.path, strings.NewReader(c.body))
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := hc.Do(req)
@@ -77,6 +81,13 @@ func TestQueryParametersValidated(t *testing.T) {
 		if resp.StatusCode != c.code {
 			t.Errorf("%s %s: %d %s, want %d", c.method, c.path, resp.StatusCode, b, c.code)
 			continue
+		}
+		if c.method == "POST" && resp.StatusCode == 201 {
+			var cm metav1.PartialObjectMetadata
+			if err := json.Unmarshal(b, &cm); err != nil || cm.ResourceVersion == "" {
+				t.Fatalf("created config map: %v: %s", err, b)
+			}
+			created = cm.ResourceVersion
 		}
 		if c.mention == "" {
 			continue
