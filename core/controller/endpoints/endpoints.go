@@ -173,22 +173,34 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, log *sl
 }
 
 func (c *Controller) podChanged(obj any) {
+	for _, key := range SelectingServices(c.svcLister, obj) {
+		c.queue.Add(key)
+	}
+}
+
+// SelectingServices returns the keys (namespace/name) of the Services whose selector
+// matches the pod obj (a *Pod or a tombstone of one): the Services whose endpoints a
+// change of that pod can change. Both the Endpoints and the EndpointSlice controllers
+// queue them.
+func SelectingServices(svcLister corelisters.ServiceLister, obj any) []string {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
-		return
+		return nil
 	}
-	svcs, err := c.svcLister.Services(p.Namespace).List(labels.Everything())
+	svcs, err := svcLister.Services(p.Namespace).List(labels.Everything())
 	if err != nil {
-		return
+		return nil
 	}
+	var keys []string
 	for _, s := range svcs {
 		if s.Spec.Selector != nil && labels.SelectorFromValidatedSet(s.Spec.Selector).Matches(labels.Set(p.Labels)) {
-			c.queue.Add(s.Namespace + "/" + s.Name)
+			keys = append(keys, s.Namespace+"/"+s.Name)
 		}
 	}
+	return keys
 }
 
 // Run reconciles Endpoints with workers workers until ctx is done.

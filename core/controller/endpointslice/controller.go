@@ -27,6 +27,7 @@ import (
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/wasmkube/wasmkube/core/controller/endpoints"
 	"github.com/wasmkube/wasmkube/core/controller/worker"
 )
 
@@ -97,21 +98,8 @@ func sliceHandler(q worker.Queue, managedBy string) cache.ResourceEventHandlerFu
 }
 
 func (c *Controller) podChanged(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	svcs, err := c.svcLister.Services(p.Namespace).List(labels.Everything())
-	if err != nil {
-		return
-	}
-	for _, s := range svcs {
-		if s.Spec.Selector != nil && labels.SelectorFromValidatedSet(s.Spec.Selector).Matches(labels.Set(p.Labels)) {
-			c.queue.Add(s.Namespace + "/" + s.Name)
-		}
+	for _, key := range endpoints.SelectingServices(c.svcLister, obj) {
+		c.queue.Add(key)
 	}
 }
 
