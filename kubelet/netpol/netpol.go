@@ -24,6 +24,8 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/wasmkube/wasmkube/kubelet/internal/syncloop"
 )
 
 // Options configure an Enforcer.
@@ -132,25 +134,7 @@ func (e *Enforcer) Run(ctx context.Context) {
 		return
 	}
 	e.log.Info("network policy enforcement running")
-	retry := time.NewTimer(0)
-	defer retry.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-e.changed:
-		case <-retry.C:
-		}
-		if err := e.Sync(); err != nil {
-			e.log.Error("program network policy rules", "err", err)
-			retry.Reset(time.Second)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(e.opts.MinSyncInterval):
-		}
-	}
+	syncloop.Run(ctx, e.changed, e.opts.MinSyncInterval, e.Sync, func(err error) { e.log.Error("program network policy rules", "err", err) })
 }
 
 // Sync rewrites the table from the informers' state when the Ruleset changed.

@@ -22,6 +22,8 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/wasmkube/wasmkube/kubelet/internal/syncloop"
 )
 
 // DefaultServiceCIDR is the API server's default service range (core/apiserver's
@@ -153,26 +155,7 @@ func (p *Proxy) Run(ctx context.Context) {
 		return
 	}
 	p.log.Info("service proxy running", "bridge", p.opts.Bridge, "serviceCIDR", p.opts.ServiceCIDR, "nodeIPs", p.opts.NodeIPs)
-	retry := time.NewTimer(0)
-	defer retry.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-p.changed:
-		case <-retry.C:
-		}
-		if err := p.Sync(); err != nil {
-			p.log.Error("program service rules", "err", err)
-			retry.Reset(time.Second)
-		}
-		// Changes that arrive while this rewrite ran are taken together by the next one.
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(p.opts.MinSyncInterval):
-		}
-	}
+	syncloop.Run(ctx, p.changed, p.opts.MinSyncInterval, p.Sync, func(err error) { p.log.Error("program service rules", "err", err) })
 }
 
 // Sync rewrites the table from the informers' current state.
