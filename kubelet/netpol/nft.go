@@ -8,9 +8,10 @@ import (
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
-	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/wasmkube/wasmkube/kubelet/internal/nftbatch"
 )
 
 // table writes a Ruleset as one nftables table of the ip family:
@@ -38,7 +39,7 @@ func newTable(name string, connOpts ...nftables.ConnOption) (*table, error) {
 	if name == "" {
 		return nil, fmt.Errorf("netpol: table name is empty")
 	}
-	conn, err := nftables.New(append([]nftables.ConnOption{nftables.WithSockOptions(bigBuffers)}, connOpts...)...)
+	conn, err := nftables.New(append([]nftables.ConnOption{nftables.WithSockOptions(nftbatch.BigBuffers)}, connOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("netpol: netlink: %w", err)
 	}
@@ -137,27 +138,6 @@ func (t *table) remove() error {
 		}
 	}
 	return nil
-}
-
-// batchBuffer is the netlink socket's buffer: a rewrite is one message batch.
-const batchBuffer = 64 << 20
-
-func bigBuffers(c *netlink.Conn) error {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		for _, opt := range []int{unix.SO_SNDBUFFORCE, unix.SO_RCVBUFFORCE} {
-			if e := unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, opt, batchBuffer); e != nil {
-				serr = fmt.Errorf("netpol: netlink buffer: %w", e)
-			}
-		}
-	}); err != nil {
-		return err
-	}
-	return serr
 }
 
 func cat(parts ...[]expr.Any) []expr.Any {

@@ -11,9 +11,10 @@ import (
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
-	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/wasmkube/wasmkube/kubelet/internal/nftbatch"
 )
 
 // masqMark is the packet mark bit that asks the postrouting chain to masquerade a
@@ -76,7 +77,7 @@ func newTable(name string, n Network, connOpts ...nftables.ConnOption) (*table, 
 		}
 		t.nodeIPs = append(t.nodeIPs, ip)
 	}
-	conn, err := nftables.New(append([]nftables.ConnOption{nftables.WithSockOptions(bigBuffers)}, connOpts...)...)
+	conn, err := nftables.New(append([]nftables.ConnOption{nftables.WithSockOptions(nftbatch.BigBuffers)}, connOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("proxy: netlink: %w", err)
 	}
@@ -295,31 +296,6 @@ func (t *table) affinity(svc *nftables.Chain, sp ServicePort, idx int, proto byt
 		rule(svc, cat(e, []expr.Any{&expr.Verdict{Kind: expr.VerdictGoto, Chain: epChains[j].Name}})...)
 	}
 	return nil
-}
-
-// batchBuffer is the netlink socket's send and receive buffer: a table rewrite is one
-// message batch (one transaction), about 6 MB for 1000 Services x 10 endpoints, and
-// sendmsg refuses a batch larger than the send buffer (the default is 208 KiB).
-const batchBuffer = 64 << 20
-
-// bigBuffers raises the socket's buffers past net.core.{w,r}mem_max (the *FORCE options;
-// the kubelet runs as root). The memory is taken only while a batch is in flight.
-func bigBuffers(c *netlink.Conn) error {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		for _, opt := range []int{unix.SO_SNDBUFFORCE, unix.SO_RCVBUFFORCE} {
-			if e := unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, opt, batchBuffer); e != nil {
-				serr = fmt.Errorf("proxy: netlink buffer: %w", e)
-			}
-		}
-	}); err != nil {
-		return err
-	}
-	return serr
 }
 
 // removeTable deletes table name if it exists.
