@@ -478,7 +478,7 @@ func (c *cacher) initialState(ctx context.Context, s *store, prefix string, exac
 	resp, err := c.b.client.Get(rctx, prefix, ops...)
 	observe("list", c.resource, start)
 	if err != nil {
-		if rctx.Err() != nil && ctx.Err() == nil {
+		if (rctx.Err() != nil || deadlineFromServer(err)) && ctx.Err() == nil {
 			return nil, 0, noQuorumRead("watch", prefix, wait)
 		}
 		return nil, 0, etcdErr(err, prefix)

@@ -166,6 +166,19 @@ func boundRead(ctx context.Context) (context.Context, context.CancelFunc, time.D
 	return rctx, cancel, wait
 }
 
+// deadlineFromServer reports whether err is etcd's answer that the request's deadline
+// passed on its side. The deadline travels with the request, so the member may give up
+// (codes.Unknown or DeadlineExceeded, "context deadline exceeded") an instant before the
+// client's own context reports it: the same cause, seen first from the other end.
+func deadlineFromServer(err error) bool {
+	s, ok := status.FromError(err)
+	if !ok {
+		return false
+	}
+	return s.Code() == codes.DeadlineExceeded ||
+		(s.Code() == codes.Unknown && s.Message() == context.DeadlineExceeded.Error())
+}
+
 // noQuorumRead is the error of a read etcd did not answer within wait.
 func noQuorumRead(op, key string, wait time.Duration) error {
 	return fmt.Errorf("%w: %s %s: etcd did not answer a quorum read within %s (no leader, or no quorum of members); "+

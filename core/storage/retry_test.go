@@ -47,6 +47,26 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+// TestDeadlineFromServer: a member that gives up on a read at the deadline the request
+// carried answers with a status, possibly before the client's context reports the same.
+func TestDeadlineFromServer(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{status.Error(codes.Unknown, "context deadline exceeded"), true},
+		{status.Error(codes.DeadlineExceeded, "context deadline exceeded"), true},
+		{status.Error(codes.Unknown, "raft proposal dropped"), false},
+		{rpctypes.ErrGRPCNoLeader, false},
+		{context.DeadlineExceeded, false}, // the client's own: read already checks its context
+		{errors.New("context deadline exceeded"), false},
+	} {
+		if got := deadlineFromServer(c.err); got != c.want {
+			t.Errorf("deadlineFromServer(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
 // faults fails the next etcd calls of one gRPC method with err: `before` of them
 // without sending them (etcd refused), `after` of them once etcd has answered (the write
 // was applied, but its answer was lost).

@@ -142,7 +142,7 @@ func (s *store) read(ctx context.Context, op, key string, opts ...clientv3.OpOpt
 			return resp, nil
 		}
 		if !r.again(op, err) {
-			if rctx.Err() != nil && ctx.Err() == nil {
+			if (rctx.Err() != nil || deadlineFromServer(err)) && ctx.Err() == nil {
 				return nil, noQuorumRead(op, key, wait)
 			}
 			return nil, r.fail(op, key, err)
