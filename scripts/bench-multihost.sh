@@ -69,6 +69,11 @@ done
 med() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 mn=$(med "${near[@]}"); mf=$(med "${far[@]}")
 echo "median: same host $mn Mbit/s, between hosts $mf Mbit/s, ratio $(awk "BEGIN {printf \"%.2f\", $mf/$mn}")"
-echo "ping between hosts: $(kubectl exec far -- ping -c 20 -i 0.2 -q "$SINK_IP" | tail -1)"
-echo "ping same host:     $(kubectl exec near -- ping -c 20 -i 0.2 -q "$SINK_IP" | tail -1)"
+# Round trips, 100 each, alternating far and near in blocks of 20; p50 from the replies' own
+# times (ping's summary gives only min/avg/max).
+rtts() { kubectl exec "$1" -- ping -c 20 -i 0.2 "$SINK_IP" | sed -n 's/.*time=\([0-9.]*\) ms.*/\1/p'; }
+farr=(); nearr=()
+for _ in 1 2 3 4 5; do farr+=($(rtts far)); nearr+=($(rtts near)); done
+pf=$(med "${farr[@]}"); pn=$(med "${nearr[@]}")
+echo "ping p50 ($(echo ${#farr[@]}) round trips each): between hosts $pf ms, same host $pn ms, added $(awk "BEGIN {printf \"%.3f\", $pf-$pn}") ms"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
