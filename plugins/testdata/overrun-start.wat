@@ -1,6 +1,6 @@
 ;; overrun.wat with a start section: the host cannot instrument such a module and interrupts
 ;; it through its context instead. For a pod labelled "bad" it spends a long time without
-;; looping (64 memory.fill of 16 MiB each).
+;; looping (1024 memory.fill of 16 MiB each, 16 GiB).
 (module
   (import "wasmkube" "pod_label" (func $pod_label (param i32 i32 i32 i32) (result i32)))
   (memory (export "memory") 256)
@@ -20,6 +20,9 @@
     call $fill16 call $fill16 call $fill16 call $fill16 call $fill16 call $fill16 call $fill16 call $fill16
     call $fill16 call $fill16 call $fill16 call $fill16 call $fill16 call $fill16 call $fill16 call $fill16
     call $fill16 call $fill16 call $fill16 call $fill16 call $fill16 call $fill16 call $fill16 call $fill16)
+  (func $fill1024
+    call $fill64 call $fill64 call $fill64 call $fill64 call $fill64 call $fill64 call $fill64 call $fill64
+    call $fill64 call $fill64 call $fill64 call $fill64 call $fill64 call $fill64 call $fill64 call $fill64)
   (func (export "wasmkube_filter") (param $n i32) (result i32)
-    (if (call $bad) (then (call $fill64)))
+    (if (call $bad) (then (call $fill1024)))
     (i32.const 0)))

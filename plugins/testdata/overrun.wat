@@ -1,5 +1,5 @@
-;; Filter that, for a pod labelled "bad", spends a long time without ever looping: 64
-;; straight-line memory.fill instructions over 16 MiB each (1 GiB written). No loop means
+;; Filter that, for a pod labelled "bad", spends a long time without ever looping: 1024
+;; straight-line memory.fill instructions over 16 MiB each (16 GiB written, some hundreds of ms). No loop means
 ;; no deadline check, so only the host's look at the clock after the call can catch it.
 (module
   (import "wasmkube" "pod_label" (func $pod_label (param i32 i32 i32 i32) (result i32)))
@@ -18,6 +18,9 @@
     call $fill16 call $fill16 call $fill16 call $fill16 call $fill16 call $fill16 call $fill16 call $fill16
     call $fill16 call $fill16 call $fill16 call $fill16 call $fill16 call $fill16 call $fill16 call $fill16
     call $fill16 call $fill16 call $fill16 call $fill16 call $fill16 call $fill16 call $fill16 call $fill16)
+  (func $fill1024
+    call $fill64 call $fill64 call $fill64 call $fill64 call $fill64 call $fill64 call $fill64 call $fill64
+    call $fill64 call $fill64 call $fill64 call $fill64 call $fill64 call $fill64 call $fill64 call $fill64)
   (func (export "wasmkube_filter") (param $n i32) (result i32)
-    (if (call $bad) (then (call $fill64)))
+    (if (call $bad) (then (call $fill1024)))
     (i32.const 0)))

@@ -48,6 +48,8 @@ type instance struct {
 	idle  *Call
 	stack [1]uint64
 	sink  *logSink
+	// mem is the instance's linear memory (nil for a module without one).
+	mem *instanceMemory
 
 	// Deadline mode (nil in context mode): the flag, and which call may raise it.
 	deadline api.MutableGlobal
@@ -118,7 +120,11 @@ func (p *Pool) newInstance(ctx context.Context) (*instance, error) {
 	} else {
 		cfg = cfg.WithStartFunctions("_initialize")
 	}
-	sctx, cancel := context.WithTimeout(experimental.WithMemoryAllocator(inst.withCaller(ctx), memoryAllocator), startLimit)
+	alloc := experimental.MemoryAllocatorFunc(func(capacity, max uint64) experimental.LinearMemory {
+		inst.mem = newInstanceMemory(capacity, max, m.host.heapMemory)
+		return inst.mem
+	})
+	sctx, cancel := context.WithTimeout(experimental.WithMemoryAllocator(inst.withCaller(ctx), alloc), startLimit)
 	defer cancel()
 	mod, err := m.rt.InstantiateModule(sctx, m.compiled, cfg)
 	sink.endCall()
@@ -130,7 +136,9 @@ func (p *Pool) newInstance(ctx context.Context) (*instance, error) {
 	fail := func(err error) (*instance, error) { p.closeInst(inst); return nil, err }
 	run := func(name string, limit time.Duration) (int32, error) {
 		var stack [1]uint64
+		inst.mem.enter()
 		err, hit := inst.run(ctx, mod.ExportedFunction(name), stack[:], limit)
+		inst.mem.leave()
 		sink.endCall()
 		if hit == ReasonTimeout {
 			return 0, fmt.Errorf("%s: exceeded its time limit of %s", name, limit)
@@ -194,7 +202,8 @@ func (p *Pool) newInstance(ctx context.Context) (*instance, error) {
 // the instance's constant context, so a call costs no context allocation.
 func (inst *instance) run(ctx context.Context, fn api.Function, stack []uint64, limit time.Duration) (err error, hit FailureReason) {
 	if inst.deadline == nil {
-		cctx, cancel := context.WithTimeout(inst.withCaller(ctx), limit)
+		expires := time.Now().Add(limit)
+		cctx, cancel := context.WithDeadline(inst.withCaller(ctx), expires)
 		defer cancel()
 		err = fn.CallWithStack(cctx, stack)
 		var exit *sys.ExitError
@@ -204,7 +213,9 @@ func (inst *instance) run(ctx context.Context, fn api.Function, stack []uint64, 
 			}
 			return err, ReasonTimeout
 		}
-		if err == nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		// As in deadline mode below: the context's timer may not have run yet when a call
+		// that never reached a check returns late, so the clock decides.
+		if err == nil && ctx.Err() == nil && (errors.Is(cctx.Err(), context.DeadlineExceeded) || !time.Now().Before(expires)) {
 			return errOverran, ReasonTimeout
 		}
 		return err, ""
@@ -410,6 +421,9 @@ func (p *Pool) acquire(ctx context.Context, wait time.Duration) (*instance, erro
 // invoke calls the entry point; discard reports whether the instance must be replaced.
 func (inst *instance) invoke(ctx context.Context, c *Call) (_ *CallError, discard bool) {
 	p := inst.pool
+	// The memory stays mapped until the call, and the reads of its results, are done.
+	inst.mem.enter()
+	defer inst.mem.leave()
 	c.inst = inst
 	inst.call = c
 	defer func() { inst.call = inst.idle }()
