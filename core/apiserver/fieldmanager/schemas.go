@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"sync"
 
-	extapply "k8s.io/apiextensions-apiserver/pkg/client/applyconfiguration"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	extapply "k8s.io/apiextensions-apiserver/pkg/client/applyconfiguration"
 	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
