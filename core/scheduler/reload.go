@@ -72,6 +72,11 @@ func (ps *profileSet) retire() {
 	ps.retired = true
 	idle := ps.refs == 0
 	ps.mu.Unlock()
+	// Pods held at Permit by the retired plugins would keep the set (and their room)
+	// until their timeout: they are rejected and requeue under the new profiles.
+	for _, f := range ps.frameworks {
+		f.RejectWaitingPods("the scheduler profile was replaced by a config change")
+	}
 	if idle {
 		ps.close()
 	}

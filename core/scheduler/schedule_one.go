@@ -66,6 +66,14 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp *queue.QueuedPodInfo) {
 		s.handleFailure(ctx, fwk, state, qp, statusError(st), 0, start)
 		return
 	}
+	// Permit runs here, in the scheduling cycle, as upstream: a gang's later member must
+	// see the earlier ones waiting. A Wait is served by the binding cycle (WaitOnPermit).
+	if st := fwk.RunPermitPlugins(ctx, state, assumed, host); !st.IsSuccess() && !st.IsWait() {
+		fwk.RunReservePluginsUnreserve(ctx, state, assumed, host)
+		_ = s.cache.ForgetPod(assumed)
+		s.handleFailure(ctx, fwk, state, qp, fmt.Errorf("binding rejected: %w", statusError(st)), 0, start)
+		return
+	}
 	if e := res.Explanation; e != nil {
 		fwk.Annotate(e, state)
 		e.Node = host
@@ -114,8 +122,8 @@ type rejectedError struct{ st *framework.Status }
 
 func (e *rejectedError) Error() string { return e.st.Message() }
 
-// bind is the binding cycle: Permit, PreBind, Bind, PostBind. A failure undoes the
-// assumption and sends the pod back to the queue with back-off.
+// bind is the binding cycle: the wait at Permit (if a plugin asked for one), PreBind,
+// Bind, PostBind. A failure undoes the assumption and sends the pod back to the queue.
 func (s *Scheduler) bind(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, qp *queue.QueuedPodInfo, assumed *v1.Pod, host string, start time.Time) {
 	fail := func(st *framework.Status) {
 		fwk.RunReservePluginsUnreserve(ctx, state, assumed, host)
@@ -126,7 +134,7 @@ func (s *Scheduler) bind(ctx context.Context, fwk *runtime.Framework, state *fra
 		s.queue.MoveAllToActiveOrBackoff(nil)
 		s.handleFailure(ctx, fwk, state, qp, fmt.Errorf("binding rejected: %w", statusError(st)), 0, start)
 	}
-	if st := fwk.RunPermitPlugins(ctx, state, assumed, host); !st.IsSuccess() {
+	if st := fwk.WaitOnPermit(ctx, assumed); !st.IsSuccess() {
 		fail(st)
 		return
 	}
@@ -189,6 +197,11 @@ func (s *Scheduler) handleFailure(ctx context.Context, fwk *runtime.Framework, s
 		result, reason, unschedulable = resultUnschedulable, v1.PodReasonUnschedulable, true
 	case errors.As(err, &rej):
 		result, reason, unschedulable = resultUnschedulable, v1.PodReasonUnschedulable, true
+		// The plugin that rejected at Reserve or Permit decides, through its queueing
+		// hints, which events bring the pod back.
+		if p := rej.st.Plugin(); p != "" {
+			qp.UnschedulablePlugins = map[string]struct{}{p: {}}
+		}
 	}
 	msg := err.Error()
 	if unschedulable {

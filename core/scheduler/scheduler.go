@@ -306,13 +306,13 @@ func (s *Scheduler) addHandlers() {
 	nodeReg, _ := nodeInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			s.cache.AddNode(obj.(*v1.Node))
-			s.queue.MoveAllToActiveOrBackoff(nil)
+			s.moveOnEvent(framework.ClusterEvent{Resource: framework.ResourceNode, Action: framework.Add}, nil, obj, nil)
 		},
 		UpdateFunc: func(o, n any) {
 			old, node := o.(*v1.Node), n.(*v1.Node)
 			s.cache.UpdateNode(node)
 			if nodeSchedulingChanged(old, node) {
-				s.queue.MoveAllToActiveOrBackoff(nil)
+				s.moveOnEvent(framework.ClusterEvent{Resource: framework.ResourceNode, Action: framework.Update}, old, node, nil)
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -340,7 +340,7 @@ func (s *Scheduler) onPodAdd(p *v1.Pod) {
 		if err := s.cache.AddPod(p); err != nil {
 			s.log.Error("cache: add pod", "pod", p.Namespace+"/"+p.Name, "err", err)
 		}
-		s.queue.MoveAllToActiveOrBackoff(affinityRelated)
+		s.moveOnEvent(framework.ClusterEvent{Resource: framework.ResourcePod, Action: framework.Add}, nil, p, affinityRelated)
 	case s.pending(p):
 		s.queue.Add(p)
 	}
@@ -368,7 +368,7 @@ func (s *Scheduler) onPodUpdate(old, p *v1.Pod) {
 			if err := s.cache.RemovePod(p); err != nil {
 				s.log.Error("cache: remove pod", "pod", p.Namespace+"/"+p.Name, "err", err)
 			}
-			s.queue.MoveAllToActiveOrBackoff(nil)
+			s.moveOnEvent(framework.ClusterEvent{Resource: framework.ResourcePod, Action: framework.Delete}, old, p, nil)
 			return
 		}
 		if err := s.cache.UpdatePod(p); err != nil {
@@ -392,7 +392,7 @@ func (s *Scheduler) onPodDelete(p *v1.Pod) {
 		if err := s.cache.RemovePod(p); err != nil {
 			s.log.Error("cache: remove pod", "pod", p.Namespace+"/"+p.Name, "err", err)
 		}
-		s.queue.MoveAllToActiveOrBackoff(nil)
+		s.moveOnEvent(framework.ClusterEvent{Resource: framework.ResourcePod, Action: framework.Delete}, p, nil, nil)
 		return
 	}
 	s.queue.Delete(p)

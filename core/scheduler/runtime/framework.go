@@ -89,6 +89,10 @@ type Framework struct {
 	bind       []framework.BindPlugin
 	postBind   []framework.PostBindPlugin
 
+	// waiting are the pods held at Permit; events the plugins' queueing registrations.
+	waiting waitingPods
+	events  map[string][]framework.ClusterEventWithHint
+
 	nextStartNodeIndex int
 	cycles             atomic.Int64
 	// buffers reused between cycles (one cycle at a time)
@@ -158,6 +162,9 @@ func New(ctx context.Context, registry framework.Registry, profile *config.Profi
 			}
 			f.add(point, p, int64(e.Weight))
 		}
+	}
+	if err := f.registerEvents(ctx); err != nil {
+		return nil, err
 	}
 	if len(f.bind) == 0 {
 		return nil, &config.Error{Field: "scheduler.profiles[" + profile.SchedulerName + "].plugins.bind", Msg: "at least one Bind plugin is required"}
@@ -878,6 +885,11 @@ func (f *Framework) RunPostFilterPlugins(ctx context.Context, state *framework.C
 func (f *Framework) RunReservePluginsReserve(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node string) (st *framework.Status) {
 	start := time.Now()
 	defer func() { f.observePoint(config.Reserve, st, start) }()
+	if f.opts.Lister != nil {
+		if ni, err := f.opts.Lister.Get(node); err == nil && ni.Node() != nil {
+			framework.SetChosenNode(state, ni.Node())
+		}
+	}
 	for _, p := range f.reserve {
 		if s := p.Reserve(ctx, state, pod, node); !s.IsSuccess() {
 			if s.IsRejected() {
@@ -894,37 +906,6 @@ func (f *Framework) RunReservePluginsUnreserve(ctx context.Context, state *frame
 	for i := len(f.reserve) - 1; i >= 0; i-- {
 		f.reserve[i].Unreserve(ctx, state, pod, node)
 	}
-}
-
-// RunPermitPlugins runs Permit. When plugins answer Wait, it waits (up to the longest
-// timeout they returned) — permits in wasmkube are decided by the plugins themselves, so
-// a Wait is a delay the plugin asked for, after which the pod is allowed.
-func (f *Framework) RunPermitPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node string) (st *framework.Status) {
-	start := time.Now()
-	defer func() { f.observePoint(config.Permit, st, start) }()
-	var wait time.Duration
-	for _, p := range f.permit {
-		s, d := p.Permit(ctx, state, pod, node)
-		switch {
-		case s.IsSuccess():
-		case s.IsWait():
-			wait = max(wait, d)
-		case s.IsRejected():
-			return s.WithPlugin(p.Name())
-		default:
-			return pluginError("Permit", p.Name(), s)
-		}
-	}
-	if wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return framework.AsStatus(ctx.Err())
-		case <-t.C:
-		}
-	}
-	return nil
 }
 
 // RunPreBindPlugins runs PreBind.
