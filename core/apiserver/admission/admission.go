@@ -64,7 +64,21 @@ type Attributes struct {
 	AuditAnnotations map[string]string
 
 	state map[any]any
+	// reinvoke: a mutating plugin changed the object after another one that asked to be
+	// reinvoked had run (upstream's ReinvocationContext); reinvoking: the chain's second
+	// mutating pass is under way.
+	reinvoke, reinvoking bool
 }
+
+// RequestReinvocation asks the chain for a second mutating pass once the first ends,
+// as upstream's SetShouldReinvoke: a mutating webhook (or policy) changed the object, so
+// the plugins before it, and those after it that asked for it, see the change.
+func (a *Attributes) RequestReinvocation() { a.reinvoke = true }
+
+// IsReinvocation reports whether this is the chain's second mutating pass: built-in
+// plugins and wasm policies run again, webhooks and mutating admission policies only
+// when their reinvocationPolicy is IfNeeded and the object changed since they ran.
+func (a *Attributes) IsReinvocation() bool { return a.reinvoking }
 
 // AddWarning adds a warning for the client.
 func (a *Attributes) AddWarning(w string) { a.Warnings = append(a.Warnings, w) }
@@ -168,7 +182,9 @@ func NewChain(plugins ...Plugin) (*Chain, error) {
 }
 
 // Admit runs every mutating plugin, then every validating plugin; the first refusal
-// stops the request.
+// stops the request. When a mutating plugin asked for it (Attributes.RequestReinvocation),
+// the mutating phase runs a second time before validation, as upstream's reinvocation:
+// at most once, so two plugins that undo each other cannot loop.
 func (c *Chain) Admit(ctx context.Context, a *Attributes) error {
 	type snapshot struct {
 		m []MutationInterface
@@ -181,23 +197,35 @@ func (c *Chain) Admit(ctx context.Context, a *Attributes) error {
 			snaps = append(snaps, snapshot{m, v})
 		}
 	}
-	n := 0
-	for _, s := range c.steps {
-		switch {
-		case s.src != nil:
-			for _, m := range snaps[n].m {
-				if err := m.Admit(ctx, a); err != nil {
+	mutate := func() error {
+		n := 0
+		for _, s := range c.steps {
+			switch {
+			case s.src != nil:
+				for _, m := range snaps[n].m {
+					if err := m.Admit(ctx, a); err != nil {
+						return asStatus(a, err)
+					}
+				}
+				n++
+			case s.m != nil:
+				if err := s.m.Admit(ctx, a); err != nil {
 					return asStatus(a, err)
 				}
 			}
-			n++
-		case s.m != nil:
-			if err := s.m.Admit(ctx, a); err != nil {
-				return asStatus(a, err)
-			}
+		}
+		return nil
+	}
+	if err := mutate(); err != nil {
+		return err
+	}
+	if a.reinvoke {
+		a.reinvoking = true
+		if err := mutate(); err != nil {
+			return err
 		}
 	}
-	n = 0
+	n := 0
 	for _, s := range c.steps {
 		switch {
 		case s.src != nil:
