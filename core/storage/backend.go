@@ -71,6 +71,13 @@ type Config struct {
 	// NOSPACE alarm and refuses puts. Default 2 GiB or half of the data dir's filesystem,
 	// whichever is smaller.
 	QuotaBackendBytes int64
+	// RestartProcess, when set, is called (once, from the space monitor) after the
+	// embedded etcd gave up on a failed write and its disk has room again: etcd cannot be
+	// started anew in the same process then (the goroutine that failed held its locks and
+	// its database's file lock), so the command restarts the whole process, as a
+	// supervisor restarts a crashed etcd. etcd's WAL holds every write it acknowledged.
+	// Nil: writes stay refused with a 503 asking for a restart.
+	RestartProcess func(reason string)
 
 	// dialOptions are added to the etcd client's (tests inject faults with interceptors).
 	dialOptions []grpc.DialOption
@@ -126,6 +133,8 @@ type Backend struct {
 	// etcdFatal is the message of the embedded etcd's fatal error, once it had one
 	// (etcdlog.go): it has stopped, and writes are answered with this reason.
 	etcdFatal atomic.Pointer[string]
+	// restartAsked: Config.RestartProcess was called (once is enough).
+	restartAsked atomic.Bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -157,6 +166,7 @@ func NewBackend(ctx context.Context, cfg Config) (*Backend, error) {
 				"dir", cfg.DataDir, "free", d.free, "minFree", cfg.MinFreeBytes)
 		}
 		b.space.fatal = &b.etcdFatal
+		b.space.selfRestart = cfg.RestartProcess != nil
 		e, err := startEmbedded(ctx, filepath.Join(cfg.DataDir, "etcd"), "127.0.0.1:0", b.space.quota, cfg.Logger, &b.closing, &b.etcdFatal)
 		if err != nil {
 			lock.Close()

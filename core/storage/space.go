@@ -104,7 +104,8 @@ type spaceGuard struct {
 	reserve   int64
 	quota     int64
 
-	fatal *atomic.Pointer[string] // the embedded etcd's fatal error, if it had one
+	fatal       *atomic.Pointer[string] // the embedded etcd's fatal error, if it had one
+	selfRestart bool                    // Config.RestartProcess is set: the message says so
 
 	mu     sync.Mutex
 	alarm  bool  // etcd's NOSPACE alarm is (believed) raised
@@ -152,6 +153,8 @@ func (g *spaceGuard) check(op, key string, isDelete bool) error {
 	if g.fatal != nil {
 		if m := g.fatal.Load(); m != nil && strings.HasPrefix(*m, walPreallocFailed) {
 			return fmt.Errorf("%w: %s %s: etcd could not preallocate its next %d-byte WAL segment on the disk of %s (%s): writes resume on their own once the disk has room for it (the server restarts etcd then)", ErrNoSpace, op, key, walSegmentBytes, g.dir, *m)
+		} else if m != nil && g.selfRestart {
+			return fmt.Errorf("%w: %s %s: the embedded etcd cannot write any more (%s); reads are served from the watch caches; the server restarts itself once the disk of %s has %d bytes free", ErrUnavailable, op, key, *m, g.dir, g.minFree+walSegmentBytes)
 		} else if m != nil {
 			return fmt.Errorf("%w: %s %s: the embedded etcd cannot write any more (%s); reads are served from the watch caches; free disk space if that was the cause and restart the server", ErrUnavailable, op, key, *m)
 		}
@@ -199,14 +202,7 @@ func (g *spaceGuard) keepReserve(log interface{ Warn(string, ...any) }) {
 	if err != nil {
 		return
 	}
-	have := g.haveReserve()
-	p := planSpace(d.free, g.minFree, g.releaseAt, g.reserve, have)
-	if p.releaseReserve {
-		// At once, not at the monitor's next look: etcd's own writes need the room now.
-		if err := os.Remove(g.reservePath()); err == nil {
-			have = false
-		}
-	}
+	p := planSpace(d.free, g.minFree, g.releaseAt, g.reserve, g.haveReserve())
 	switch {
 	case p.releaseReserve:
 		if err := os.Remove(g.reservePath()); err == nil {
@@ -252,6 +248,7 @@ func (b *Backend) runSpaceMonitor(ctx context.Context) {
 		}
 		b.space.keepReserve(b.log)
 		b.restartAfterPreallocFailure(ctx)
+		b.restartAfterFatal()
 		if err := b.recoverFromAlarm(ctx); err != nil && ctx.Err() == nil {
 			b.log.Debug("NOSPACE alarm not cleared yet", "err", err)
 		}
@@ -330,6 +327,22 @@ func (b *Backend) recoverFromAlarm(ctx context.Context) error {
 // refused (etcdlog.go); a restart preallocates anew. etcd is stopped gracefully, so
 // everything it acknowledged stays; the client reconnects and the watch caches resume
 // from their last revision. A fatal error of another kind is not retried.
+// restartAfterFatal asks the command to restart the process (Config.RestartProcess) once
+// the embedded etcd has failed a write for good and its disk has room again: room for
+// MinFreeBytes and a WAL segment, which etcd preallocates as it starts.
+func (b *Backend) restartAfterFatal() {
+	m := b.etcdFatal.Load()
+	if m == nil || strings.HasPrefix(*m, walPreallocFailed) || b.cfg.RestartProcess == nil || b.space.dir == "" {
+		return
+	}
+	d, err := statDisk(b.space.dir)
+	if err != nil || d.free < b.space.minFree+walSegmentBytes || !b.restartAsked.CompareAndSwap(false, true) {
+		return
+	}
+	b.log.Warn("the embedded etcd failed a write and its disk has room again: restarting the server process", "free", d.free, "etcd", *m)
+	b.cfg.RestartProcess(*m)
+}
+
 func (b *Backend) restartAfterPreallocFailure(ctx context.Context) {
 	m := b.etcdFatal.Load()
 	if m == nil || !strings.HasPrefix(*m, walPreallocFailed) || b.space.dir == "" {
