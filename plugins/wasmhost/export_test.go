@@ -28,3 +28,36 @@ func RunRaw(p *Pool, k *Kind, count int) error {
 
 // SameCompiled reports whether two modules share one compiled module.
 func SameCompiled(a, b *Module) bool { return a.compiled == b.compiled }
+
+// WithHeapMemory makes the host keep linear memory on the Go heap (growingMemory), as
+// before it was reserved off the heap: benchmarks compare the two.
+func WithHeapMemory(o Options) Options {
+	o.heapMemory = true
+	return o
+}
+
+// MemoryReserved reports whether the idle instances of p have reserved memory (off the Go
+// heap); false when any has not.
+func MemoryReserved(p *Pool) bool {
+	ok := true
+	var taken []*instance
+	for range cap(p.slots) {
+		select {
+		case inst := <-p.slots:
+			taken = append(taken, inst)
+			if inst != nil && (inst.mem == nil || !inst.mem.Reserved()) {
+				ok = false
+			}
+			continue
+		default:
+		}
+		break
+	}
+	for _, inst := range taken {
+		p.slots <- inst
+	}
+	return ok
+}
+
+// LiveMappings is how many linear memory reservations are mapped.
+func LiveMappings() int64 { return liveMappings.Load() }

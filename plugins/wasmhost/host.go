@@ -42,6 +42,10 @@ type Options struct {
 	// Registerer, when set, gets the host's metrics (wasmkube_plugin_failures_total). Hosts
 	// sharing one registerer share the series.
 	Registerer prometheus.Registerer
+
+	// heapMemory puts linear memory on the Go heap, as before it was reserved off it
+	// (benchmarks compare the two; export_test.go).
+	heapMemory bool
 }
 
 // Host loads and runs plugins. It is safe for concurrent use.
@@ -52,6 +56,8 @@ type Host struct {
 	abi      *abi
 	failures *prometheus.CounterVec
 	modules  moduleCache
+	// heapMemory: Options.heapMemory.
+	heapMemory bool
 }
 
 // New returns a Host.
@@ -60,7 +66,7 @@ func New(opts Options) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Host{log: opts.Logger, abi: a, failures: newFailures(opts.Registerer)}
+	h := &Host{log: opts.Logger, abi: a, failures: newFailures(opts.Registerer), heapMemory: opts.heapMemory}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
