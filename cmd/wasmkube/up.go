@@ -49,6 +49,7 @@ type upOptions struct {
 	metricsAddr string
 	logLevel    string
 	tokenFile   string
+	registry    string // serve a wasm module registry there (docs/oci.md)
 
 	nodes          int    // real nodes: 1 in this process, the others in network namespaces
 	hostNetwork    string // the hosts' subnet with --nodes > 1
@@ -118,6 +119,7 @@ shims outlive containerd), and the next up on the same data dir adopts them with
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&o.metricsAddr, "metrics-addr", defaultSchedulerMetricsAddr, "where the scheduler serves /metrics (empty: off); the API server's /metrics has the rest")
 	f.StringVar(&o.tokenFile, "token-auth-file", "", "CSV file of static user tokens (token,user,uid[,\"group1,group2\"]), as kube-apiserver's --token-auth-file (default: the config file's server.tokenAuthFile, else none)")
+	f.StringVar(&o.registry, "registry", "", "also serve an OCI registry for wasm modules on this address (e.g. 127.0.0.1:5000; blobs under <data-dir>/registry; docs/oci.md)")
 	rootCmd.AddCommand(cmd)
 }
 
@@ -201,6 +203,11 @@ func runUp(o upOptions) error {
 
 	ctx, stop := signalContext()
 	defer stop()
+	if o.registry != "" {
+		if _, err := startRegistry(ctx, o.registry, filepath.Join(dataDir, "registry"), log); err != nil {
+			return err
+		}
+	}
 	// The API server outlives the other components, so that the kubelet can finish
 	// deleting its pods through it after Ctrl-C.
 	apiCtx, stopAPI := context.WithCancel(context.Background())
