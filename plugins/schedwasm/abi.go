@@ -39,11 +39,12 @@ func init() {
 }
 
 // Kinds are the scheduler entry points, in cycle order.
-var Kinds = wasmhost.Kinds{PreFilter, Filter, PostFilter, PreScore, Score, NormalizeScore}
+var Kinds = wasmhost.Kinds{PreFilter, Filter, PostFilter, PreScore, Score, NormalizeScore,
+	Reserve, Unreserve, Permit, PreBind, PostBind, Events, QueueingHint}
 
 // Extension is the scheduler's part of the host: its kinds and the pod, node, cycle-state
 // and result functions of docs/abi.md sections 4.1-4.4.
-var Extension = wasmhost.Extension{Name: "scheduler", Kinds: Kinds, Funcs: append(append([]wasmhost.HostFunc(nil), podfuncs.Funcs...), hostFuncs...)}
+var Extension = wasmhost.Extension{Name: "scheduler", Kinds: Kinds, Funcs: append(append(append([]wasmhost.HostFunc(nil), podfuncs.Funcs...), hostFuncs...), bindingFuncs...)}
 
 // Limits of docs/abi.md section 6.
 const maxStateValue = 1 << 20
@@ -85,6 +86,10 @@ type Call struct {
 	PreFilterNodes []string
 	// Nominated is the node set with nominate.
 	Nominated string
+
+	// Binding is the data of the binding-cycle and queueing kinds (binding.go); nil for
+	// the others.
+	Binding *BindingData
 
 	// normalized: Score's scores may be out of range (the module normalizes them).
 	normalized bool
@@ -137,6 +142,9 @@ func checkScores(hc *wasmhost.Call) error {
 
 // nodeName returns the name of batch entry i, for kinds that have nodes or names.
 func (c *Call) nodeName(i int) (string, bool) {
+	if c.Binding != nil {
+		return c.Binding.NodeName, i == 0 && c.Binding.NodeName != ""
+	}
 	if c.Kind == PostFilter || c.Kind == NormalizeScore {
 		if i < 0 || i >= len(c.NodeNames) {
 			return "", false
@@ -152,6 +160,12 @@ func (c *Call) nodeName(i int) (string, bool) {
 
 // node returns the v1.Node of batch entry i (nil when out of range or absent).
 func (c *Call) node(i int) *v1.Node {
+	if c.Binding != nil {
+		if i == 0 {
+			return c.Binding.Node
+		}
+		return nil
+	}
 	if ni := c.nodeInfo(i); ni != nil {
 		return ni.Node()
 	}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -31,6 +32,9 @@ const DefaultPoolSize = config.DefaultParallelism
 // Loader loads wasm scheduler plugins on a Host.
 type Loader struct {
 	host *wasmhost.Host
+
+	mu     sync.Mutex
+	shared map[string]*SharedCounters // by plugin name, kept across config swaps
 }
 
 // NewLoader returns a Loader running plugins on h.
@@ -92,7 +96,16 @@ func (l *Loader) Load(ctx context.Context, spec config.WasmPlugin, baseDir strin
 		if size <= 0 {
 			size = DefaultPoolSize
 		}
-		return New(ctx, mod, args, size, policy)
+		p, err := New(ctx, mod, args, size, policy)
+		if err != nil {
+			return nil, err
+		}
+		pl := p.(*plugin)
+		pl.shared = l.counters(spec.Name)
+		if w, ok := h.(framework.WaitingPodHandle); ok {
+			pl.waitingPods = w
+		}
+		return p, nil
 	}, nil
 }
 
@@ -106,7 +119,7 @@ func New(ctx context.Context, mod *wasmhost.Module, args json.RawMessage, size i
 	if err != nil {
 		return nil, err
 	}
-	c := &core{name: mod.Name(), pool: pool, policy: policy}
+	c := &core{name: mod.Name(), pool: pool, policy: policy, shared: &SharedCounters{}}
 	if err := Smoke(ctx, pool); err != nil {
 		pool.Close()
 		return nil, &wasmhost.LoadError{Plugin: mod.Name(), Path: mod.Path(), Err: err}
@@ -149,6 +162,7 @@ func Smoke(ctx context.Context, pool *wasmhost.Pool) error {
 	pod, node := SmokePod(), SmokeNode()
 	state := framework.NewCycleState()
 	skipped := map[*wasmhost.Kind]bool{}
+	shared := &SharedCounters{}
 	for _, k := range pool.Module().Kinds().Intersect(Kinds) {
 		if skipped[k] {
 			continue
@@ -163,12 +177,22 @@ func Smoke(ctx context.Context, pool *wasmhost.Pool) error {
 			call.NodeNames, call.Scores = []string{node.Node().Name}, []int64{50}
 		case PostFilter:
 			call.NodeNames, call.FilterCodes = []string{node.Node().Name}, []int32{CodeUnschedulable}
+		case Reserve, Unreserve, Permit, PreBind, PostBind:
+			// Counters of their own: a smoke Reserve must not count against the plugin's.
+			call.Binding = &BindingData{NodeName: node.Node().Name, Node: node.Node(), Shared: shared}
+		case Events:
+			call.Binding = &BindingData{}
+		case QueueingHint:
+			call.Binding = &BindingData{Event: framework.ClusterEvent{Resource: framework.ResourceNode, Action: framework.Add}, NewObj: node.Node()}
 		}
 		if err := call.Do(ctx, pool); err != nil {
 			if ce, ok := err.(*wasmhost.CallError); ok && ce.Reason == wasmhost.ReasonError {
 				continue
 			}
 			return fmt.Errorf("smoke call of %s: %w", k.Export, err)
+		}
+		if k == Permit && call.Code == CodeWait && call.Binding.WaitMs == 0 {
+			return fmt.Errorf("smoke call of %s: returned Wait (4) without calling permit_wait: a wait needs a timeout", k.Export)
 		}
 		if call.Code == CodeSkip {
 			switch k {
@@ -180,4 +204,19 @@ func Smoke(ctx context.Context, pool *wasmhost.Pool) error {
 		}
 	}
 	return nil
+}
+
+// counters returns the shared counters of the plugin named name.
+func (l *Loader) counters(name string) *SharedCounters {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.shared == nil {
+		l.shared = map[string]*SharedCounters{}
+	}
+	c, ok := l.shared[name]
+	if !ok {
+		c = &SharedCounters{}
+		l.shared[name] = c
+	}
+	return c
 }

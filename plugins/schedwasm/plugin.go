@@ -30,6 +30,12 @@ type core struct {
 	pool   *wasmhost.Pool
 	policy FailurePolicy
 	calls  sync.Pool
+
+	// shared are the plugin's counters; waitingPods the profile's pods held at Permit
+	// (nil outside a scheduler), groups the group each pod this plugin holds was given.
+	shared      *SharedCounters
+	waitingPods framework.WaitingPodHandle
+	groups      waitGroups
 }
 
 // Name implements framework.Plugin.
@@ -287,4 +293,4 @@ func (p normalizePart) NormalizeScore(ctx context.Context, state *framework.Cycl
 	return nil
 }
 
-var errNoSchedulerKind = errors.New("exports no scheduler entry point (wasmkube_prefilter, wasmkube_filter, wasmkube_postfilter, wasmkube_prescore, wasmkube_score)")
+var errNoSchedulerKind = errors.New("exports no scheduler entry point (wasmkube_prefilter, wasmkube_filter, wasmkube_postfilter, wasmkube_prescore, wasmkube_score, wasmkube_reserve, wasmkube_unreserve, wasmkube_permit, wasmkube_prebind, wasmkube_postbind)")

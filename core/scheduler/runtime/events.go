@@ -21,6 +21,9 @@ func (f *Framework) registerEvents(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("profile %q: plugin %q: events to register: %w", f.profile, name, err)
 		}
+		if evs == nil {
+			continue // registers nothing: asked nothing, as a plugin without the method
+		}
 		if f.events == nil {
 			f.events = map[string][]framework.ClusterEventWithHint{}
 		}

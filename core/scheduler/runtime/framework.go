@@ -914,6 +914,11 @@ func (f *Framework) RunPreBindPlugins(ctx context.Context, state *framework.Cycl
 	defer func() { f.observePoint(config.PreBind, st, start) }()
 	for _, p := range f.preBind {
 		if s := p.PreBind(ctx, state, pod, node); !s.IsSuccess() {
+			if s.IsRejected() {
+				// "bind only once the license server says yes": the pod requeues as
+				// unschedulable, its hints deciding when it comes back.
+				return s.WithPlugin(p.Name())
+			}
 			return pluginError("PreBind", p.Name(), s)
 		}
 	}
