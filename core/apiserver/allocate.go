@@ -74,7 +74,7 @@ func (a *serviceAllocator) allocate(ctx context.Context, st *store, svc *corev1.
 		return st.apiError(err, svc.Name)
 	}
 	specPath := field.NewPath("spec")
-	gk := st.res.gvk().GroupKind()
+	gk := st.res.GVK().GroupKind()
 	if svc.Spec.Type != corev1.ServiceTypeExternalName && svc.Spec.ClusterIP != corev1.ClusterIPNone {
 		switch ip := svc.Spec.ClusterIP; {
 		case ip == "" && len(svc.Spec.ClusterIPs) > 0:

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 )
 
 // Well-known identities.
@@ -33,7 +34,7 @@ func bearerToken(h string) string {
 type requestInfo struct {
 	resourceRequest bool
 	verb            string // get list watch create update patch delete deletecollection
-	res             *resource
+	res             *registry.Resource
 	namespace       string
 	name            string
 	subresource     string
@@ -46,7 +47,7 @@ func attrsOf(u admission.UserInfo, ri *requestInfo, fieldSelector string) *authz
 	a := &authzAttrs{user: u, verb: ri.verb, resourceRequest: ri.resourceRequest, namespace: ri.namespace, name: ri.name,
 		subresource: ri.subresource, fieldSelector: fieldSelector}
 	if ri.res != nil {
-		a.group, a.resource = ri.res.gvr.Group, ri.res.gvr.Resource
+		a.group, a.resource = ri.res.GVR.Group, ri.res.GVR.Resource
 	}
 	// As upstream's RequestInfoFactory: a request for one namespace (/api/v1/namespaces/a,
 	// and its subresources) is in that namespace, so a RoleBinding in namespace a that

@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 )
 
 // maxBodyBytes is the largest request body accepted (as upstream: 3 MiB).
@@ -54,7 +56,7 @@ var protoSerializer = protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
 // decodeBody reads the request body (JSON, YAML or protobuf) into obj, an empty object
 // of res. Strictness (fieldValidation) applies to JSON and YAML; protobuf cannot carry
 // unknown or duplicate fields in the same way.
-func decodeBody(rq *request, res *resource, obj runtime.Object) error {
+func decodeBody(rq *request, res *registry.Resource, obj runtime.Object) error {
 	body, err := readBody(rq.w, rq.r)
 	if err != nil {
 		return err
@@ -62,23 +64,23 @@ func decodeBody(rq *request, res *resource, obj runtime.Object) error {
 	ct := rq.r.Header.Get("Content-Type")
 	if mt, _, _ := mime.ParseMediaType(ct); mt == protobufType {
 		if len(body) == 0 {
-			return apierrors.NewBadRequest(fmt.Sprintf("the request body for %s is empty; send a %s", res.gvr.Resource, res.kind))
+			return apierrors.NewBadRequest(fmt.Sprintf("the request body for %s is empty; send a %s", res.GVR.Resource, res.Kind))
 		}
 		_, gvk, err := protoSerializer.Decode(body, nil, obj)
 		if err != nil {
-			return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", res.kind, res.gvr.Version, res.kind, err))
+			return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", res.Kind, res.GVR.Version, res.Kind, err))
 		}
-		if gvk != nil && gvk.Kind != "" && gvk.Kind != res.kind {
-			return apierrors.NewBadRequest(fmt.Sprintf("the kind in the body (%s) does not match the expected kind %s of %s", gvk.Kind, res.kind, res.gvr.Resource))
+		if gvk != nil && gvk.Kind != "" && gvk.Kind != res.Kind {
+			return apierrors.NewBadRequest(fmt.Sprintf("the kind in the body (%s) does not match the expected kind %s of %s", gvk.Kind, res.Kind, res.GVR.Resource))
 		}
-		obj.GetObjectKind().SetGroupVersionKind(res.gvk())
+		obj.GetObjectKind().SetGroupVersionKind(res.GVK())
 		return nil
 	}
 	data, err := toJSON(ct, body, rq.fv)
 	if err != nil {
 		return err
 	}
-	ws, err := decodeInto(data, res, res.kind, res.gvr.GroupVersion(), obj, rq.fv)
+	ws, err := decodeInto(data, res, res.Kind, res.GVR.GroupVersion(), obj, rq.fv)
 	if err != nil {
 		return err
 	}
@@ -132,9 +134,9 @@ func toJSON(contentType string, body []byte, fv fieldValidation) ([]byte, error)
 // decodeInto decodes JSON data into obj, an empty object of res. Unknown and duplicate
 // fields are an error under Strict and warnings under Warn. A kind or apiVersion that
 // does not match the resource is 400.
-func decodeInto(data []byte, res *resource, kind string, gv schema.GroupVersion, obj runtime.Object, fv fieldValidation) (warnings []string, err error) {
+func decodeInto(data []byte, res *registry.Resource, kind string, gv schema.GroupVersion, obj runtime.Object, fv fieldValidation) (warnings []string, err error) {
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the request body for %s is empty; send a %s", res.gvr.Resource, kind))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the request body for %s is empty; send a %s", res.GVR.Resource, kind))
 	}
 	var strictErrs []error
 	if u, ok := obj.(*unstructured.Unstructured); ok {
@@ -161,10 +163,10 @@ func decodeInto(data []byte, res *resource, kind string, gv schema.GroupVersion,
 	}
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	if gvk.Kind != "" && gvk.Kind != kind {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the kind in the body (%s) does not match the expected kind %s of %s", gvk.Kind, kind, res.gvr.Resource))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the kind in the body (%s) does not match the expected kind %s of %s", gvk.Kind, kind, res.GVR.Resource))
 	}
 	if av := obj.GetObjectKind().GroupVersionKind().GroupVersion(); gvk.Version != "" && av != gv {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the apiVersion in the body (%s) does not match the expected apiVersion %s of %s", av.String(), gv.String(), res.gvr.Resource))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the apiVersion in the body (%s) does not match the expected apiVersion %s of %s", av.String(), gv.String(), res.GVR.Resource))
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gv.WithKind(kind))
 	// Custom objects are pruned and defaulted by their schema (customresources.go).

@@ -87,7 +87,7 @@ func (c *customReads) read(v *crd.Version, key string, value []byte, rev int64) 
 // what they wrote (the first list after 10,000 creates decoded all of them). Objects of
 // another version than the request's, dry runs and other formats are answered as reads.
 func (s *Server) respondWritten(rq *request, st *store, code int, out runtime.Object) error {
-	v := st.res.custom
+	v := st.res.Custom
 	u, ok := out.(*unstructured.Unstructured)
 	if !ok || st.reads == nil || rq.dryRun || u.GetAPIVersion() != v.GVR.GroupVersion().String() {
 		return s.respond(rq, code, out)
@@ -138,7 +138,7 @@ func (c *customReads) forget(prefix, lo, hi string, seen map[string]struct{}) {
 // YAML) written from the kept bytes, tables and PartialObjectMetadata from the kept objects.
 func (s *Server) serveCustomList(ctx context.Context, rq *request, st *store, opts storage.ListOptions) error {
 	raw, ok := st.s.(storage.RawLister)
-	v := st.res.custom
+	v := st.res.Custom
 	if !ok || st.reads == nil {
 		list, err := st.s.List(ctx, st.prefix(rq.info.namespace), opts)
 		if err != nil {

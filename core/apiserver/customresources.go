@@ -29,6 +29,7 @@ import (
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
 	"github.com/wasmkube/wasmkube/core/apiserver/crd"
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 	"github.com/wasmkube/wasmkube/core/storage"
 )
 
@@ -47,9 +48,9 @@ type customResources struct {
 	s  *Server
 	mu sync.RWMutex
 	// byGVR, stores and list are replaced whole by refresh (readers keep what they got).
-	byGVR  map[schema.GroupVersionResource]*resource
+	byGVR  map[schema.GroupVersionResource]*registry.Resource
 	stores map[schema.GroupVersionResource]*store
-	list   []*resource // discovery order: by group, then version priority, then plural
+	list   []*registry.Resource // discovery order: by group, then version priority, then plural
 	defs   []*apiextensionsv1.CustomResourceDefinition
 	// compiled caches compiled versions per CRD name and resourceVersion.
 	compiled  map[string]compiledDef
@@ -65,12 +66,12 @@ type compiledDef struct {
 }
 
 func newCustomResources(s *Server) *customResources {
-	return &customResources{s: s, byGVR: map[schema.GroupVersionResource]*resource{}, stores: map[schema.GroupVersionResource]*store{},
+	return &customResources{s: s, byGVR: map[schema.GroupVersionResource]*registry.Resource{}, stores: map[schema.GroupVersionResource]*store{},
 		compiled: map[string]compiledDef{}}
 }
 
 // lookup finds a resource: the static table first, then the custom ones.
-func (s *Server) lookup(gvr schema.GroupVersionResource) (*resource, bool) {
+func (s *Server) lookup(gvr schema.GroupVersionResource) (*registry.Resource, bool) {
 	if r, ok := s.reg[gvr]; ok {
 		return r, true
 	}
@@ -84,48 +85,39 @@ func (s *Server) lookup(gvr schema.GroupVersionResource) (*resource, bool) {
 }
 
 // storeOf is the store of a resource lookup returned.
-func (s *Server) storeOf(res *resource) *store {
-	if st, ok := s.stores[res.gvr]; ok {
+func (s *Server) storeOf(res *registry.Resource) *store {
+	if st, ok := s.stores[res.GVR]; ok {
 		return st
 	}
-	if res.custom == nil {
+	if res.Custom == nil {
 		return nil // a create-only resource (reviews, TokenRequest): served without a store
 	}
 	s.crds.mu.RLock()
 	defer s.crds.mu.RUnlock()
-	if st, ok := s.crds.stores[res.gvr]; ok && st.res == res {
+	if st, ok := s.crds.stores[res.GVR]; ok && st.res == res {
 		return st
 	}
 	// The definition changed between lookup and now: serve with what the request found.
 	return s.crds.newStore(res)
 }
 
-// storageResource names the resource's etcd prefix: its plural, or <group>/<plural> for
-// a custom resource (upstream's layout; every version of a CRD shares it).
-func (r *resource) storageResource() string {
-	if r.custom != nil {
-		return r.custom.StorageResource
-	}
-	return r.gvr.Resource
-}
-
 // servedResources is the static table followed by the custom resources.
-func (s *Server) servedResources() []*resource {
+func (s *Server) servedResources() []*registry.Resource {
 	if s.crds == nil {
-		return resources
+		return registry.Builtin()
 	}
 	s.crds.mu.RLock()
 	defer s.crds.mu.RUnlock()
-	out := make([]*resource, 0, len(resources)+len(s.crds.list))
-	return append(append(out, resources...), s.crds.list...)
+	out := make([]*registry.Resource, 0, len(registry.Builtin())+len(s.crds.list))
+	return append(append(out, registry.Builtin()...), s.crds.list...)
 }
 
 // groupVersionsOf lists the group versions of rs in order of first appearance.
-func groupVersionsOf(rs []*resource) []schema.GroupVersion {
+func groupVersionsOf(rs []*registry.Resource) []schema.GroupVersion {
 	var out []schema.GroupVersion
 	seen := map[schema.GroupVersion]bool{}
 	for _, r := range rs {
-		gv := r.gvr.GroupVersion()
+		gv := r.GVR.GroupVersion()
 		if !seen[gv] {
 			seen[gv] = true
 			out = append(out, gv)
@@ -134,25 +126,10 @@ func groupVersionsOf(rs []*resource) []schema.GroupVersion {
 	return out
 }
 
-func (c *customResources) newStore(res *resource) *store {
-	v := res.custom
+func (c *customResources) newStore(res *registry.Resource) *store {
+	v := res.Custom
 	return &store{res: res, chain: c.s.chain, reads: newCustomReads(),
 		s: c.s.backend.ForResource(v.StorageResource, v.New, v.NewList)}
-}
-
-func resourceOf(v *crd.Version) *resource {
-	r := &resource{
-		gvr: v.GVR, kind: v.Kind, singular: v.Singular, namespaced: v.Namespaced,
-		shortNames: v.ShortNames, categories: v.Categories, generation: true,
-		newFunc: v.New, newList: v.NewList, custom: v,
-	}
-	if v.Status {
-		r.subresources = append(r.subresources, "status")
-	}
-	if v.Scale != nil {
-		r.subresources = append(r.subresources, "scale")
-	}
-	return r
 }
 
 // refresh rebuilds the custom resources from the CRDs in etcd and starts the cleanup of
@@ -167,9 +144,9 @@ func (c *customResources) refresh(ctx context.Context) error {
 	}
 	defs := list.(*apiextensionsv1.CustomResourceDefinitionList).Items
 	compiled := map[string]compiledDef{}
-	byGVR := map[schema.GroupVersionResource]*resource{}
+	byGVR := map[schema.GroupVersionResource]*registry.Resource{}
 	stores := map[schema.GroupVersionResource]*store{}
-	var rs []*resource
+	var rs []*registry.Resource
 	var served []*apiextensionsv1.CustomResourceDefinition
 	for i := range defs {
 		def := &defs[i]
@@ -194,11 +171,11 @@ func (c *customResources) refresh(ctx context.Context) error {
 		compiled[def.Name] = cd
 		served = append(served, def)
 		for _, v := range cd.versions {
-			r := resourceOf(v)
+			r := registry.ResourceOf(v)
 			c.mu.RLock()
 			old, had := c.stores[v.GVR]
 			c.mu.RUnlock()
-			if had && old.res.custom == v {
+			if had && old.res.Custom == v {
 				r = old.res
 				stores[v.GVR] = old
 			} else {
@@ -209,7 +186,7 @@ func (c *customResources) refresh(ctx context.Context) error {
 		}
 	}
 	sort.SliceStable(rs, func(i, j int) bool {
-		a, b := rs[i].gvr, rs[j].gvr
+		a, b := rs[i].GVR, rs[j].GVR
 		if a.Group != b.Group {
 			return a.Group < b.Group
 		}
@@ -366,8 +343,8 @@ func (p customAdmission) Admit(ctx context.Context, a *admission.Attributes) err
 		}
 		crd.SetStatus(o, metav1.Now())
 	case *unstructured.Unstructured:
-		if res, ok := p.s.lookup(a.Resource); ok && res.custom != nil && a.Subresource != "scale" {
-			res.custom.ForStorage(o)
+		if res, ok := p.s.lookup(a.Resource); ok && res.Custom != nil && a.Subresource != "scale" {
+			res.Custom.ForStorage(o)
 		}
 	}
 	return nil
@@ -388,15 +365,15 @@ func (p customAdmission) Validate(ctx context.Context, a *admission.Attributes) 
 		}
 	case *unstructured.Unstructured:
 		res, ok := p.s.lookup(a.Resource)
-		if !ok || res.custom == nil {
+		if !ok || res.Custom == nil {
 			return nil
 		}
 		var old *unstructured.Unstructured
 		if a.OldObject != nil {
 			old, _ = a.OldObject.(*unstructured.Unstructured)
 		}
-		if errs := res.custom.Validate(ctx, o, old); len(errs) > 0 {
-			return apierrors.NewInvalid(res.custom.GVK().GroupKind(), o.GetName(), errs)
+		if errs := res.Custom.Validate(ctx, o, old); len(errs) > 0 {
+			return apierrors.NewInvalid(res.Custom.GVK().GroupKind(), o.GetName(), errs)
 		}
 	}
 	return nil
@@ -410,7 +387,7 @@ func clearStatus(obj runtime.Object) {
 		delete(u.Object, "status")
 		return
 	}
-	if f := fieldOf(obj, "Status"); f.IsValid() && f.CanSet() {
+	if f := registry.FieldOf(obj, "Status"); f.IsValid() && f.CanSet() {
 		f.Set(reflect.Zero(f.Type()))
 	}
 }
@@ -423,24 +400,24 @@ func copyStatus(dst, src runtime.Object) {
 		}
 		return
 	}
-	fieldOf(dst, "Status").Set(fieldOf(src, "Status"))
+	registry.FieldOf(dst, "Status").Set(registry.FieldOf(src, "Status"))
 }
 
 // specChanged reports whether an update changes what metadata.generation counts.
-func specChanged(res *resource, cur, out runtime.Object) bool {
+func specChanged(res *registry.Resource, cur, out runtime.Object) bool {
 	if cu, ok := cur.(*unstructured.Unstructured); ok {
 		ou := out.(*unstructured.Unstructured)
-		return !apiequality.Semantic.DeepEqual(crd.WithoutMeta(cu, res.hasStatus()), crd.WithoutMeta(ou, res.hasStatus()))
+		return !apiequality.Semantic.DeepEqual(crd.WithoutMeta(cu, res.HasStatus()), crd.WithoutMeta(ou, res.HasStatus()))
 	}
-	return !apiequality.Semantic.DeepEqual(fieldOf(cur, "Spec").Interface(), fieldOf(out, "Spec").Interface())
+	return !apiequality.Semantic.DeepEqual(registry.FieldOf(cur, "Spec").Interface(), registry.FieldOf(out, "Spec").Interface())
 }
 
 // customView turns a stored custom object or list into what the request's version
 // serves: crd.Version.ForRead (upstream's pruning and defaulting on read, the None
 // conversion) on a copy, so shared cached objects are never modified. A list's items
 // are ForRead already (customlist.go builds them): only their apiVersion is checked.
-func customView(res *resource, obj runtime.Object) runtime.Object {
-	v := res.custom
+func customView(res *registry.Resource, obj runtime.Object) runtime.Object {
+	v := res.Custom
 	if v == nil {
 		return obj
 	}
@@ -474,12 +451,12 @@ func forRead(v *crd.Version, u *unstructured.Unstructured) *unstructured.Unstruc
 // customDecoded prunes and defaults a decoded custom object; the pruned fields are
 // errors under fieldValidation=Strict and warnings under Warn (as upstream's "unknown
 // field" messages).
-func customDecoded(res *resource, obj runtime.Object, fv fieldValidation) ([]string, error) {
+func customDecoded(res *registry.Resource, obj runtime.Object, fv fieldValidation) ([]string, error) {
 	u, ok := obj.(*unstructured.Unstructured)
-	if !ok || res.custom == nil {
+	if !ok || res.Custom == nil {
 		return nil, nil
 	}
-	unknown := res.custom.Decode(u)
+	unknown := res.Custom.Decode(u)
 	if len(unknown) == 0 || fv == fvIgnore {
 		return nil, nil
 	}
@@ -489,7 +466,7 @@ func customDecoded(res *resource, obj runtime.Object, fv fieldValidation) ([]str
 	}
 	if fv == fvStrict {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: strict decoding error: %s",
-			res.kind, res.gvr.Version, res.kind, joinComma(msgs)))
+			res.Kind, res.GVR.Version, res.Kind, joinComma(msgs)))
 	}
 	return msgs, nil
 }
@@ -564,7 +541,7 @@ func customScaleOf(v *crd.Version, obj runtime.Object) (*autoscalingv1.Scale, er
 // serveCustomScale is serveScale for a custom resource: replicas live at the paths its
 // CRD's scale subresource names.
 func (s *Server) serveCustomScale(ctx context.Context, rq *request, st *store) error {
-	v := st.res.custom
+	v := st.res.Custom
 	name := rq.info.name
 	var toScale func(cur runtime.Object) (*autoscalingv1.Scale, error)
 	switch rq.info.verb {
@@ -602,7 +579,7 @@ func (s *Server) serveCustomScale(ctx context.Context, rq *request, st *store) e
 			return out.(*autoscalingv1.Scale), nil
 		}
 	default:
-		return apierrors.NewMethodNotSupported(st.res.gvr.GroupResource(), rq.info.verb)
+		return apierrors.NewMethodNotSupported(st.res.GVR.GroupResource(), rq.info.verb)
 	}
 	irq := *rq
 	ii := *rq.info
@@ -614,11 +591,11 @@ func (s *Server) serveCustomScale(ctx context.Context, rq *request, st *store) e
 			return nil, err
 		}
 		if sc.Spec.Replicas < 0 {
-			return nil, apierrors.NewInvalid(scaleRes.gvk().GroupKind(), name, field.ErrorList{
+			return nil, apierrors.NewInvalid(scaleRes.GVK().GroupKind(), name, field.ErrorList{
 				field.Invalid(field.NewPath("spec", "replicas"), sc.Spec.Replicas, "must be greater than or equal to 0")})
 		}
 		if sc.ResourceVersion != "" && sc.ResourceVersion != objMeta(cur).GetResourceVersion() {
-			return nil, apierrors.NewConflict(st.res.gvr.GroupResource(), name, errors.New(optimisticLockMsg))
+			return nil, apierrors.NewConflict(st.res.GVR.GroupResource(), name, errors.New(optimisticLockMsg))
 		}
 		next := cur.DeepCopyObject().(*unstructured.Unstructured)
 		if err := v.SetReplicas(next, sc.Spec.Replicas); err != nil {
@@ -637,8 +614,8 @@ func (s *Server) serveCustomScale(ctx context.Context, rq *request, st *store) e
 }
 
 // errCustomStrategic is upstream's answer to a strategic merge patch of a custom object.
-func errCustomStrategic(res *resource) error {
-	return apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", res.gvr.GroupResource(), "",
+func errCustomStrategic(res *registry.Resource) error {
+	return apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", res.GVR.GroupResource(), "",
 		"the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json (strategic merge patch is not supported for custom resources)", 0, false)
 }
 

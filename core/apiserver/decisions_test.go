@@ -12,11 +12,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 )
 
 func storeFor(resource string) *store {
-	for _, r := range resources {
-		if r.gvr.Resource == resource {
+	for _, r := range registry.Builtin() {
+		if r.GVR.Resource == resource {
 			return &store{res: r}
 		}
 	}
@@ -285,7 +287,7 @@ func TestWatchIndexValue(t *testing.T) {
 		{nodes, "metadata.name=n1", ""},
 	} {
 		if got := c.st.indexValue(c.sel); got != c.want {
-			t.Errorf("%s with fieldSelector %q: index value %q, want %q", c.st.res.gvr.Resource, c.sel, got, c.want)
+			t.Errorf("%s with fieldSelector %q: index value %q, want %q", c.st.res.GVR.Resource, c.sel, got, c.want)
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 )
 
 // GitVersion is what /version reports: the Kubernetes API level wasmkube serves.
@@ -36,32 +38,32 @@ var subresourceDiscovery = map[string]struct {
 }
 
 // subresourceKind is the kind discovery names for sub of r.
-func subresourceKind(r *resource, sub string) string {
+func subresourceKind(r *registry.Resource, sub string) string {
 	if sub == "proxy" {
-		return r.kind + "ProxyOptions"
+		return r.Kind + "ProxyOptions"
 	}
 	if d := subresourceDiscovery[sub]; d.gvk.Kind != "" {
 		return d.gvk.Kind
 	}
-	return r.kind
+	return r.Kind
 }
 
-func resourceList(gv schema.GroupVersion, served []*resource) *metav1.APIResourceList {
+func resourceList(gv schema.GroupVersion, served []*registry.Resource) *metav1.APIResourceList {
 	l := &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv.String()}
 	for _, r := range served {
-		if r.gvr.GroupVersion() != gv {
+		if r.GVR.GroupVersion() != gv {
 			continue
 		}
-		verbs := r.verbs()
+		verbs := r.Verbs()
 		l.APIResources = append(l.APIResources, metav1.APIResource{
-			Name: r.gvr.Resource, SingularName: r.singular, Namespaced: r.namespaced, Kind: r.kind,
-			Verbs: verbs, ShortNames: r.shortNames, Categories: r.categories,
+			Name: r.GVR.Resource, SingularName: r.Singular, Namespaced: r.Namespaced, Kind: r.Kind,
+			Verbs: verbs, ShortNames: r.ShortNames, Categories: r.Categories,
 		})
-		for _, sub := range r.subresources {
+		for _, sub := range r.Subresources {
 			d := subresourceDiscovery[sub]
 			kind := subresourceKind(r, sub)
 			l.APIResources = append(l.APIResources, metav1.APIResource{
-				Name: r.gvr.Resource + "/" + sub, Namespaced: r.namespaced, Kind: kind, Verbs: d.verbs,
+				Name: r.GVR.Resource + "/" + sub, Namespaced: r.Namespaced, Kind: kind, Verbs: d.verbs,
 				Group: d.gvk.Group, Version: d.gvk.Version,
 			})
 		}
@@ -69,7 +71,7 @@ func resourceList(gv schema.GroupVersion, served []*resource) *metav1.APIResourc
 	return l
 }
 
-func apiGroup(group string, served []*resource) *metav1.APIGroup {
+func apiGroup(group string, served []*registry.Resource) *metav1.APIGroup {
 	var g *metav1.APIGroup
 	for _, gv := range groupVersionsOf(served) {
 		if gv.Group != group {

@@ -8,6 +8,8 @@ import (
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 )
 
 // aggregatedContentType is what a client asks for (and gets) with aggregated discovery:
@@ -33,11 +35,11 @@ func wantsAggregated(accept string) bool {
 }
 
 // aggregatedDiscovery is the document for /api (core: true) or /apis.
-func aggregatedDiscovery(core bool, served []*resource) *apidiscoveryv2.APIGroupDiscoveryList {
+func aggregatedDiscovery(core bool, served []*registry.Resource) *apidiscoveryv2.APIGroupDiscoveryList {
 	list := &apidiscoveryv2.APIGroupDiscoveryList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/v2"}}
 	index := map[string]int{}
 	for _, r := range served {
-		g, v := r.gvr.Group, r.gvr.Version
+		g, v := r.GVR.Group, r.GVR.Version
 		if (g == "") != core {
 			continue
 		}
@@ -59,16 +61,16 @@ func aggregatedDiscovery(core bool, served []*resource) *apidiscoveryv2.APIGroup
 			vi = len(grp.Versions) - 1
 		}
 		scope := apidiscoveryv2.ScopeCluster
-		if r.namespaced {
+		if r.Namespaced {
 			scope = apidiscoveryv2.ScopeNamespace
 		}
-		verbs := []string(r.verbs())
+		verbs := []string(r.Verbs())
 		rd := apidiscoveryv2.APIResourceDiscovery{
-			Resource: r.gvr.Resource, Scope: scope, SingularResource: r.singular, Verbs: verbs,
-			ShortNames: r.shortNames, Categories: r.categories,
-			ResponseKind: &metav1.GroupVersionKind{Group: g, Version: v, Kind: r.kind},
+			Resource: r.GVR.Resource, Scope: scope, SingularResource: r.Singular, Verbs: verbs,
+			ShortNames: r.ShortNames, Categories: r.Categories,
+			ResponseKind: &metav1.GroupVersionKind{Group: g, Version: v, Kind: r.Kind},
 		}
-		for _, sub := range r.subresources {
+		for _, sub := range r.Subresources {
 			d := subresourceDiscovery[sub]
 			kind := metav1.GroupVersionKind{Group: g, Version: v, Kind: subresourceKind(r, sub)}
 			if d.gvk.Kind != "" {
@@ -83,7 +85,7 @@ func aggregatedDiscovery(core bool, served []*resource) *apidiscoveryv2.APIGroup
 	return list
 }
 
-func writeAggregated(w http.ResponseWriter, core bool, served []*resource) {
+func writeAggregated(w http.ResponseWriter, core bool, served []*registry.Resource) {
 	b, err := json.Marshal(aggregatedDiscovery(core, served))
 	if err != nil {
 		writeError(w, err)

@@ -6,13 +6,9 @@ package apiserver
 // validation.ValidatePodEphemeralContainersUpdate (additions only). It is authorized as
 // its own subresource, so a role needs pods/ephemeralcontainers to add a debug
 // container; a node credential has no such rule (nodeauth.go). The kubelet starts what
-// is added (kubelet/worker.go).
+// is added (kubelet/worker.go). The pods row of the resources table (registry/) lists the
+// subresource; discovery names its verbs here.
 func init() {
-	for _, r := range resources {
-		if r.gvr.Group == "" && r.gvr.Resource == "pods" {
-			r.subresources = append(r.subresources, "ephemeralcontainers")
-		}
-	}
 	d := subresourceDiscovery["ephemeralcontainers"]
 	d.verbs = []string{"get", "patch", "update"}
 	subresourceDiscovery["ephemeralcontainers"] = d

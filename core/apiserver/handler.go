@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 	"github.com/wasmkube/wasmkube/core/storage"
 )
 
@@ -156,7 +157,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ml = labelsFor(metricVerb(info.verb), info, r.URL.Query()["dryRun"])
 	if a := attrsOf(user, info, r.URL.Query().Get("fieldSelector")); true {
 		if ok, why := s.authorizeAttrs(r.Context(), a); !ok {
-			writeError(sw, apierrors.NewForbidden(info.res.gvr.GroupResource(), info.name, errors.New(forbiddenMessage(a, why))))
+			writeError(sw, apierrors.NewForbidden(info.res.GVR.GroupResource(), info.name, errors.New(forbiddenMessage(a, why))))
 			return
 		}
 	}
@@ -196,7 +197,7 @@ func (s *Server) parsePath(method, path string, q url.Values) (*requestInfo, err
 	}
 	ri := &requestInfo{resourceRequest: true}
 	if len(rest) >= 3 && rest[0] == "namespaces" {
-		if r, ok := s.lookup(gv.WithResource(rest[2])); ok && r.namespaced {
+		if r, ok := s.lookup(gv.WithResource(rest[2])); ok && r.Namespaced {
 			ri.namespace, rest = rest[1], rest[2:]
 		}
 	}
@@ -216,11 +217,11 @@ func (s *Server) parsePath(method, path string, q url.Values) (*requestInfo, err
 	}
 	if len(rest) > 2 {
 		ri.subresource = rest[2]
-		if !res.hasSub(ri.subresource) {
+		if !res.HasSub(ri.subresource) {
 			return nil, errNotFoundPath
 		}
 	}
-	if res.namespaced && ri.namespace == "" && (ri.name != "" || method == http.MethodPost) {
+	if res.Namespaced && ri.namespace == "" && (ri.name != "" || method == http.MethodPost) {
 		return nil, errNotFoundPath
 	}
 	watching := watchPath || q.Get("watch") == "true" || q.Get("watch") == "1"
@@ -242,15 +243,15 @@ func (s *Server) parsePath(method, path string, q url.Values) (*requestInfo, err
 			ri.verb = "create"
 		}
 	case http.MethodPut:
-		if ri.name != "" && !res.createOnly {
+		if ri.name != "" && !res.CreateOnly {
 			ri.verb = "update"
 		}
 	case http.MethodPatch:
-		if ri.name != "" && !res.createOnly {
+		if ri.name != "" && !res.CreateOnly {
 			ri.verb = "patch"
 		}
 	case http.MethodDelete:
-		if !res.createOnly && ri.subresource == "" {
+		if !res.CreateOnly && ri.subresource == "" {
 			ri.verb = "delete"
 			if ri.name == "" {
 				ri.verb = "deletecollection"
@@ -264,8 +265,8 @@ func (s *Server) parsePath(method, path string, q url.Values) (*requestInfo, err
 	if streamSubresources[ri.subresource] && ri.name != "" && (method == http.MethodGet || method == http.MethodPost) {
 		ri.verb = "create" // exec, attach, portforward: a connect, authorized as create (streaming.go)
 	}
-	if ri.verb == "" || res.createOnly && ri.verb != "create" || res.readOnly && ri.verb != "get" && ri.verb != "list" || ri.verb == "deletecollection" && res.noDeleteCollection {
-		return nil, apierrors.NewMethodNotSupported(res.gvr.GroupResource(), strings.ToLower(method))
+	if ri.verb == "" || res.CreateOnly && ri.verb != "create" || res.ReadOnly && ri.verb != "get" && ri.verb != "list" || ri.verb == "deletecollection" && res.NoDeleteCollection {
+		return nil, apierrors.NewMethodNotSupported(res.GVR.GroupResource(), strings.ToLower(method))
 	}
 	return ri, nil
 }
@@ -326,17 +327,17 @@ func (s *Server) serveResource(rq *request) error {
 	case "log":
 		return s.servePodLog(ctx, rq, st)
 	case "scale":
-		if st.res.custom != nil {
+		if st.res.Custom != nil {
 			return s.serveCustomScale(ctx, rq, st)
 		}
 		return s.serveScale(ctx, rq, st)
 	case "token":
 		return s.serveTokenRequest(ctx, rq, st)
 	}
-	if info.res.readOnly && info.res.gvr.Group == MetricsGroup {
+	if info.res.ReadOnly && info.res.GVR.Group == MetricsGroup {
 		return s.serveMetrics(ctx, rq)
 	}
-	switch info.res.gvr.Resource {
+	switch info.res.GVR.Resource {
 	case "tokenreviews":
 		return s.serveTokenReview(rq)
 	case "selfsubjectreviews":
@@ -351,7 +352,7 @@ func (s *Server) serveResource(rq *request) error {
 		return s.serveLocalSubjectAccessReview(rq)
 	}
 
-	if info.res.gvr == crdGVR && info.verb != "get" && info.verb != "list" && info.verb != "watch" && !rq.dryRun {
+	if info.res.GVR == crdGVR && info.verb != "get" && info.verb != "list" && info.verb != "watch" && !rq.dryRun {
 		rq.w = &refreshFirst{ResponseWriter: rq.w, refresh: func() { s.crdWritten(ctx) }} // serve the new kinds before answering (customresources.go)
 	}
 	switch info.verb {
@@ -374,12 +375,12 @@ func (s *Server) serveResource(rq *request) error {
 		if err != nil {
 			return err
 		}
-		if st.res.kind == "Namespace" && !rq.dryRun {
+		if st.res.Kind == "Namespace" && !rq.dryRun {
 			if err := s.seedServiceAccounts(ctx, objMeta(out).GetName()); err != nil {
 				s.log.Warn("default service account of a new namespace (the controller manager retries)", "err", err)
 			}
 		}
-		if st.res.custom != nil && info.subresource == "" {
+		if st.res.Custom != nil && info.subresource == "" {
 			return s.respondWritten(rq, st, http.StatusCreated, out) // customlist.go
 		}
 		return s.respond(rq, http.StatusCreated, out)
@@ -422,22 +423,22 @@ func (s *Server) serveResource(rq *request) error {
 		if !deleted {
 			code = http.StatusAccepted
 		}
-		if st.res.gvr.Resource == "pods" || !deleted {
+		if st.res.GVR.Resource == "pods" || !deleted {
 			return s.respond(rq, code, obj)
 		}
 		m := objMeta(obj)
 		writeJSON(rq.w, code, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess,
-			Details: &metav1.StatusDetails{Name: m.GetName(), Group: st.res.gvr.Group, Kind: st.res.gvr.Resource, UID: m.GetUID()}}, outJSON)
+			Details: &metav1.StatusDetails{Name: m.GetName(), Group: st.res.GVR.Group, Kind: st.res.GVR.Resource, UID: m.GetUID()}}, outJSON)
 		return nil
 	case "deletecollection":
 		return s.serveDeleteCollection(ctx, rq, st)
 	}
-	return apierrors.NewMethodNotSupported(info.res.gvr.GroupResource(), info.verb)
+	return apierrors.NewMethodNotSupported(info.res.GVR.GroupResource(), info.verb)
 }
 
 // decodeRequest reads and decodes the body as an object of res.
-func (s *Server) decodeRequest(rq *request, res *resource) (runtime.Object, error) {
-	obj := res.newFunc()
+func (s *Server) decodeRequest(rq *request, res *registry.Resource) (runtime.Object, error) {
+	obj := res.NewFunc()
 	if err := decodeBody(rq, res, obj); err != nil {
 		return nil, err
 	}
@@ -525,7 +526,7 @@ func (s *Server) serveList(ctx context.Context, rq *request, st *store) error {
 	if err != nil {
 		return err
 	}
-	if st.res.custom != nil {
+	if st.res.Custom != nil {
 		return s.serveCustomList(ctx, rq, st, opts) // customlist.go
 	}
 	list, err := st.s.List(ctx, st.prefix(rq.info.namespace), opts)
@@ -621,7 +622,7 @@ func (s *Server) serveWatch(ctx context.Context, rq *request, st *store) error {
 			}
 			out = o
 		} else if t == watch.Bookmark {
-			ensureKind(obj, st.res.gvk())
+			ensureKind(obj, st.res.GVK())
 		}
 		return enc.encode(t, out)
 	}
@@ -653,7 +654,7 @@ func (s *Server) serveWatch(ctx context.Context, rq *request, st *store) error {
 		}
 		lm, _ := metaList(list)
 		rv = lm
-		bm := st.res.newFunc()
+		bm := st.res.NewFunc()
 		objMeta(bm).SetResourceVersion(rv)
 		objMeta(bm).SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
 		if err := send(watch.Bookmark, bm); err != nil {
@@ -667,7 +668,7 @@ func (s *Server) serveWatch(ctx context.Context, rq *request, st *store) error {
 	// Built-in objects sent as they are stored (no Table, metadata-only or version
 	// view) share their encodings with the other watchers of each event: each event is
 	// encoded once per content type, not once per watcher (watchencode.go).
-	shared := (rq.format == outJSON || rq.format == outProtobuf || rq.format == outYAML) && st.res.custom == nil
+	shared := (rq.format == outJSON || rq.format == outProtobuf || rq.format == outYAML) && st.res.Custom == nil
 	wi, err := st.s.Watch(ctx, st.prefix(rq.info.namespace), storage.WatchOptions{ResourceVersion: rv, Predicate: pred, AllowBookmarks: bookmarks,
 		IndexValue: st.indexValue(q.Get("fieldSelector")), SharedEncodings: shared})
 	if err != nil {

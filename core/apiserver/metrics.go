@@ -69,8 +69,8 @@ func (l requestLabels) values() []string {
 // named object or a create, "namespace" for a collection in a namespace, "cluster" for a
 // cluster-wide collection; dry_run is the sorted, comma-joined dryRun values.
 func labelsFor(verb string, ri *requestInfo, dryRun []string) requestLabels {
-	l := requestLabels{verb: verb, group: ri.res.gvr.Group, version: ri.res.gvr.Version,
-		resource: ri.res.gvr.Resource, subresource: ri.subresource}
+	l := requestLabels{verb: verb, group: ri.res.GVR.Group, version: ri.res.GVR.Version,
+		resource: ri.res.GVR.Resource, subresource: ri.subresource}
 	switch {
 	case ri.name != "" || ri.verb == "create":
 		l.scope = "resource"

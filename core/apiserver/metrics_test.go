@@ -5,12 +5,14 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 )
 
 func TestMetricLabelsFollowUpstream(t *testing.T) {
-	pods := &resource{gvr: corev1.SchemeGroupVersion.WithResource("pods")}
-	deploys := &resource{gvr: appsv1.SchemeGroupVersion.WithResource("deployments")}
-	nodes := &resource{gvr: corev1.SchemeGroupVersion.WithResource("nodes")}
+	pods := &registry.Resource{GVR: corev1.SchemeGroupVersion.WithResource("pods")}
+	deploys := &registry.Resource{GVR: appsv1.SchemeGroupVersion.WithResource("deployments")}
+	nodes := &registry.Resource{GVR: corev1.SchemeGroupVersion.WithResource("nodes")}
 	cases := []struct {
 		name   string
 		verb   string

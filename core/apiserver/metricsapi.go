@@ -165,13 +165,13 @@ func usage(cpu *statsv1alpha1.CPUStats, mem *statsv1alpha1.MemoryStats) (corev1.
 // serveMetrics answers get and list of metrics.k8s.io nodes and pods.
 func (s *Server) serveMetrics(ctx context.Context, rq *request) error {
 	info := rq.info
-	switch info.res.gvr.Resource {
+	switch info.res.GVR.Resource {
 	case "nodes":
 		return s.serveNodeMetrics(ctx, rq)
 	case "pods":
 		return s.servePodMetrics(ctx, rq)
 	}
-	return apierrors.NewMethodNotSupported(info.res.gvr.GroupResource(), info.verb)
+	return apierrors.NewMethodNotSupported(info.res.GVR.GroupResource(), info.verb)
 }
 
 func (s *Server) listObjects(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, q url.Values) ([]any, error) {

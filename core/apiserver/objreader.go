@@ -32,7 +32,7 @@ type objectReader struct {
 func newObjectReader(ctx context.Context, s *Server) *objectReader {
 	r := &objectReader{s: s, ctx: ctx, byName: map[string]*store{}, caches: map[string]*objectCache{}}
 	for gvr, st := range s.stores {
-		if st.res.storedAs != nil {
+		if st.res.StoredAs != nil {
 			// A version view (versions.go) shares its resource name with the stored
 			// version: policies read the stored one, as they always did.
 			continue
@@ -48,7 +48,7 @@ func (r *objectReader) Resource(res string) (schema.GroupVersionKind, bool, bool
 	if !ok {
 		return schema.GroupVersionKind{}, false, false
 	}
-	return st.res.gvk(), st.res.namespaced, true
+	return st.res.GVK(), st.res.Namespaced, true
 }
 
 func (r *objectReader) cache(ctx context.Context, res string) (*objectCache, *store, error) {
@@ -88,7 +88,7 @@ func (r *objectReader) Get(ctx context.Context, res, ns, name string) (runtime.O
 	if err != nil {
 		return nil, err
 	}
-	if !st.res.namespaced {
+	if !st.res.Namespaced {
 		ns = ""
 	}
 	c.mu.RLock()

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 )
 
 // TestObjectReaderReadsStoredVersion: a resource served in two versions (autoscaling/v1
@@ -12,16 +14,16 @@ import (
 // policies in its stored version, whatever order the server's stores are walked in.
 func TestObjectReaderReadsStoredVersion(t *testing.T) {
 	s := &Server{stores: map[schema.GroupVersionResource]*store{
-		hpaV1.gvr: {res: hpaV1},
-		hpaV2.gvr: {res: hpaV2},
+		registry.HPAV1.GVR: {res: registry.HPAV1},
+		registry.HPAV2.GVR: {res: registry.HPAV2},
 	}}
 	// The stores map is walked in a random order: enough tries that a reader picking the
 	// view on some walks is caught.
 	for i := range 64 {
 		r := newObjectReader(context.Background(), s)
 		gvk, namespaced, ok := r.Resource("horizontalpodautoscalers")
-		if !ok || !namespaced || gvk != hpaV2.gvk() {
-			t.Fatalf("reader %d: horizontalpodautoscalers read as %v (namespaced %v, served %v), want %v", i, gvk, namespaced, ok, hpaV2.gvk())
+		if !ok || !namespaced || gvk != registry.HPAV2.GVK() {
+			t.Fatalf("reader %d: horizontalpodautoscalers read as %v (namespaced %v, served %v), want %v", i, gvk, namespaced, ok, registry.HPAV2.GVK())
 		}
 	}
 }

@@ -52,9 +52,9 @@ func (s *Server) transform(rq *request, obj runtime.Object) (any, error) {
 	obj = customView(res, obj) // a custom object in the request's version (customresources.go)
 	isList := meta.IsListType(obj)
 	if isList {
-		ensureKind(obj, res.gvr.GroupVersion().WithKind(res.kind+"List"))
+		ensureKind(obj, res.GVR.GroupVersion().WithKind(res.Kind+"List"))
 	} else if rq.info.subresource == "" || rq.info.subresource == "status" || rq.info.subresource == "finalize" {
-		ensureKind(obj, res.gvk())
+		ensureKind(obj, res.GVK())
 	}
 	// Subresources with kinds of their own (Scale) are not converted here; /status is the
 	// parent object and gets the parent's columns, as upstream.
@@ -85,13 +85,13 @@ func (s *Server) transform(rq *request, obj runtime.Object) (any, error) {
 	}
 	var t *metav1.Table
 	var err error
-	if res.custom != nil {
-		t, err = res.custom.Table(rq.r.Context(), items) // the CRD's additionalPrinterColumns
+	if res.Custom != nil {
+		t, err = res.Custom.Table(rq.r.Context(), items) // the CRD's additionalPrinterColumns
 	} else {
-		t, err = printers.Table(res.gvk(), items)
+		t, err = printers.Table(res.GVK(), items)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("render %s as a table: %w", res.gvr.Resource, err)
+		return nil, fmt.Errorf("render %s as a table: %w", res.GVR.Resource, err)
 	}
 	if lm != nil {
 		t.ResourceVersion, t.Continue, t.RemainingItemCount = lm.GetResourceVersion(), lm.GetContinue(), lm.GetRemainingItemCount()

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 )
 
 // PATCH (upstream's handlers/patch.go): JSON patch (RFC 6902), JSON merge patch (RFC 7386)
@@ -32,7 +34,7 @@ const (
 )
 
 // patcher returns a function applying the request's patch to the current object.
-func (s *Server) patcher(rq *request, res *resource) (func(cur runtime.Object) (runtime.Object, error), error) {
+func (s *Server) patcher(rq *request, res *registry.Resource) (func(cur runtime.Object) (runtime.Object, error), error) {
 	body, err := readBody(rq.w, rq.r)
 	if err != nil {
 		return nil, err
@@ -74,20 +76,20 @@ func (s *Server) patcher(rq *request, res *resource) (func(cur runtime.Object) (
 			return json.Marshal(mergePatch(doc, patch))
 		}
 	case types.StrategicMergePatchType:
-		if res.custom != nil {
+		if res.Custom != nil {
 			return nil, errCustomStrategic(res)
 		}
 		var m map[string]any
 		if err := json.Unmarshal(body, &m); err != nil {
 			return nil, apierrors.NewBadRequest("malformed strategic merge patch: " + err.Error())
 		}
-		schemaObj := res.newFunc()
+		schemaObj := res.NewFunc()
 		apply = func(cur []byte) ([]byte, error) { return strategicpatch.StrategicMergePatch(cur, body, schemaObj) }
 	case types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
-		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", res.gvr.GroupResource(), "",
+		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", res.GVR.GroupResource(), "",
 			"server-side apply is not supported by wasmkube; use client-side kubectl apply (the default)", 0, false)
 	default:
-		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", res.gvr.GroupResource(), "",
+		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", res.GVR.GroupResource(), "",
 			fmt.Sprintf("unsupported patch type %q: use application/json-patch+json, application/merge-patch+json or application/strategic-merge-patch+json", pt), 0, false)
 	}
 	return func(cur runtime.Object) (runtime.Object, error) {
@@ -97,11 +99,11 @@ func (s *Server) patcher(rq *request, res *resource) (func(cur runtime.Object) (
 		}
 		patched, err := apply(curJSON)
 		if err != nil {
-			return nil, apierrors.NewInvalid(res.gvk().GroupKind(), rq.info.name, field.ErrorList{
+			return nil, apierrors.NewInvalid(res.GVK().GroupKind(), rq.info.name, field.ErrorList{
 				field.Invalid(field.NewPath("patch"), truncate(string(body), 256), err.Error())})
 		}
-		obj := res.newFunc()
-		warnings, err := decodeInto(patched, res, res.kind, res.gvr.GroupVersion(), obj, rq.fv)
+		obj := res.NewFunc()
+		warnings, err := decodeInto(patched, res, res.Kind, res.GVR.GroupVersion(), obj, rq.fv)
 		if err != nil {
 			return nil, err
 		}

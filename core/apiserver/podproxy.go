@@ -32,7 +32,7 @@ import (
 
 // serveProxy answers the proxy subresource of nodes (nodeproxy.go), pods and services.
 func (s *Server) serveProxy(rq *request, st *store) error {
-	switch st.res.gvr.Resource {
+	switch st.res.GVR.Resource {
 	case "pods":
 		return s.servePodProxy(rq, st)
 	case "services":

@@ -339,11 +339,11 @@ func storeErr(st *store, err error, name string) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, storage.ErrNotFound):
-		return apierrors.NewNotFound(st.res.gvr.GroupResource(), name)
+		return apierrors.NewNotFound(st.res.GVR.GroupResource(), name)
 	case errors.Is(err, storage.ErrAlreadyExists):
-		return apierrors.NewAlreadyExists(st.res.gvr.GroupResource(), name)
+		return apierrors.NewAlreadyExists(st.res.GVR.GroupResource(), name)
 	case errors.Is(err, storage.ErrConflict):
-		return apierrors.NewConflict(st.res.gvr.GroupResource(), name, err)
+		return apierrors.NewConflict(st.res.GVR.GroupResource(), name, err)
 	}
 	return err
 }

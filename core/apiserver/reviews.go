@@ -39,7 +39,7 @@ func (s *Server) serveSelfSubjectAccessReview(rq *request) error {
 	}
 	r := obj.(*authorizationv1.SelfSubjectAccessReview)
 	if errs := validateAccessReviewSpec(r.Spec.ResourceAttributes, r.Spec.NonResourceAttributes); len(errs) > 0 {
-		return apierrors.NewInvalid(res.gvk().GroupKind(), "", errs)
+		return apierrors.NewInvalid(res.GVK().GroupKind(), "", errs)
 	}
 	r.CreationTimestamp = metav1.Now()
 	r.Status = s.accessReview(rq.r.Context(), rq.user, r.Spec.ResourceAttributes, r.Spec.NonResourceAttributes)
@@ -93,7 +93,7 @@ func (s *Server) serveSubjectAccessReview(rq *request) error {
 	errs := validateAccessReviewSpec(r.Spec.ResourceAttributes, r.Spec.NonResourceAttributes)
 	errs = append(errs, validateSubject(r.Spec)...)
 	if len(errs) > 0 {
-		return apierrors.NewInvalid(res.gvk().GroupKind(), "", errs)
+		return apierrors.NewInvalid(res.GVK().GroupKind(), "", errs)
 	}
 	r.CreationTimestamp = metav1.Now()
 	r.Status = s.accessReview(rq.r.Context(), reviewedUser(r.Spec), r.Spec.ResourceAttributes, r.Spec.NonResourceAttributes)
@@ -122,7 +122,7 @@ func (s *Server) serveLocalSubjectAccessReview(rq *request) error {
 			"must match the namespace of the request ("+rq.info.namespace+")"))
 	}
 	if len(errs) > 0 {
-		return apierrors.NewInvalid(res.gvk().GroupKind(), "", errs)
+		return apierrors.NewInvalid(res.GVK().GroupKind(), "", errs)
 	}
 	r.Namespace = rq.info.namespace
 	r.CreationTimestamp = metav1.Now()
@@ -152,7 +152,7 @@ func (s *Server) serveSelfSubjectRulesReview(rq *request) error {
 	}
 	r := obj.(*authorizationv1.SelfSubjectRulesReview)
 	if r.Spec.Namespace == "" {
-		return apierrors.NewInvalid(res.gvk().GroupKind(), "", field.ErrorList{field.Required(field.NewPath("spec", "namespace"), "")})
+		return apierrors.NewInvalid(res.GVK().GroupKind(), "", field.ErrorList{field.Required(field.NewPath("spec", "namespace"), "")})
 	}
 	r.CreationTimestamp = metav1.Now()
 	st, err := s.rulesReview(rq.r.Context(), rq.user, r.Spec.Namespace)

@@ -4,8 +4,6 @@ import (
 	"path/filepath"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/encryption"
 )
@@ -20,12 +18,6 @@ func loadEncryption(opts Options) (*encryption.Config, error) {
 		return encryption.Load(opts.EncryptionConfig)
 	}
 	return encryption.LoadOrCreate(filepath.Join(opts.DataDir, EncryptionConfigFile))
-}
-
-// secretFields are the field selectors upstream serves for secrets (kubectl get secrets
-// --field-selector type=kubernetes.io/tls; helm lists its releases by label, not field).
-func secretFields(o runtime.Object) map[string]string {
-	return map[string]string{"type": string(o.(*corev1.Secret).Type)}
 }
 
 // EtcdClient is the etcd client of the server's storage: tests read stored values with it

@@ -31,6 +31,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
 	"github.com/wasmkube/wasmkube/core/apiserver/defaults"
 	"github.com/wasmkube/wasmkube/core/apiserver/openapi"
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 	"github.com/wasmkube/wasmkube/core/apiserver/serviceaccount"
 	"github.com/wasmkube/wasmkube/core/apiserver/validation"
 	"github.com/wasmkube/wasmkube/core/storage"
@@ -89,7 +90,7 @@ type Server struct {
 	opts    Options
 	log     *slog.Logger
 	backend *storage.Backend
-	reg     registry
+	reg     registry.Table
 	stores  map[schema.GroupVersionResource]*store
 	// nodeStats caches the kubelets' stats summaries for metrics.k8s.io (metricsapi.go).
 	nodeStats nodeStatsCache
@@ -167,7 +168,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
 	s := &Server{
-		opts: opts, log: opts.Logger.With("component", "apiserver"), reg: newRegistry(),
+		opts: opts, log: opts.Logger.With("component", "apiserver"), reg: registry.NewTable(),
 		stores: map[schema.GroupVersionResource]*store{}, metrics: newMetrics(),
 		metricsHandler: promhttp.Handler(), openapi: openapi.Handler(),
 		ready: make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}),
@@ -243,34 +244,32 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
-	for _, r := range resources {
-		if r.createOnly || r.readOnly {
+	for _, r := range registry.Builtin() {
+		if r.CreateOnly || r.ReadOnly {
 			continue
 		}
 		var ropts []storage.ResourceOption
-		if r.kind == "Event" {
+		if r.Kind == "Event" {
 			ropts = append(ropts, storage.WithTTL(opts.EventTTL))
 		}
-		if r.indexOf != nil {
-			ropts = append(ropts, storage.WithWatchIndex(r.indexOf))
+		if r.IndexOf != nil {
+			ropts = append(ropts, storage.WithWatchIndex(r.IndexOf))
 		}
-		if t := enc.For(r.gvr.Resource, r.gvr.Group); t != nil {
+		if t := enc.For(r.GVR.Resource, r.GVR.Group); t != nil {
 			ropts = append(ropts, storage.WithTransformer(t))
 		}
-		if r.storedAs != nil {
+		if r.StoredAs != nil {
 			continue // a version view: made below, over the stored version's storage
 		}
-		st := &store{res: r, s: s.backend.ForResource(r.gvr.Resource, r.newFunc, r.newList, ropts...), chain: s.chain}
-		if r.kind == "Service" {
+		st := &store{res: r, s: s.backend.ForResource(r.GVR.Resource, r.NewFunc, r.NewList, ropts...), chain: s.chain}
+		if r.Kind == "Service" {
 			st.alloc = alloc
 		}
-		s.stores[r.gvr] = st
+		s.stores[r.GVR] = st
 	}
-	for _, r := range resources {
-		if r.storedAs != nil {
-			c := viewConversions[r]
-			s.stores[r.gvr] = &store{res: r, chain: s.chain,
-				s: &versionView{inner: s.stores[r.storedAs.gvr].s, toStored: c.toStored, fromStored: c.fromStored, newList: r.newList}}
+	for _, r := range registry.Builtin() {
+		if r.StoredAs != nil {
+			s.stores[r.GVR] = &store{res: r, chain: s.chain, s: registry.ViewOf(r, s.stores[r.StoredAs.GVR].s)}
 		}
 	}
 	s.crds = newCustomResources(s)

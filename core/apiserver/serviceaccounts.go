@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 	"github.com/wasmkube/wasmkube/core/apiserver/serviceaccount"
 	"github.com/wasmkube/wasmkube/core/apiserver/validation"
 	"github.com/wasmkube/wasmkube/core/storage"
@@ -29,8 +30,8 @@ const defaultTokenSeconds = 3600
 // upstream (requests racing the deletion).
 const saDeletionGrace = 60 * time.Second
 
-var tokenRequestRes = &resource{gvr: authenticationv1.SchemeGroupVersion.WithResource("tokenrequests"), kind: "TokenRequest",
-	newFunc: newOf[authenticationv1.TokenRequest]()}
+var tokenRequestRes = &registry.Resource{GVR: authenticationv1.SchemeGroupVersion.WithResource("tokenrequests"), Kind: "TokenRequest",
+	NewFunc: registry.NewOf[authenticationv1.TokenRequest]()}
 
 func (s *Server) apiAudiences() []string { return []string{s.saTokens.Issuer()} }
 
@@ -116,7 +117,7 @@ func (s *Server) serveTokenRequest(ctx context.Context, rq *request, st *store) 
 		tr.Spec.Audiences = s.apiAudiences()
 	}
 	if errs := validation.ValidateTokenRequest(tr); len(errs) > 0 {
-		return apierrors.NewInvalid(tokenRequestRes.gvk().GroupKind(), name, errs)
+		return apierrors.NewInvalid(tokenRequestRes.GVK().GroupKind(), name, errs)
 	}
 	saObj, err := st.s.Get(ctx, st.key(ns, name))
 	if err != nil {
@@ -138,7 +139,7 @@ func (s *Server) serveTokenRequest(ctx context.Context, rq *request, st *store) 
 		}
 		m := objMeta(bobj)
 		if b.UID != "" && b.UID != m.GetUID() {
-			return apierrors.NewConflict(bst.res.gvr.GroupResource(), b.Name, fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record (%s); the object might have been deleted and then recreated", b.UID, m.GetUID()))
+			return apierrors.NewConflict(bst.res.GVR.GroupResource(), b.Name, fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record (%s); the object might have been deleted and then recreated", b.UID, m.GetUID()))
 		}
 		ref := &serviceaccount.Ref{Name: m.GetName(), UID: string(m.GetUID())}
 		tr.Spec.BoundObjectRef.UID = m.GetUID()
@@ -149,7 +150,7 @@ func (s *Server) serveTokenRequest(ctx context.Context, rq *request, st *store) 
 				return apierrors.NewBadRequest(fmt.Sprintf("cannot bind token for serviceaccount %q to pod running with different serviceaccount name", sa.Name))
 			}
 			if node != "" && pod.Spec.NodeName != node {
-				return apierrors.NewForbidden(st.res.gvr.GroupResource(), name, fmt.Errorf("node %q may only request tokens for pods bound to it", node))
+				return apierrors.NewForbidden(st.res.GVR.GroupResource(), name, fmt.Errorf("node %q may only request tokens for pods bound to it", node))
 			}
 			claims.Pod = ref
 		case "Secret":
@@ -159,7 +160,7 @@ func (s *Server) serveTokenRequest(ctx context.Context, rq *request, st *store) 
 		}
 	}
 	if node != "" && claims.Pod == nil {
-		return apierrors.NewForbidden(st.res.gvr.GroupResource(), name, fmt.Errorf("node %q may only request tokens bound to pods", node))
+		return apierrors.NewForbidden(st.res.GVR.GroupResource(), name, fmt.Errorf("node %q may only request tokens bound to pods", node))
 	}
 	now := time.Now()
 	claims.IssuedAt, claims.Expiry = now, now.Add(time.Duration(*tr.Spec.ExpirationSeconds)*time.Second)

@@ -23,13 +23,14 @@ import (
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
 	"github.com/wasmkube/wasmkube/core/apiserver/defaults"
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 	"github.com/wasmkube/wasmkube/core/storage"
 )
 
 // store is the generic REST store of one resource: every resource is served by the same
 // code, driven by its entry in the resources table.
 type store struct {
-	res   *resource
+	res   *registry.Resource
 	s     storage.Interface
 	chain *admission.Chain
 	// alloc hands out service cluster IPs and node ports (services only).
@@ -41,22 +42,22 @@ type store struct {
 const optimisticLockMsg = "the object has been modified; please apply your changes to the latest version and try again"
 
 func (st *store) key(ns, name string) string {
-	if !st.res.namespaced {
+	if !st.res.Namespaced {
 		ns = ""
 	}
-	return storage.Key(st.res.storageResource(), ns, name)
+	return storage.Key(st.res.StorageResource(), ns, name)
 }
 
 func (st *store) prefix(ns string) string {
-	if !st.res.namespaced {
+	if !st.res.Namespaced {
 		ns = ""
 	}
-	return storage.Prefix(st.res.storageResource(), ns)
+	return storage.Prefix(st.res.StorageResource(), ns)
 }
 
 // apiError maps storage errors to API statuses naming the object.
 func (st *store) apiError(err error, name string) error {
-	gr := st.res.gvr.GroupResource()
+	gr := st.res.GVR.GroupResource()
 	var as apierrors.APIStatus
 	switch {
 	case err == nil:
@@ -108,7 +109,7 @@ func (st *store) get(ctx context.Context, key, resourceVersion string) (runtime.
 
 func (st *store) attrs(rq *request, op admission.Operation, obj, old runtime.Object, name string) *admission.Attributes {
 	return &admission.Attributes{
-		Operation: op, Kind: st.res.gvk(), Resource: st.res.gvr, Subresource: rq.info.subresource,
+		Operation: op, Kind: st.res.GVK(), Resource: st.res.GVR, Subresource: rq.info.subresource,
 		Namespace: rq.info.namespace, Name: name, Object: obj, OldObject: old, User: rq.user, DryRun: rq.dryRun,
 	}
 }
@@ -137,7 +138,7 @@ func generateSuffix() string {
 
 // setNamespace fills the object's namespace from the URL, or refuses a mismatch.
 func (st *store) setNamespace(m metav1.Object, ns string) error {
-	if !st.res.namespaced {
+	if !st.res.Namespaced {
 		m.SetNamespace("")
 		return nil
 	}
@@ -161,7 +162,7 @@ func (st *store) prepareForCreate(obj runtime.Object, now metav1.Time) {
 	m.SetDeletionGracePeriodSeconds(nil)
 	m.SetManagedFields(nil)
 	m.SetSelfLink("")
-	if st.res.generation {
+	if st.res.Generation {
 		m.SetGeneration(1)
 	} else {
 		m.SetGeneration(0)
@@ -177,7 +178,7 @@ func (st *store) prepareForCreate(obj runtime.Object, now metav1.Time) {
 	case *corev1.Node:
 		// a kubelet registers its node with status: keep it.
 	default:
-		if st.res.hasStatus() {
+		if st.res.HasStatus() {
 			clearStatus(obj) // customresources.go: typed or unstructured
 		}
 	}
@@ -204,7 +205,7 @@ func (st *store) create(ctx context.Context, rq *request, obj runtime.Object) (r
 		m.SetName(m.GetGenerateName() + generateSuffix())
 	}
 	if m.GetName() == "" {
-		return nil, apierrors.NewInvalid(st.res.gvk().GroupKind(), "", field.ErrorList{
+		return nil, apierrors.NewInvalid(st.res.GVK().GroupKind(), "", field.ErrorList{
 			field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
 	}
 	attrs := st.attrs(rq, admission.Create, obj, nil, m.GetName())
@@ -273,12 +274,12 @@ func (st *store) mergeUpdate(cur, in runtime.Object, mode updateMode) (runtime.O
 	cm := objMeta(cur)
 	im := objMeta(in)
 	if rv := im.GetResourceVersion(); rv != "" && rv != cm.GetResourceVersion() {
-		return nil, apierrors.NewConflict(st.res.gvr.GroupResource(), cm.GetName(), errors.New(optimisticLockMsg))
+		return nil, apierrors.NewConflict(st.res.GVR.GroupResource(), cm.GetName(), errors.New(optimisticLockMsg))
 	}
 	// A uid in the body is a precondition (the kubelet's status patches carry one, so
 	// they never land on a pod recreated under the same name).
 	if uid := im.GetUID(); uid != "" && uid != cm.GetUID() {
-		return nil, apierrors.NewConflict(st.res.gvr.GroupResource(), cm.GetName(),
+		return nil, apierrors.NewConflict(st.res.GVR.GroupResource(), cm.GetName(),
 			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, cm.GetUID()))
 	}
 	var out runtime.Object
@@ -311,10 +312,10 @@ func (st *store) mergeUpdate(cur, in runtime.Object, mode updateMode) (runtime.O
 		om.SetGeneration(cm.GetGeneration())
 		om.SetManagedFields(nil)
 		om.SetSelfLink("")
-		if st.res.hasStatus() {
+		if st.res.HasStatus() {
 			copyStatus(out, cur)
 		}
-		if st.res.generation {
+		if st.res.Generation {
 			if specChanged(st.res, cur, out) {
 				om.SetGeneration(cm.GetGeneration() + 1)
 			}
@@ -447,11 +448,11 @@ func checkPre(pre *storage.Preconditions, cur runtime.Object, st *store, name st
 	}
 	m := objMeta(cur)
 	if pre.UID != nil && *pre.UID != m.GetUID() {
-		return apierrors.NewConflict(st.res.gvr.GroupResource(), name,
+		return apierrors.NewConflict(st.res.GVR.GroupResource(), name,
 			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *pre.UID, m.GetUID()))
 	}
 	if pre.ResourceVersion != nil && *pre.ResourceVersion != m.GetResourceVersion() {
-		return apierrors.NewConflict(st.res.gvr.GroupResource(), name,
+		return apierrors.NewConflict(st.res.GVR.GroupResource(), name,
 			fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *pre.ResourceVersion, m.GetResourceVersion()))
 	}
 	return nil
@@ -499,7 +500,7 @@ func (st *store) decideDeletion(cur runtime.Object, opts *metav1.DeleteOptions, 
 
 	if ns, ok := obj.(*corev1.Namespace); ok {
 		if undeletableNamespaces[ns.Name] {
-			return deletion{}, apierrors.NewForbidden(st.res.gvr.GroupResource(), ns.Name, fmt.Errorf("this namespace may not be deleted"))
+			return deletion{}, apierrors.NewForbidden(st.res.GVR.GroupResource(), ns.Name, fmt.Errorf("this namespace may not be deleted"))
 		}
 		if len(ns.Spec.Finalizers) == 0 && len(finalizers) == 0 {
 			return deletion{now: true}, nil
@@ -622,7 +623,7 @@ func (st *store) delete(ctx context.Context, rq *request, name string, opts *met
 		}
 		return out, false, nil
 	}
-	return nil, false, apierrors.NewConflict(st.res.gvr.GroupResource(), name, errors.New("too many concurrent changes while deleting; try again"))
+	return nil, false, apierrors.NewConflict(st.res.GVR.GroupResource(), name, errors.New("too many concurrent changes while deleting; try again"))
 }
 
 // ---- list and selectors ----
@@ -630,14 +631,14 @@ func (st *store) delete(ctx context.Context, rq *request, name string, opts *met
 // indexValue is the value of the resource's watch index that a watch with field selector
 // fieldSel is filed under: the exact value the selector requires, or "" (unindexed).
 func (st *store) indexValue(fieldSel string) string {
-	if st.res.watchIndex == "" || fieldSel == "" {
+	if st.res.WatchIndex == "" || fieldSel == "" {
 		return ""
 	}
 	fs, err := fields.ParseSelector(fieldSel)
 	if err != nil {
 		return ""
 	}
-	v, _ := fs.RequiresExactMatch(st.res.watchIndex)
+	v, _ := fs.RequiresExactMatch(st.res.WatchIndex)
 	return v
 }
 
@@ -661,7 +662,7 @@ func (st *store) predicate(labelSel, fieldSel string) (storage.Predicate, error)
 		for _, r := range s.Requirements() {
 			if !st.supportsField(r.Field) {
 				return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s (%s supports %s)",
-					r.Field, st.res.gvr.Resource, strings.Join(st.fieldNames(), ", ")))
+					r.Field, st.res.GVR.Resource, strings.Join(st.fieldNames(), ", ")))
 			}
 		}
 		fs = s
@@ -679,11 +680,11 @@ func (st *store) predicate(labelSel, fieldSel string) (storage.Predicate, error)
 		}
 		if fs != nil {
 			set := fields.Set{"metadata.name": m.GetName()}
-			if st.res.namespaced {
+			if st.res.Namespaced {
 				set["metadata.namespace"] = m.GetNamespace()
 			}
-			if st.res.fields != nil {
-				for k, v := range st.res.fields(obj) {
+			if st.res.Fields != nil {
+				for k, v := range st.res.Fields(obj) {
 					set[k] = v
 				}
 			}
@@ -697,11 +698,11 @@ func (st *store) predicate(labelSel, fieldSel string) (storage.Predicate, error)
 
 func (st *store) fieldNames() []string {
 	names := []string{"metadata.name"}
-	if st.res.namespaced {
+	if st.res.Namespaced {
 		names = append(names, "metadata.namespace")
 	}
-	if st.res.fields != nil {
-		for k := range st.res.fields(st.res.newFunc()) {
+	if st.res.Fields != nil {
+		for k := range st.res.Fields(st.res.NewFunc()) {
 			names = append(names, k)
 		}
 	}

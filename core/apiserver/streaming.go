@@ -42,12 +42,7 @@ import (
 var streamSubresources = map[string]bool{"exec": true, "attach": true, "portforward": true}
 
 func init() {
-	for _, r := range resources {
-		if r.gvr.Group == "" && r.gvr.Resource == "pods" {
-			r.subresources = append(r.subresources, "exec", "attach", "portforward")
-		}
-	}
-	// As upstream's discovery lists them: connect verbs, the options kinds.
+	// The pods row of the resources table lists them. As upstream's discovery lists them: connect verbs, the options kinds.
 	for sub, kind := range map[string]string{"exec": "PodExecOptions", "attach": "PodAttachOptions", "portforward": "PodPortForwardOptions"} {
 		d := subresourceDiscovery[sub]
 		d.gvk = schema.GroupVersionKind{Version: "v1", Kind: kind}

@@ -23,27 +23,28 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 	"github.com/wasmkube/wasmkube/core/apiserver/serviceaccount"
 	"github.com/wasmkube/wasmkube/core/storage"
 )
 
 // pseudo-resources for decoding subresource bodies.
 var (
-	bindingRes     = &resource{gvr: corev1.SchemeGroupVersion.WithResource("bindings"), kind: "Binding", newFunc: newOf[corev1.Binding]()}
-	evictionRes    = &resource{gvr: policyv1.SchemeGroupVersion.WithResource("evictions"), kind: "Eviction", newFunc: newOf[policyv1.Eviction]()}
-	scaleRes       = &resource{gvr: autoscalingv1.SchemeGroupVersion.WithResource("scales"), kind: "Scale", newFunc: newOf[autoscalingv1.Scale]()}
-	tokenReviewRes *resource
+	bindingRes     = &registry.Resource{GVR: corev1.SchemeGroupVersion.WithResource("bindings"), Kind: "Binding", NewFunc: registry.NewOf[corev1.Binding]()}
+	evictionRes    = &registry.Resource{GVR: policyv1.SchemeGroupVersion.WithResource("evictions"), Kind: "Eviction", NewFunc: registry.NewOf[policyv1.Eviction]()}
+	scaleRes       = &registry.Resource{GVR: autoscalingv1.SchemeGroupVersion.WithResource("scales"), Kind: "Scale", NewFunc: registry.NewOf[autoscalingv1.Scale]()}
+	tokenReviewRes *registry.Resource
 )
 
 func init() {
-	for _, r := range resources {
-		if r.gvr.Resource == "tokenreviews" {
+	for _, r := range registry.Builtin() {
+		if r.GVR.Resource == "tokenreviews" {
 			tokenReviewRes = r
 		}
 	}
 }
 
-func (s *Server) decodeAs(rq *request, res *resource) (runtime.Object, error) {
+func (s *Server) decodeAs(rq *request, res *registry.Resource) (runtime.Object, error) {
 	return s.decodeRequest(rq, res)
 }
 
@@ -59,10 +60,10 @@ func (s *Server) serveBinding(ctx context.Context, rq *request, st *store) error
 		return apierrors.NewBadRequest(fmt.Sprintf("the name of the binding (%s) does not match the pod name on the URL (%s)", b.Name, name))
 	}
 	if b.Target.Name == "" {
-		return apierrors.NewInvalid(bindingRes.gvk().GroupKind(), name, field.ErrorList{field.Required(field.NewPath("target", "name"), "")})
+		return apierrors.NewInvalid(bindingRes.GVK().GroupKind(), name, field.ErrorList{field.Required(field.NewPath("target", "name"), "")})
 	}
 	if b.Target.Kind != "" && b.Target.Kind != "Node" {
-		return apierrors.NewInvalid(bindingRes.gvk().GroupKind(), name, field.ErrorList{field.NotSupported(field.NewPath("target", "kind"), b.Target.Kind, []string{"Node"})})
+		return apierrors.NewInvalid(bindingRes.GVK().GroupKind(), name, field.ErrorList{field.NotSupported(field.NewPath("target", "kind"), b.Target.Kind, []string{"Node"})})
 	}
 	if rq.dryRun {
 		writeStatusSuccess(rq.w, http.StatusCreated, nil)
@@ -76,10 +77,10 @@ func (s *Server) serveBinding(ctx context.Context, rq *request, st *store) error
 	_, err = st.s.GuaranteedUpdate(ctx, st.key(rq.info.namespace, name), pre, func(cur runtime.Object) (runtime.Object, error) {
 		pod := cur.DeepCopyObject().(*corev1.Pod)
 		if pod.DeletionTimestamp != nil {
-			return nil, apierrors.NewConflict(st.res.gvr.GroupResource(), name, errors.New("pod is being deleted, cannot be assigned to a host"))
+			return nil, apierrors.NewConflict(st.res.GVR.GroupResource(), name, errors.New("pod is being deleted, cannot be assigned to a host"))
 		}
 		if pod.Spec.NodeName != "" {
-			return nil, apierrors.NewConflict(st.res.gvr.GroupResource(), name, fmt.Errorf("pod %s is already assigned to node %q", name, pod.Spec.NodeName))
+			return nil, apierrors.NewConflict(st.res.GVR.GroupResource(), name, fmt.Errorf("pod %s is already assigned to node %q", name, pod.Spec.NodeName))
 		}
 		pod.Spec.NodeName = b.Target.Name
 		// As upstream: the Binding's annotations are copied onto the pod, so a scheduler
@@ -228,7 +229,7 @@ func (s *Server) serveScale(ctx context.Context, rq *request, st *store) error {
 			return out.(*autoscalingv1.Scale), nil
 		}
 	default:
-		return apierrors.NewMethodNotSupported(st.res.gvr.GroupResource(), rq.info.verb)
+		return apierrors.NewMethodNotSupported(st.res.GVR.GroupResource(), rq.info.verb)
 	}
 	irq := *rq
 	ii := *rq.info
@@ -240,11 +241,11 @@ func (s *Server) serveScale(ctx context.Context, rq *request, st *store) error {
 			return nil, err
 		}
 		if sc.Spec.Replicas < 0 {
-			return nil, apierrors.NewInvalid(scaleRes.gvk().GroupKind(), name, field.ErrorList{
+			return nil, apierrors.NewInvalid(scaleRes.GVK().GroupKind(), name, field.ErrorList{
 				field.Invalid(field.NewPath("spec", "replicas"), sc.Spec.Replicas, "must be greater than or equal to 0")})
 		}
 		if sc.ResourceVersion != "" && sc.ResourceVersion != objMeta(cur).GetResourceVersion() {
-			return nil, apierrors.NewConflict(st.res.gvr.GroupResource(), name, errors.New(optimisticLockMsg))
+			return nil, apierrors.NewConflict(st.res.GVR.GroupResource(), name, errors.New(optimisticLockMsg))
 		}
 		next := cur.DeepCopyObject()
 		setReplicas(next, sc.Spec.Replicas)
@@ -290,7 +291,7 @@ func (s *Server) serveTokenReview(rq *request) error {
 	}
 	tr := obj.(*authenticationv1.TokenReview)
 	if tr.Spec.Token == "" {
-		return apierrors.NewInvalid(tokenReviewRes.gvk().GroupKind(), "", field.ErrorList{field.Required(field.NewPath("spec", "token"), "")})
+		return apierrors.NewInvalid(tokenReviewRes.GVK().GroupKind(), "", field.ErrorList{field.Required(field.NewPath("spec", "token"), "")})
 	}
 	u, ok := s.auth.authenticate(tr.Spec.Token)
 	auds := tr.Spec.Audiences

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 )
 
 // watchEvent is the JSON wire form of a watch event.
@@ -112,8 +114,8 @@ func encodeJSON(obj runtime.Object, w io.Writer) error {
 // types (registered in client-go's scheme, with generated marshalling). Custom resources
 // and our own types without protobuf are served as JSON whatever the client accepts, as
 // upstream serves custom resources.
-func protobufCapable(res *resource) bool {
-	obj := res.newFunc()
+func protobufCapable(res *registry.Resource) bool {
+	obj := res.NewFunc()
 	if _, ok := obj.(interface{ Marshal() ([]byte, error) }); !ok {
 		return false
 	}

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 )
 
 // countingObject is a runtime.CacheableObject that counts how often it is encoded.
@@ -89,10 +91,10 @@ func TestWatchEncoderForms(t *testing.T) {
 }
 
 func TestProtobufOnlyForBuiltinTypes(t *testing.T) {
-	if !protobufCapable(&resource{newFunc: func() runtime.Object { return &corev1.Pod{} }}) {
+	if !protobufCapable(&registry.Resource{NewFunc: func() runtime.Object { return &corev1.Pod{} }}) {
 		t.Error("pods are not served as protobuf")
 	}
-	if protobufCapable(&resource{newFunc: func() runtime.Object { return &unstructured.Unstructured{} }}) {
+	if protobufCapable(&registry.Resource{NewFunc: func() runtime.Object { return &unstructured.Unstructured{} }}) {
 		t.Error("custom resources would be served as protobuf")
 	}
 }

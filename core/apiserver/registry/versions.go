@@ -1,4 +1,4 @@
-package apiserver
+package registry
 
 import (
 	"context"
@@ -34,21 +34,27 @@ type versionView struct {
 	newList    func() runtime.Object
 }
 
-// viewConversions are the conversions of the version views, by served resource.
-var viewConversions = map[*resource]struct {
-	toStored, fromStored func(runtime.Object) (runtime.Object, error)
-}{
-	hpaV1: {toStored: hpaToStored, fromStored: hpaFromStored},
+// ViewOf is the storage of the version view r over inner, the stored version's storage.
+func ViewOf(r *Resource, inner storage.Interface) storage.Interface {
+	c := viewConversions[r]
+	return &versionView{inner: inner, toStored: c.toStored, fromStored: c.fromStored, newList: r.NewList}
 }
 
-// hpaV1 is autoscaling/v1 HorizontalPodAutoscaler, a view of the stored autoscaling/v2.
-var hpaV1 = &resource{gvr: autoscalingv1.SchemeGroupVersion.WithResource("horizontalpodautoscalers"), kind: "HorizontalPodAutoscaler", singular: "horizontalpodautoscaler", namespaced: true,
-	shortNames: []string{"hpa"}, categories: allCategory, subresources: []string{"status"}, storedAs: hpaV2,
-	newFunc: newOf[autoscalingv1.HorizontalPodAutoscaler](), newList: newOf[autoscalingv1.HorizontalPodAutoscalerList]()}
+// viewConversions are the conversions of the version views, by served resource.
+var viewConversions = map[*Resource]struct {
+	toStored, fromStored func(runtime.Object) (runtime.Object, error)
+}{
+	HPAV1: {toStored: hpaToStored, fromStored: hpaFromStored},
+}
 
-var hpaV2 = &resource{gvr: autoscalingv2.SchemeGroupVersion.WithResource("horizontalpodautoscalers"), kind: "HorizontalPodAutoscaler", singular: "horizontalpodautoscaler", namespaced: true,
-	shortNames: []string{"hpa"}, categories: allCategory, subresources: []string{"status"},
-	newFunc: newOf[autoscalingv2.HorizontalPodAutoscaler](), newList: newOf[autoscalingv2.HorizontalPodAutoscalerList]()}
+// HPAV1 is autoscaling/v1 HorizontalPodAutoscaler, a view of the stored autoscaling/v2.
+var HPAV1 = &Resource{GVR: autoscalingv1.SchemeGroupVersion.WithResource("horizontalpodautoscalers"), Kind: "HorizontalPodAutoscaler", Singular: "horizontalpodautoscaler", Namespaced: true,
+	ShortNames: []string{"hpa"}, Categories: allCategory, Subresources: []string{"status"}, StoredAs: HPAV2,
+	NewFunc: NewOf[autoscalingv1.HorizontalPodAutoscaler](), NewList: NewOf[autoscalingv1.HorizontalPodAutoscalerList]()}
+
+var HPAV2 = &Resource{GVR: autoscalingv2.SchemeGroupVersion.WithResource("horizontalpodautoscalers"), Kind: "HorizontalPodAutoscaler", Singular: "horizontalpodautoscaler", Namespaced: true,
+	ShortNames: []string{"hpa"}, Categories: allCategory, Subresources: []string{"status"},
+	NewFunc: NewOf[autoscalingv2.HorizontalPodAutoscaler](), NewList: NewOf[autoscalingv2.HorizontalPodAutoscalerList]()}
 
 // hpaToStored converts a v1 HPA to v2 and applies the v2 defaults: what a v1 client
 // writes is stored as a v2 client's write of the same object would be.
@@ -61,7 +67,7 @@ func hpaToStored(obj runtime.Object) (runtime.Object, error) {
 	if err != nil {
 		var ae *conversion.AnnotationError
 		if errors.As(err, &ae) {
-			return nil, apierrors.NewInvalid(hpaV1.gvk().GroupKind(), in.Name, field.ErrorList{ae.FieldError(in.Annotations)})
+			return nil, apierrors.NewInvalid(HPAV1.GVK().GroupKind(), in.Name, field.ErrorList{ae.FieldError(in.Annotations)})
 		}
 		return nil, err
 	}
