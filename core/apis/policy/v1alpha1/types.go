@@ -1,0 +1,207 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Hook is the component entry point a policy's module serves.
+type Hook string
+
+const (
+	HookSchedulerFilter     Hook = "scheduler.filter"
+	HookSchedulerScore      Hook = "scheduler.score"
+	HookSchedulerPostFilter Hook = "scheduler.postFilter"
+	HookAdmissionValidate   Hook = "admission.validate"
+	HookAdmissionMutate     Hook = "admission.mutate"
+	HookKubeletProbe        Hook = "kubelet.probe"
+	HookKubeletPreStop      Hook = "kubelet.preStop"
+)
+
+// Hooks lists every hook, in the order of the pod's lifecycle.
+var Hooks = []Hook{HookAdmissionMutate, HookAdmissionValidate, HookSchedulerFilter, HookSchedulerPostFilter, HookSchedulerScore, HookKubeletProbe, HookKubeletPreStop}
+
+// Component is the part of the cluster a hook runs in: "scheduler", "admission" (the API
+// servers) or "kubelet".
+func (h Hook) Component() string {
+	for i := 0; i < len(h); i++ {
+		if h[i] == '.' {
+			return string(h[:i])
+		}
+	}
+	return ""
+}
+
+// Mode says whether a policy's verdicts take effect.
+type Mode string
+
+const (
+	// ModeEnforce: the policy refuses, mutates, filters and scores (the default).
+	ModeEnforce Mode = "Enforce"
+	// ModeMonitor: the policy runs and its would-be verdicts are recorded, never applied.
+	ModeMonitor Mode = "Monitor"
+)
+
+// FailurePolicy says what a failed call (trap, timeout, out of memory) means.
+type FailurePolicy string
+
+const (
+	Fail   FailurePolicy = "Fail"
+	Ignore FailurePolicy = "Ignore"
+)
+
+// PullPolicy says when the registry is asked which manifest a module's tag names.
+type PullPolicy string
+
+const (
+	PullAlways       PullPolicy = "Always"
+	PullIfNotPresent PullPolicy = "IfNotPresent"
+	PullNever        PullPolicy = "Never"
+)
+
+// +genclient
+// +genclient:nonNamespaced
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// WasmPolicy is a wasm policy module and the hook it serves, loaded by every component that
+// runs the hook.
+type WasmPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   WasmPolicySpec   `json:"spec"`
+	Status WasmPolicyStatus `json:"status,omitempty"`
+}
+
+// WasmPolicySpec is what a policy runs, where and how.
+type WasmPolicySpec struct {
+	Hook Hook `json:"hook"`
+	// Mode is Enforce (the default) or Monitor.
+	Mode   Mode         `json:"mode,omitempty"`
+	Module ModuleSource `json:"module"`
+	// Settings are the module's args: any JSON value, handed to wasmkube_init at load.
+	Settings *runtime.RawExtension `json:"settings,omitempty"`
+	// FailurePolicy is Fail (the default) or Ignore.
+	FailurePolicy FailurePolicy `json:"failurePolicy,omitempty"`
+	// Timeout is the time limit of one call (default: the hook's component's).
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// MemoryLimit caps one instance's linear memory (64Ki to 4Gi; default 64Mi).
+	MemoryLimit *resource.Quantity `json:"memoryLimit,omitempty"`
+	// Pool is the number of instances, so of parallel calls (default: the component's).
+	Pool *int32 `json:"pool,omitempty"`
+
+	// Exactly the section of the hook's component may be set.
+	Scheduler *SchedulerHook `json:"scheduler,omitempty"`
+	Admission *AdmissionHook `json:"admission,omitempty"`
+	Kubelet   *KubeletHook   `json:"kubelet,omitempty"`
+}
+
+// ModuleSource says where the module comes from: exactly one of image and file.
+type ModuleSource struct {
+	// Image is REGISTRY/REPO:TAG or REGISTRY/REPO@sha256:...; a tag is resolved to a digest
+	// once (status.digest) and every component fetches that digest.
+	Image string `json:"image,omitempty"`
+	// File is an absolute path that holds the module on every host that loads it.
+	File string `json:"file,omitempty"`
+	// SHA256 is the hex sha256 of the module's bytes; when set, a module with other bytes
+	// is refused.
+	SHA256 string `json:"sha256,omitempty"`
+	// PullPolicy is Always, IfNotPresent or Never; default: Always for a tag "latest" or
+	// none, else IfNotPresent.
+	PullPolicy PullPolicy `json:"pullPolicy,omitempty"`
+	// ImagePullSecrets name docker-config Secrets with the registry's credentials.
+	ImagePullSecrets []corev1.SecretReference `json:"imagePullSecrets,omitempty"`
+}
+
+// SchedulerHook places a scheduler policy.
+type SchedulerHook struct {
+	// SchedulerName is the profile the plugin joins (default: default-scheduler).
+	SchedulerName string `json:"schedulerName,omitempty"`
+	// Weight of a Score (1 to 100; default 1).
+	Weight *int32 `json:"weight,omitempty"`
+	// ExtensionPoints enables only these of the module's points (PreFilter, Filter,
+	// PostFilter, PreScore, Score); default: every point it exports.
+	ExtensionPoints []string `json:"extensionPoints,omitempty"`
+}
+
+// AdmissionHook says which requests an admission policy sees, as a webhook's config does.
+type AdmissionHook struct {
+	// Rules: the policy sees only the requests they match (at least one).
+	Rules             []Rule                `json:"rules"`
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+	ObjectSelector    *metav1.LabelSelector `json:"objectSelector,omitempty"`
+	// ValidationActions: Deny (default), Warn, Audit; Deny and Warn exclude each other.
+	ValidationActions []string `json:"validationActions,omitempty"`
+	// Capabilities are the resources the policy may read (get_object, list_objects).
+	Capabilities []string `json:"capabilities,omitempty"`
+}
+
+// Rule matches requests by API group, version, resource and operation.
+type Rule struct {
+	APIGroups   []string `json:"apiGroups"`
+	APIVersions []string `json:"apiVersions"`
+	Resources   []string `json:"resources"`
+	// Operations: CREATE, UPDATE, DELETE, CONNECT or *.
+	Operations []string `json:"operations"`
+}
+
+// KubeletHook says which pods and hosts a probe or preStop policy serves.
+type KubeletHook struct {
+	// HookName is the name pods ask for.
+	HookName string `json:"hookName"`
+	// NodeSelector picks the hosts whose kubelet loads the policy (default: every host).
+	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+	// Capabilities are the host functions beyond the sandbox the module may import
+	// (pod-network).
+	Capabilities []string `json:"capabilities,omitempty"`
+}
+
+// Phase is where one component is with a policy's current generation.
+type Phase string
+
+const (
+	PhasePending  Phase = "Pending"
+	PhaseFetching Phase = "Fetching"
+	PhaseActive   Phase = "Active"
+	PhaseFailed   Phase = "Failed"
+)
+
+// WasmPolicyStatus is what the cluster made of the policy.
+type WasmPolicyStatus struct {
+	// ObservedGeneration is the generation the status speaks of.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Digest is the module's manifest digest (sha256:...) the image was resolved to.
+	Digest string `json:"digest,omitempty"`
+	// ReadyComponents of TargetedComponents have the current generation Active.
+	ReadyComponents    int32 `json:"readyComponents,omitempty"`
+	TargetedComponents int32 `json:"targetedComponents,omitempty"`
+	// Components has one entry per API server, scheduler or kubelet that should load it.
+	Components []ComponentStatus `json:"components,omitempty"`
+	// Conditions: Ready, Degraded.
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ComponentStatus is one component's report on the policy.
+type ComponentStatus struct {
+	// Name of the component instance (an API server's identity, a scheduler's, a node's).
+	Name string `json:"name"`
+	// Component is admission, scheduler or kubelet.
+	Component          string      `json:"component"`
+	ObservedGeneration int64       `json:"observedGeneration,omitempty"`
+	Digest             string      `json:"digest,omitempty"`
+	Phase              Phase       `json:"phase"`
+	Reason             string      `json:"reason,omitempty"`
+	Message            string      `json:"message,omitempty"`
+	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// WasmPolicyList is a list of WasmPolicies.
+type WasmPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []WasmPolicy `json:"items"`
+}
