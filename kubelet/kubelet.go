@@ -352,9 +352,19 @@ func (k *Kubelet) snapshotter() string {
 	return k.opts.Snapshotter
 }
 
-// Run registers the node, serves HTTPS, and runs pods until ctx ends.
+// Run registers the node, serves HTTPS, and runs pods until ctx ends. With CleanupOnExit
+// the node's pods are removed on every way out, an error as well as ctx's end.
 func (k *Kubelet) Run(ctx context.Context) error {
 	defer k.Close()
+	err := k.run(ctx)
+	if k.opts.CleanupOnExit {
+		k.cleanupAll()
+	}
+	return err
+}
+
+// run is Run until every goroutine it started has ended.
+func (k *Kubelet) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go k.rec.run(ctx)
@@ -387,6 +397,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	inf := factory.Core().V1().Pods().Informer()
 	k.podStore = inf.GetIndexer()
 	if err := k.setupServices(inf); err != nil {
+		cancel() // the heartbeat and the backend end with it
 		k.wg.Wait()
 		<-srvDone
 		return err
@@ -445,9 +456,6 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	factory.Shutdown()
 	k.wg.Wait()
 	<-srvDone
-	if k.opts.CleanupOnExit {
-		k.cleanupAll()
-	}
 	return nil
 }
 

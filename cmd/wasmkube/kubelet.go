@@ -40,6 +40,7 @@ type kubeletFlags struct {
 	listen, logLevel, configFile       string
 	serviceCIDR, clusterDomain         string
 	cleanupOnExit, ipMasq              bool
+	cleanupOnly                        bool
 	warmSandboxes                      int
 	ociRuntime                         string
 	networkBackend, vxlanDevice        string
@@ -63,7 +64,12 @@ join again) and renews it two thirds into its lifetime (docs/security.md).
 
 Runtime: --containerd-address SOCK uses a running containerd; without it the kubelet starts and
 supervises its own under <root-dir>/containerd. Pods keep running when the kubelet stops (a
-restarted kubelet adopts them) unless --cleanup-on-exit is set.`,
+restarted kubelet adopts them) unless --cleanup-on-exit is set.
+
+--cleanup-only does a kubelet's exit clean-up for one that is gone (killed with SIGKILL,
+crashed) and exits: with the same --node-name, --root-dir and --bridge (and in the same
+network namespace), it removes the node's pods, their shims, mounts and addresses, the pod
+bridge and the node's nftables tables. It needs no credential and no API server.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.backendSet = cmd.Flags().Changed("network-backend")
@@ -88,6 +94,7 @@ restarted kubelet adopts them) unless --cleanup-on-exit is set.`,
 	fl.StringVar(&f.images, "images-dir", "", "OCI archives to import at start when missing (default: images/ beside the binary)")
 	fl.StringVar(&f.listen, "listen", ":10250", "HTTPS listen address (logs, healthz)")
 	fl.BoolVar(&f.cleanupOnExit, "cleanup-on-exit", false, "stop and remove this node's pods when the kubelet exits")
+	fl.BoolVar(&f.cleanupOnly, "cleanup-only", false, "remove what a dead kubelet of this --node-name and --root-dir left (pods, shims, mounts, bridge, nftables tables) and exit; no API server needed")
 	fl.IntVar(&f.warmSandboxes, "warm-sandboxes", kubelet.DefaultWarmSandboxes, "pod sandboxes (network wired, pause running) kept ready for the next pods; 0 turns the pool off")
 	fl.StringVar(&f.ociRuntime, "oci-runtime", kruntime.OCIRuntimeRunc, "OCI runtime new containers are created with: runc, crun, or auto (crun when installed, else runc)")
 	fl.StringVar(&f.serviceCIDR, "service-cidr", proxy.DefaultServiceCIDR, "the API server's service range: traffic to it is load-balanced by the node proxy or refused, never routed off the node")
@@ -127,6 +134,9 @@ func runKubelet(f kubeletFlags) error {
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
+	if f.cleanupOnly {
+		return cleanupKubelet(ctx, f, log)
+	}
 	var cfg *rest.Config
 	var err error
 	switch {
@@ -183,6 +193,26 @@ func runKubelet(f kubeletFlags) error {
 		return err
 	}
 	return k.Run(ctx)
+}
+
+// cleanupKubelet is --cleanup-only: the dead kubelet's containerd started again on its
+// state (it finds the shims still running and their tasks), then the exit clean-up.
+func cleanupKubelet(ctx context.Context, f kubeletFlags, log *slog.Logger) error {
+	opts := kubelet.CleanupOptions{NodeName: f.nodeName, RootDir: f.rootDir, ContainerdAddress: f.containerdAddr,
+		ContainerdNamespace: f.containerdNS, Bridge: f.bridge, CNIBinDir: f.cniBinDir, Logger: log}
+	if opts.ContainerdAddress == "" {
+		d, err := kcontainerd.Start(ctx, filepath.Join(f.rootDir, "containerd"))
+		if err != nil {
+			return fmt.Errorf("start containerd on the dead kubelet's state: %w", err)
+		}
+		defer d.Stop()
+		opts.ContainerdAddress, opts.Snapshotter = d.Address(), d.Snapshotter()
+	}
+	if err := kubelet.Cleanup(ctx, opts); err != nil {
+		return err
+	}
+	log.Info("clean-up of a dead kubelet done", "node", f.nodeName, "root", f.rootDir)
+	return nil
 }
 
 // defaultNodeIP is the node's InternalIP when --node-ip is not given: the --listen

@@ -80,8 +80,17 @@ func waitForNode(ctx context.Context, srv *apiserver.Server, name string, log *s
 // whole Go process into a namespace), joined through the join token like a kubelet on
 // another machine.
 type hostKubelets struct {
-	cmds []*exec.Cmd
-	done []chan struct{}
+	exe      string
+	keepPods bool
+	hosts    []*hostKubelet
+}
+
+// hostKubelet is one host's kubelet process.
+type hostKubelet struct {
+	name, netns, root string
+	cmd               *exec.Cmd
+	done              chan struct{} // closed once the process has exited; then err is its exit
+	err               error
 }
 
 // startHostKubelets starts a kubelet in each of hosts' namespaces: node <name>-<i> at
@@ -101,7 +110,7 @@ func startHostKubelets(srv *apiserver.Server, dataDir string, o upOptions, hosts
 	if images == "" {
 		images = filepath.Join(filepath.Dir(exe), "images")
 	}
-	hk := &hostKubelets{}
+	hk := &hostKubelets{exe: exe, keepPods: o.keepPods}
 	for i, ns := range hosts.hosts {
 		name := fmt.Sprintf("%s-%d", upNodeName(o), i+2)
 		ip := addrs[i+1].String()
@@ -121,59 +130,106 @@ func startHostKubelets(srv *apiserver.Server, dataDir string, o upOptions, hosts
 		if o.configFile != "" {
 			args = append(args, "--config", o.configFile)
 		}
-		logFile, err := os.OpenFile(filepath.Join(root, "kubelet.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		h := &hostKubelet{name: name, netns: ns, root: root, done: make(chan struct{})}
+		logFile, err := h.start(exe, args)
 		if err != nil {
-			return hk, err
-		}
-		cmd := exec.Command(exe, args...)
-		cmd.Stdout, cmd.Stderr = logFile, logFile
-		// Its own process group: a Ctrl-C at the terminal reaches up, which stops the
-		// kubelets in order, not all at once.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := startInNetNS(cmd, ns); err != nil {
-			logFile.Close()
 			return hk, fmt.Errorf("start the kubelet of host %s: %w", ns, err)
 		}
-		done := make(chan struct{})
 		go func() {
-			err := cmd.Wait()
+			h.err = h.cmd.Wait()
 			logFile.Close()
-			if err != nil {
-				log.Warn("a host's kubelet exited", "node", name, "err", err, "log", logFile.Name())
+			if h.err != nil {
+				log.Warn("a host's kubelet exited", "node", name, "err", h.err, "log", logFile.Name())
 			}
-			close(done)
+			close(h.done)
 		}()
-		hk.cmds, hk.done = append(hk.cmds, cmd), append(hk.done, done)
+		hk.hosts = append(hk.hosts, h)
 		log.Info("host", "node", name, "netns", ns, "ip", ip, "log", logFile.Name())
 	}
 	return hk, nil
 }
 
+// start runs `exe args...` in the host's network namespace, its output appended to the
+// host's kubelet.log.
+func (h *hostKubelet) start(exe string, args []string) (*os.File, error) {
+	logFile, err := os.OpenFile(filepath.Join(h.root, "kubelet.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Its own process group: a Ctrl-C at the terminal reaches up, which stops the
+	// kubelets in order, not all at once.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := startInNetNS(cmd, h.netns); err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	h.cmd = cmd
+	return logFile, nil
+}
+
 // stop sends each kubelet SIGTERM (it removes its pods and routes, then its containerd)
-// and waits for all of them, killing those still running after grace.
+// and waits for all of them, killing those still running after grace. A kubelet that did
+// not end cleanly (killed with SIGKILL before, crashed, or killed here) could not remove
+// its pods: its host gets a clean-up pass (cleanupDead).
 func (hk *hostKubelets) stop(grace time.Duration, log *slog.Logger) {
-	for _, c := range hk.cmds {
-		_ = c.Process.Signal(syscall.SIGTERM)
+	for _, h := range hk.hosts {
+		_ = h.cmd.Process.Signal(syscall.SIGTERM)
 	}
 	deadline := time.NewTimer(grace)
 	defer deadline.Stop()
 	late := false
-	for i, d := range hk.done {
+	for _, h := range hk.hosts {
 		if !late {
 			select {
-			case <-d:
+			case <-h.done:
 				continue
 			case <-deadline.C:
 				late = true
 			}
 		}
 		select {
-		case <-d:
+		case <-h.done:
 		default:
-			log.Error("a host's kubelet did not stop in time; killing it", "pid", hk.cmds[i].Process.Pid)
-			_ = hk.cmds[i].Process.Kill()
-			<-d
+			log.Error("a host's kubelet did not stop in time; killing it", "node", h.name, "pid", h.cmd.Process.Pid)
+			_ = h.cmd.Process.Kill()
+			<-h.done
 		}
+	}
+	if hk.keepPods {
+		return
+	}
+	for _, h := range hk.hosts {
+		if h.err != nil {
+			hk.cleanupDead(h, grace, log)
+		}
+	}
+}
+
+// cleanupDead runs `wasmkube kubelet --cleanup-only` for a host whose kubelet is gone: in
+// its network namespace, on its root dir, it starts the host's containerd again (which
+// finds the pods' shims still running), removes every pod through it as the kubelet's own
+// exit does, and stops containerd (unmounting its state). docs/multihost.md says why this,
+// and not killing the shims and unmounting by hand.
+func (hk *hostKubelets) cleanupDead(h *hostKubelet, grace time.Duration, log *slog.Logger) {
+	log.Info("cleaning up after a host's dead kubelet", "node", h.name, "log", filepath.Join(h.root, "kubelet.log"))
+	logFile, err := h.start(hk.exe, []string{"kubelet", "--cleanup-only", "--node-name", h.name, "--root-dir", h.root})
+	if err != nil {
+		log.Error("clean up after a host's dead kubelet: its pods, shims and mounts stay", "node", h.name, "err", err)
+		return
+	}
+	defer logFile.Close()
+	done := make(chan error, 1)
+	go func() { done <- h.cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(grace):
+		_ = h.cmd.Process.Kill()
+		err = fmt.Errorf("not done within %s: %w", grace, <-done)
+	}
+	if err != nil {
+		log.Error("clean up after a host's dead kubelet: some of its pods, shims or mounts may stay", "node", h.name, "err", err, "log", logFile.Name())
 	}
 }
 

@@ -142,6 +142,27 @@ func (n *Network) SetPodCIDR(podCIDR string) error {
 	return nil
 }
 
+// LoadSaved takes the conflist a previous kubelet wrote under cfg.Dir (its pod subnet
+// included): what a clean-up of that kubelet's pods needs to release their addresses (CNI
+// DEL) without the API. No conflist: false (that kubelet never wired a pod).
+func (n *Network) LoadSaved() (bool, error) {
+	data, err := os.ReadFile(filepath.Join(n.cfg.Dir, "net.d", "10-wasmkube.conflist"))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("cni: %w", err)
+	}
+	list, err := libcni.ConfListFromBytes(data)
+	if err != nil {
+		return false, fmt.Errorf("cni: parse conflist: %w", err)
+	}
+	n.listMu.Lock()
+	n.list = list
+	n.listMu.Unlock()
+	return true, nil
+}
+
 // ErrNoPodCIDR: a pod was to be wired before the node's pod subnet is known.
 var ErrNoPodCIDR = errors.New("cni: the node's pod subnet is not known yet (waiting for the Node's spec.podCIDR)")
 

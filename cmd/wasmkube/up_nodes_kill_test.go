@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netns"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// TestUpNodesKilledKubelet runs `wasmkube up --nodes 2`, starts a pod on the second host,
+// kills that host's kubelet with SIGKILL (it cannot clean up: its pod's shim and container
+// keep running, their mounts stay), then stops up with Ctrl-C, and checks that nothing of
+// that host is left: no shim or container process, no mount under its directory, no
+// network namespace. Its own resources: host bridge wkh1t (namespace wkh1t-2), host
+// network 172.30.81.0/24, pod bridge wkh1p0, cluster CIDR 10.81.0.0/16, API port 46600.
+func TestUpNodesKilledKubelet(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("up --nodes makes network namespaces and runs containers: needs root")
+	}
+	images, _ := filepath.Abs("../../bin/images")
+	if _, err := os.Stat(filepath.Join(images, "busybox.tar")); err != nil {
+		t.Fatalf("no busybox image archive in %s: run `make images`", images)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "wkh1-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	data := filepath.Join(dir, "data")
+	hostDir := filepath.Join(data, "nodes", "wkh1-2")
+	up := exec.Command(exe, "up", "--nodes", "2", "--data-dir", data,
+		"--listen", "127.0.0.1:46600", "--metrics-addr", "", "--node-name", "wkh1",
+		"--host-network", "172.30.81.0/24", "--host-bridge", "wkh1t", "--bridge", "wkh1p0",
+		"--cluster-cidr", "10.81.0.0/16", "--images-dir", images, "--warm-sandboxes", "1")
+	up.Env = append(os.Environ(), "WASMKUBE_TEST_RUN_MAIN=1")
+	var upLog lockedBuffer // read while up writes it
+	up.Stdout, up.Stderr = &upLog, &upLog
+	up.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	upDone := make(chan error, 1)
+	go func() { upDone <- up.Wait() }()
+	stopped := false
+	stopUp := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		_ = up.Process.Signal(syscall.SIGINT)
+		select {
+		case <-upDone:
+		case <-time.After(4 * time.Minute):
+			_ = up.Process.Kill()
+			<-upDone
+			t.Errorf("up did not stop within 4 minutes of Ctrl-C")
+		}
+	}
+	defer func() {
+		stopUp()
+		if t.Failed() {
+			t.Logf("up's log:\n%s", tail(upLog.String(), 60))
+			b, _ := os.ReadFile(filepath.Join(hostDir, "kubelet.log"))
+			t.Logf("wkh1-2's kubelet log:\n%s", tail(string(b), 40))
+		}
+	}()
+
+	kubeconfig := filepath.Join(data, "admin.kubeconfig")
+	waitUntil(t, "up's admin kubeconfig", func() bool { _, err := os.Stat(kubeconfig); return err == nil })
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := kubernetes.NewForConfigOrDie(rc)
+	ctx := context.Background()
+	waitUntil(t, "node wkh1-2 Ready", func() bool {
+		n, err := client.CoreV1().Nodes().Get(ctx, "wkh1-2", metav1.GetOptions{})
+		return err == nil && nodeReady(n)
+	})
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			NodeSelector:                  map[string]string{"kubernetes.io/hostname": "wkh1-2"},
+			TerminationGracePeriodSeconds: new(int64),
+			Containers: []corev1.Container{{Name: "web", Image: "wasmkube.local/busybox", ImagePullPolicy: corev1.PullNever,
+				Command: []string{"httpd", "-f", "-p", "8080"}}},
+		},
+	}
+	if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "pod web running on wkh1-2", func() bool {
+		p, err := client.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodRunning && p.Spec.NodeName == "wkh1-2"
+	})
+
+	// SIGKILL: the kubelet removes nothing; the host's shims (the pod's and the warm
+	// sandbox's) and their containers run on.
+	if err := syscall.Kill(kubeletPID(t, data, "wkh1-2"), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "up to see the kubelet gone", func() bool { return strings.Contains(upLog.String(), "a host's kubelet exited") })
+	left := hostProcesses(hostDir)
+	if len(left) == 0 {
+		t.Fatalf("no shim of host wkh1-2 running after its kubelet was killed: the test shows nothing")
+	}
+	if !strings.Contains(mountsUnder(hostDir), hostDir) {
+		t.Fatalf("no mount under %s after its kubelet was killed: the test shows nothing", hostDir)
+	}
+
+	stopUp()
+	for _, pid := range left {
+		if syscall.Kill(pid, 0) == nil {
+			b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+			t.Errorf("process %d of host wkh1-2 left running: %s", pid, strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	if m := mountsUnder(hostDir); m != "" {
+		t.Errorf("mounts left under %s:\n%s", hostDir, m)
+	}
+	if h, err := netns.GetFromName("wkh1t-2"); err == nil {
+		h.Close()
+		t.Errorf("network namespace wkh1t-2 left behind")
+	}
+	if !strings.Contains(upLog.String(), "cleaning up after a host's dead kubelet") {
+		t.Errorf("up did not say it cleaned up after the dead kubelet")
+	}
+}
+
+// hostProcesses are the containerd shims whose address is under dir (a host's containerd)
+// and every process below them (the pods' pause and containers).
+func hostProcesses(dir string) []int {
+	parent := map[int]int{}
+	var pids []int
+	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range procs {
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after its ')'.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) > 1 {
+			parent[pid], _ = strconv.Atoi(f[1])
+		}
+		cmd, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
+		args := strings.Split(string(cmd), "\x00")
+		if strings.HasPrefix(filepath.Base(args[0]), "containerd-shim") && strings.Contains(string(cmd), dir) {
+			pids = append(pids, pid)
+		}
+	}
+	shims := map[int]bool{}
+	for _, p := range pids {
+		shims[p] = true
+	}
+	for pid := range parent {
+		for a, n := parent[pid], 0; a > 1 && n < 32; a, n = parent[a], n+1 {
+			if shims[a] {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids
+}
+
+// mountsUnder is the lines of this mount namespace's mountinfo whose mount point is under dir.
+func mountsUnder(dir string) string {
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// lockedBuffer is a bytes.Buffer a test reads while a process writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
