@@ -75,6 +75,9 @@ type Attributes struct {
 // the plugins before it, and those after it that asked for it, see the change.
 func (a *Attributes) RequestReinvocation() { a.reinvoke = true }
 
+// ReinvocationRequested reports whether a plugin asked for a second mutating pass.
+func (a *Attributes) ReinvocationRequested() bool { return a.reinvoke }
+
 // IsReinvocation reports whether this is the chain's second mutating pass: built-in
 // plugins and wasm policies run again, webhooks and mutating admission policies only
 // when their reinvocationPolicy is IfNeeded and the object changed since they ran.

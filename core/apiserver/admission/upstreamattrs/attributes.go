@@ -1,4 +1,7 @@
-package webhook
+// Package upstreamattrs puts our admission attributes in k8s.io/apiserver's vocabulary, so
+// upstream's admission libraries (webhook matching and requests, CEL policies) run on
+// our chain's requests.
+package upstreamattrs
 
 import (
 	"fmt"
@@ -7,20 +10,17 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8sadmission "k8s.io/apiserver/pkg/admission"
+	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
 )
 
-// Upstream's request building, rule matching and CEL matchConditions take upstream's
-// admission.Attributes and VersionedAttributes; these adapt ours to them. Our objects are
-// already the served version (k8s.io/api types or unstructured), so the "versioned"
-// object is a copy of the request's object with its apiVersion and kind set, which is
-// what the AdmissionReview carries and what a webhook's patch applies to.
-
-// upstreamAttributes is a in upstream's vocabulary; the object is versioned (a copy
-// with TypeMeta), so nothing a webhook does touches a.Object until its patch is applied.
-func upstreamAttributes(a *admission.Attributes) *k8sadmission.VersionedAttributes {
+// Versioned is a in upstream's vocabulary. Our objects are already the served version
+// (k8s.io/api types or unstructured), so the versioned object is a copy of the request's
+// object with its apiVersion and kind set: what an AdmissionReview carries and what a
+// patch applies to. Nothing done to it touches a.Object until SetInPlace.
+func Versioned(a *admission.Attributes) *k8sadmission.VersionedAttributes {
 	var opts runtime.Object
 	var dryRun []string
 	if a.DryRun {
@@ -38,7 +38,7 @@ func upstreamAttributes(a *admission.Attributes) *k8sadmission.VersionedAttribut
 	u := &user.DefaultInfo{Name: a.User.Name, Groups: a.User.Groups}
 	attrs := k8sadmission.NewAttributesRecord(obj, old, a.Kind, a.Namespace, a.Name, a.Resource, a.Subresource,
 		k8sadmission.Operation(a.Operation), opts, a.DryRun, u)
-	va := &k8sadmission.VersionedAttributes{Attributes: attrs, VersionedKind: a.Kind}
+	va := &k8sadmission.VersionedAttributes{Attributes: record{Attributes: attrs, a: a}, VersionedKind: a.Kind}
 	if obj != nil {
 		va.VersionedObject.Set(obj)
 	}
@@ -47,6 +47,42 @@ func upstreamAttributes(a *admission.Attributes) *k8sadmission.VersionedAttribut
 	}
 	return va
 }
+
+// record is upstream's attributes record whose audit annotations and reinvocation state
+// are a's: what an upstream plugin records outlives the record (made afresh for each
+// plugin and pass).
+type record struct {
+	k8sadmission.Attributes
+	a *admission.Attributes
+}
+
+// AddAnnotation records key=value with the request.
+func (r record) AddAnnotation(key, value string) error {
+	r.a.AddAuditAnnotation(key, value)
+	return nil
+}
+
+// AddAnnotationWithLevel records key=value with the request (every level alike).
+func (r record) AddAnnotationWithLevel(key, value string, _ auditinternal.Level) error {
+	r.a.AddAuditAnnotation(key, value)
+	return nil
+}
+
+// GetReinvocationContext is the chain's reinvocation state (admission.Attributes).
+func (r record) GetReinvocationContext() k8sadmission.ReinvocationContext { return reinvocation{r.a} }
+
+// reinvocation is upstream's ReinvocationContext over our chain's: the second pass is
+// the chain's, plugins' values are kept in the request's state.
+type reinvocation struct{ a *admission.Attributes }
+
+type valueKey string
+
+func (r reinvocation) IsReinvoke() bool              { return r.a.IsReinvocation() }
+func (r reinvocation) SetIsReinvoke()                {} // the chain's to decide
+func (r reinvocation) ShouldReinvoke() bool          { return r.a.ReinvocationRequested() }
+func (r reinvocation) SetShouldReinvoke()            { r.a.RequestReinvocation() }
+func (r reinvocation) SetValue(plugin string, v any) { r.a.SetState(valueKey(plugin), v) }
+func (r reinvocation) Value(plugin string) any       { return r.a.State(valueKey(plugin)) }
 
 // versioned copies obj with its apiVersion and kind set (nil stays nil).
 func versioned(obj runtime.Object, gvk schema.GroupVersionKind) runtime.Object {
@@ -58,9 +94,9 @@ func versioned(obj runtime.Object, gvk schema.GroupVersionKind) runtime.Object {
 	return cp
 }
 
-// setInPlace makes dst hold src's content: the API server keeps the pointer it handed to
+// SetInPlace makes dst hold src's content: the API server keeps the pointer it handed to
 // the chain ("mutating plugins change it in place"). Both are the same Go type.
-func setInPlace(dst, src runtime.Object) error {
+func SetInPlace(dst, src runtime.Object) error {
 	type contentSetter interface {
 		SetUnstructuredContent(map[string]any)
 		UnstructuredContent() map[string]any

@@ -22,6 +22,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/apiserver/admission/upstreamattrs"
 )
 
 // reinvokeKey keys the mutating webhooks' reinvocation state in the request's Attributes.
@@ -68,7 +69,7 @@ func (w *Webhooks) Admit(ctx context.Context, a *admission.Attributes) error {
 	if a.IsReinvocation() {
 		round = 1
 	}
-	va := upstreamAttributes(a)
+	va := upstreamattrs.Versioned(a)
 	if rules.IsExemptAdmissionConfigurationResource(va) {
 		return nil
 	}
@@ -105,7 +106,7 @@ func (w *Webhooks) Admit(ctx context.Context, a *admission.Attributes) error {
 	}
 	if va.Dirty {
 		gvk := a.Object.GetObjectKind().GroupVersionKind()
-		if err := setInPlace(a.Object, va.VersionedObject.Object()); err != nil {
+		if err := upstreamattrs.SetInPlace(a.Object, va.VersionedObject.Object()); err != nil {
 			return apierrors.NewInternalError(err)
 		}
 		a.Object.GetObjectKind().SetGroupVersionKind(gvk)

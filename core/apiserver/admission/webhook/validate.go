@@ -11,6 +11,7 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/rules"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/apiserver/admission/upstreamattrs"
 )
 
 // Validate implements admission.ValidationInterface: the validating webhooks that match
@@ -26,7 +27,7 @@ func (w *Webhooks) Validate(ctx context.Context, a *admission.Attributes) error 
 	if len(hooks) == 0 {
 		return nil
 	}
-	va := upstreamAttributes(a)
+	va := upstreamattrs.Versioned(a)
 	if rules.IsExemptAdmissionConfigurationResource(va) {
 		return nil
 	}
