@@ -66,6 +66,7 @@ type Version struct {
 	validator schemavalidation.SchemaValidator
 	cel       *cel.Validator // nil: no x-kubernetes-validations rules
 	table     rest.TableConvertor
+	def       *apiextensionsv1.CustomResourceDefinition
 }
 
 // Compile returns the served versions of a CRD (the definition must be valid, see
@@ -102,6 +103,7 @@ func Compile(def *apiextensionsv1.CustomResourceDefinition) ([]*Version, error) 
 			schemas[v.Name] = s
 		}
 	}
+	own := def.DeepCopy()
 	var out []*Version
 	for i := range def.Spec.Versions {
 		v := &def.Spec.Versions[i]
@@ -116,7 +118,7 @@ func Compile(def *apiextensionsv1.CustomResourceDefinition) ([]*Version, error) 
 			StorageVersion:  storage,
 			StorageResource: def.Spec.Group + "/" + names.Plural,
 			CRDName:         def.Name, CRDUID: string(def.UID),
-			schemas: schemas,
+			schemas: schemas, def: own,
 		}
 		if sr := v.Subresources; sr != nil {
 			cv.Status = sr.Status != nil
@@ -150,6 +152,10 @@ func Compile(def *apiextensionsv1.CustomResourceDefinition) ([]*Version, error) 
 	}
 	return out, nil
 }
+
+// Definition is the CRD the version was compiled from (not to be modified): the field
+// manager builds its schemas from it (core/apiserver/fieldmanager.CRDTypeConverter).
+func (v *Version) Definition() *apiextensionsv1.CustomResourceDefinition { return v.def }
 
 // GVK is the version's group, version and kind.
 func (v *Version) GVK() schema.GroupVersionKind { return v.GVR.GroupVersion().WithKind(v.Kind) }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -457,5 +458,42 @@ func TestKeepValid(t *testing.T) {
 	live.(*appsv1.Deployment).ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "x", Operation: "Bogus"}}
 	if w := KeepValid(live, before); w == "" || len(managedOf(live)) != len(before) || managedOf(live)[0].Manager != "alice" {
 		t.Fatalf("invalid managedFields kept: %q %+v", w, managedOf(live))
+	}
+}
+
+// TestScale: a scale write takes spec.replicas from the applier in an entry of its own
+// (subresource scale), and the applier's next apply of another value conflicts with it.
+func TestScale(t *testing.T) {
+	m := deployments(t)
+	live := mustApply(t, m, m.New(), "alice", withReplicas("1"))
+	sc, err := NewScale(appsv1.SchemeGroupVersion, fieldpath.MakePathOrDie("spec", "replicas"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := live.(*appsv1.Deployment)
+	old := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: autoscalingv1.ScaleSpec{Replicas: 1}}
+	next := old.DeepCopy()
+	next.Spec.Replicas = 3
+	entries, err := sc.Update(d.ManagedFields, old, next, "kubectl-scale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d = d.DeepCopy()
+	d.ManagedFields = entries
+	r := int32(3)
+	d.Spec.Replicas = &r
+	if got := owners(t, d, ".spec.replicas"); strings.Join(got, ",") != "kubectl-scale" {
+		t.Fatalf("owners of replicas after a scale: %v", got)
+	}
+	for _, e := range entries {
+		if e.Manager == "kubectl-scale" && (e.Subresource != "scale" || e.APIVersion != "apps/v1") {
+			t.Fatalf("scale entry: %+v", e)
+		}
+	}
+	if got := owners(t, d, ".spec.template.spec.containers[name=\"web\"].image"); strings.Join(got, ",") != "alice" {
+		t.Fatalf("the applier lost other fields: %v", got)
+	}
+	if _, err := applyYAML(t, m, d, "alice", withReplicas("1"), false); !apierrors.IsConflict(err) || !strings.Contains(err.Error(), `"kubectl-scale" with subresource "scale"`) {
+		t.Fatalf("apply after a scale: %v", err)
 	}
 }

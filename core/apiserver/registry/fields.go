@@ -1,0 +1,98 @@
+package registry
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/fieldmanager"
+)
+
+// fieldManagers holds each resource's field manager, built on its first write: the
+// built-in schemas are parsed once for all, a CRD version's when it is first written
+// (core/apiserver/fieldmanager; docs/server-side-apply.md). Keyed by the *Resource, so a
+// CRD recompiled into a new Resource gets a new one.
+var fieldManagers sync.Map // *Resource -> *resourceFields
+
+type resourceFields struct {
+	once  sync.Once
+	m     *fieldmanager.Manager
+	scale *fieldmanager.Scale
+	err   error
+}
+
+// writeSubresources are the subresources whose writes keep managedFields entries of their
+// own (scale has its own manager; binding, eviction and token create other objects).
+var writeSubresources = map[string]bool{"status": true, "finalize": true, "ephemeralcontainers": true}
+
+// FieldManager returns the resource's field manager and, for a resource with a scale
+// subresource, the Scale's.
+func (r *Resource) FieldManager() (*fieldmanager.Manager, *fieldmanager.Scale, error) {
+	v, _ := fieldManagers.LoadOrStore(r, &resourceFields{})
+	f := v.(*resourceFields)
+	f.once.Do(func() { f.m, f.scale, f.err = r.buildFieldManager() })
+	return f.m, f.scale, f.err
+}
+
+func (r *Resource) buildFieldManager() (*fieldmanager.Manager, *fieldmanager.Scale, error) {
+	fr := fieldmanager.Resource{Kind: r.GVK(), ResetFields: r.resetFields()}
+	for _, s := range r.Subresources {
+		if writeSubresources[s] {
+			fr.Subresources = append(fr.Subresources, s)
+		}
+	}
+	var others []schema.GroupVersion
+	replicas := fieldpath.MakePathOrDie("spec", "replicas")
+	if v := r.Custom; v != nil {
+		tc, err := fieldmanager.CRDTypeConverter(v.Definition())
+		if err != nil {
+			return nil, nil, err
+		}
+		fr.Types, fr.Custom = tc, true
+		for _, ver := range v.Definition().Spec.Versions {
+			if ver.Name != r.GVR.Version {
+				others = append(others, schema.GroupVersion{Group: r.GVR.Group, Version: ver.Name})
+			}
+		}
+		if v.Scale != nil {
+			var parts []any
+			for _, p := range strings.Split(strings.TrimPrefix(v.Scale.SpecReplicasPath, "."), ".") {
+				parts = append(parts, p)
+			}
+			p, err := fieldpath.MakePath(parts...)
+			if err != nil {
+				return nil, nil, fmt.Errorf("specReplicasPath %q: %w", v.Scale.SpecReplicasPath, err)
+			}
+			replicas = p
+		}
+	}
+	m, err := fieldmanager.New(fr)
+	if err != nil {
+		return nil, nil, err
+	}
+	var sc *fieldmanager.Scale
+	if r.HasSub("scale") {
+		if sc, err = fieldmanager.NewScale(r.GVR.GroupVersion(), replicas, others...); err != nil {
+			return nil, nil, err
+		}
+	}
+	return m, sc, nil
+}
+
+// resetFields mirrors mergeUpdate: the main resource keeps status (when it has a status
+// subresource), /status keeps everything but status (nodes/status also takes labels and
+// annotations, as upstream's node status strategy, which resets only spec), /finalize
+// only spec.finalizers, /ephemeralcontainers only spec.ephemeralContainers.
+func (r *Resource) resetFields() map[string]*fieldpath.Set {
+	out := fieldmanager.DefaultResetFields(r.HasStatus())
+	if r.Kind == "Node" && r.Custom == nil {
+		out["status"] = fieldpath.NewSet(fieldpath.MakePathOrDie("spec"))
+	}
+	rest := fieldpath.NewSet(fieldpath.MakePathOrDie("metadata"), fieldpath.MakePathOrDie("status"))
+	out["finalize"] = rest
+	out["ephemeralcontainers"] = rest
+	return out
+}
