@@ -1,14 +1,11 @@
 package apiserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
-	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/crd"
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 	"github.com/wasmkube/wasmkube/core/storage"
 )
 
@@ -30,66 +28,16 @@ import (
 // from the kept bytes. The kept objects depend on the compiled CRD version: a CRD change
 // compiles new versions, whose stores start empty.
 
-// customReads is the per-store memo of served custom objects, by etcd key.
-type customReads struct {
-	mu sync.RWMutex
-	m  map[string]*customRead
-}
-
-// customRead is one custom object as a store serves it at one revision.
-type customRead struct {
-	rev  int64
-	obj  *unstructured.Unstructured // ForRead applied, resourceVersion set; never modified
-	json []byte                     // obj encoded
-}
-
-func newCustomReads() *customReads { return &customReads{m: map[string]*customRead{}} }
-
-// read returns the served form of the value stored at key with revision rev, decoding and
-// normalizing it unless this revision was served before.
-func (c *customReads) read(v *crd.Version, key string, value []byte, rev int64) (*customRead, error) {
-	c.mu.RLock()
-	r := c.m[key]
-	c.mu.RUnlock()
-	if r != nil && r.rev == rev {
-		return r, nil
-	}
-	u := &unstructured.Unstructured{}
-	var err error
-	if bytes.HasPrefix(value, []byte("{")) {
-		err = u.UnmarshalJSON(value)
-	} else {
-		err = storage.DecodeValue(value, u)
-	}
-	if err != nil {
-		return nil, apierrors.NewInternalError(errors.New("decode " + key + " at revision " + strconv.FormatInt(rev, 10) + ": " + err.Error()))
-	}
-	u.SetResourceVersion(strconv.FormatInt(rev, 10))
-	v.ForRead(u)
-	b, err := json.Marshal(u.Object)
-	if err != nil {
-		return nil, apierrors.NewInternalError(errors.New("encode " + key + ": " + err.Error()))
-	}
-	nr := &customRead{rev: rev, obj: u, json: b}
-	c.mu.Lock()
-	// A list at an older revision does not replace a newer object.
-	if cur := c.m[key]; cur == nil || cur.rev < rev {
-		c.m[key] = nr
-	}
-	c.mu.Unlock()
-	return nr, nil
-}
-
 // respondWritten answers a create, update or patch of a custom object: the object as
 // written (pruned and defaulted when decoded) is normalized as a read would (ForRead, in
 // place: it is the request's own), kept as this revision's served form with its JSON, and
 // the JSON is the response. So a list after writes through this server decodes none of
 // what they wrote (the first list after 10,000 creates decoded all of them). Objects of
 // another version than the request's, dry runs and other formats are answered as reads.
-func (s *Server) respondWritten(rq *request, st *store, code int, out runtime.Object) error {
-	v := st.res.Custom
+func (s *Server) respondWritten(rq *request, st *registry.Store, code int, out runtime.Object) error {
+	v := st.Resource.Custom
 	u, ok := out.(*unstructured.Unstructured)
-	if !ok || st.reads == nil || rq.dryRun || u.GetAPIVersion() != v.GVR.GroupVersion().String() {
+	if !ok || st.Reads == nil || rq.dryRun || u.GetAPIVersion() != v.GVR.GroupVersion().String() {
 		return s.respond(rq, code, out)
 	}
 	rev, err := strconv.ParseInt(u.GetResourceVersion(), 10, 64)
@@ -101,12 +49,8 @@ func (s *Server) respondWritten(rq *request, st *store, code int, out runtime.Ob
 	if err != nil {
 		return apierrors.NewInternalError(errors.New("encode " + u.GetName() + ": " + err.Error()))
 	}
-	key := st.key(u.GetNamespace(), u.GetName())
-	st.reads.mu.Lock()
-	if cur := st.reads.m[key]; cur == nil || cur.rev < rev {
-		st.reads.m[key] = &customRead{rev: rev, obj: u, json: b}
-	}
-	st.reads.mu.Unlock()
+	key := st.Key(u.GetNamespace(), u.GetName())
+	st.Reads.Keep(key, &registry.CustomRead{Rev: rev, Obj: u, JSON: b})
 	if rq.format != outJSON {
 		return s.respond(rq, code, u) // a copy is normalized again; u stays as kept
 	}
@@ -116,31 +60,14 @@ func (s *Server) respondWritten(rq *request, st *store, code int, out runtime.Ob
 	return nil
 }
 
-// forget drops the kept objects under prefix with keys from lo to hi (inclusive; "" is
-// open) that a list of that range did not see: they were deleted. Dropping is always
-// safe (the next list decodes them again), so a list at an old revision may drop too much
-// but never keeps a deleted object.
-func (c *customReads) forget(prefix, lo, hi string, seen map[string]struct{}) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for k := range c.m {
-		if !strings.HasPrefix(k, prefix) || lo != "" && k < lo || hi != "" && k > hi {
-			continue
-		}
-		if _, ok := seen[k]; !ok {
-			delete(c.m, k)
-		}
-	}
-}
-
 // serveCustomList serves a list of a custom resource from st.reads: label and field
 // selectors on the kept objects, paging and resourceVersion as storage's List, JSON (and
 // YAML) written from the kept bytes, tables and PartialObjectMetadata from the kept objects.
-func (s *Server) serveCustomList(ctx context.Context, rq *request, st *store, opts storage.ListOptions) error {
-	raw, ok := st.s.(storage.RawLister)
-	v := st.res.Custom
-	if !ok || st.reads == nil {
-		list, err := st.s.List(ctx, st.prefix(rq.info.namespace), opts)
+func (s *Server) serveCustomList(ctx context.Context, rq *request, st *registry.Store, opts storage.ListOptions) error {
+	raw, ok := st.Storage.(storage.RawLister)
+	v := st.Resource.Custom
+	if !ok || st.Reads == nil {
+		list, err := st.Storage.List(ctx, st.Prefix(rq.info.namespace), opts)
 		if err != nil {
 			return listError(st, err, opts)
 		}
@@ -151,12 +78,12 @@ func (s *Server) serveCustomList(ctx context.Context, rq *request, st *store, op
 		}
 		return s.respond(rq, http.StatusOK, list)
 	}
-	prefix := st.prefix(rq.info.namespace)
-	var items []*customRead
+	prefix := st.Prefix(rq.info.namespace)
+	var items []*registry.CustomRead
 	seen := map[string]struct{}{}
 	first, last := "", ""
 	lm, err := raw.ListRaw(ctx, prefix, opts, func(key string, value []byte, rev int64) (bool, error) {
-		r, err := st.reads.read(v, key, value, rev)
+		r, err := st.Reads.Read(v, key, value, rev)
 		if err != nil {
 			return false, err
 		}
@@ -165,7 +92,7 @@ func (s *Server) serveCustomList(ctx context.Context, rq *request, st *store, op
 		}
 		last = key
 		seen[key] = struct{}{}
-		if opts.Predicate != nil && !opts.Predicate(r.obj) {
+		if opts.Predicate != nil && !opts.Predicate(r.Obj) {
 			return false, nil
 		}
 		items = append(items, r)
@@ -184,7 +111,7 @@ func (s *Server) serveCustomList(ctx context.Context, rq *request, st *store, op
 		hi = last
 	}
 	if opts.Continue == "" || first != "" {
-		st.reads.forget(prefix, lo, hi, seen)
+		st.Reads.Forget(prefix, lo, hi, seen)
 	}
 	switch rq.format {
 	case outJSON, outYAML, outProtobuf: // custom resources have no protobuf: JSON, as writeJSON answers
@@ -200,24 +127,24 @@ func (s *Server) serveCustomList(ctx context.Context, rq *request, st *store, op
 		list.SetRemainingItemCount(lm.RemainingItemCount)
 	}
 	for i, r := range items {
-		list.Items[i] = *r.obj // shares the kept map: the table and partial outputs only read it
+		list.Items[i] = *r.Obj // shares the kept map: the table and partial outputs only read it
 	}
 	return s.respond(rq, http.StatusOK, list)
 }
 
-func listError(st *store, err error, opts storage.ListOptions) error {
+func listError(st *registry.Store, err error, opts storage.ListOptions) error {
 	if errors.Is(err, storage.ErrExpired) && opts.Continue != "" {
 		return apierrors.NewResourceExpired("the provided continue parameter is too old to display a consistent list result; start a new list without it")
 	}
-	return st.apiError(err, "")
+	return st.APIError(err, "")
 }
 
 // writeCustomList writes {"apiVersion":..,"kind":"<Kind>List","metadata":{..},"items":[..]}
 // from the kept JSON of each item.
-func writeCustomList(w http.ResponseWriter, v *crd.Version, lm metav1.ListMeta, items []*customRead, format outputFormat) {
+func writeCustomList(w http.ResponseWriter, v *crd.Version, lm metav1.ListMeta, items []*registry.CustomRead, format outputFormat) {
 	n := 256
 	for _, r := range items {
-		n += len(r.json) + 1
+		n += len(r.JSON) + 1
 	}
 	b := make([]byte, 0, n)
 	gv, _ := json.Marshal(v.GVR.GroupVersion().String())
@@ -234,7 +161,7 @@ func writeCustomList(w http.ResponseWriter, v *crd.Version, lm metav1.ListMeta, 
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, r.json...)
+		b = append(b, r.JSON...)
 	}
 	b = append(b, "]}"...)
 	ct := "application/json"

@@ -8,14 +8,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"reflect"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -49,7 +47,7 @@ type customResources struct {
 	mu sync.RWMutex
 	// byGVR, stores and list are replaced whole by refresh (readers keep what they got).
 	byGVR  map[schema.GroupVersionResource]*registry.Resource
-	stores map[schema.GroupVersionResource]*store
+	stores map[schema.GroupVersionResource]*registry.Store
 	list   []*registry.Resource // discovery order: by group, then version priority, then plural
 	defs   []*apiextensionsv1.CustomResourceDefinition
 	// compiled caches compiled versions per CRD name and resourceVersion.
@@ -66,7 +64,7 @@ type compiledDef struct {
 }
 
 func newCustomResources(s *Server) *customResources {
-	return &customResources{s: s, byGVR: map[schema.GroupVersionResource]*registry.Resource{}, stores: map[schema.GroupVersionResource]*store{},
+	return &customResources{s: s, byGVR: map[schema.GroupVersionResource]*registry.Resource{}, stores: map[schema.GroupVersionResource]*registry.Store{},
 		compiled: map[string]compiledDef{}}
 }
 
@@ -85,7 +83,7 @@ func (s *Server) lookup(gvr schema.GroupVersionResource) (*registry.Resource, bo
 }
 
 // storeOf is the store of a resource lookup returned.
-func (s *Server) storeOf(res *registry.Resource) *store {
+func (s *Server) storeOf(res *registry.Resource) *registry.Store {
 	if st, ok := s.stores[res.GVR]; ok {
 		return st
 	}
@@ -94,7 +92,7 @@ func (s *Server) storeOf(res *registry.Resource) *store {
 	}
 	s.crds.mu.RLock()
 	defer s.crds.mu.RUnlock()
-	if st, ok := s.crds.stores[res.GVR]; ok && st.res == res {
+	if st, ok := s.crds.stores[res.GVR]; ok && st.Resource == res {
 		return st
 	}
 	// The definition changed between lookup and now: serve with what the request found.
@@ -126,10 +124,10 @@ func groupVersionsOf(rs []*registry.Resource) []schema.GroupVersion {
 	return out
 }
 
-func (c *customResources) newStore(res *registry.Resource) *store {
+func (c *customResources) newStore(res *registry.Resource) *registry.Store {
 	v := res.Custom
-	return &store{res: res, chain: c.s.chain, reads: newCustomReads(),
-		s: c.s.backend.ForResource(v.StorageResource, v.New, v.NewList)}
+	return &registry.Store{Resource: res, Chain: c.s.chain, Reads: registry.NewCustomReads(),
+		Storage: c.s.backend.ForResource(v.StorageResource, v.New, v.NewList)}
 }
 
 // refresh rebuilds the custom resources from the CRDs in etcd and starts the cleanup of
@@ -138,14 +136,14 @@ func (c *customResources) refresh(ctx context.Context) error {
 	c.refreshMu.Lock()
 	defer c.refreshMu.Unlock()
 	st := c.s.stores[crdGVR]
-	list, err := st.s.List(ctx, st.prefix(""), storage.ListOptions{})
+	list, err := st.Storage.List(ctx, st.Prefix(""), storage.ListOptions{})
 	if err != nil {
 		return err
 	}
 	defs := list.(*apiextensionsv1.CustomResourceDefinitionList).Items
 	compiled := map[string]compiledDef{}
 	byGVR := map[schema.GroupVersionResource]*registry.Resource{}
-	stores := map[schema.GroupVersionResource]*store{}
+	stores := map[schema.GroupVersionResource]*registry.Store{}
 	var rs []*registry.Resource
 	var served []*apiextensionsv1.CustomResourceDefinition
 	for i := range defs {
@@ -175,8 +173,8 @@ func (c *customResources) refresh(ctx context.Context) error {
 			c.mu.RLock()
 			old, had := c.stores[v.GVR]
 			c.mu.RUnlock()
-			if had && old.res.Custom == v {
-				r = old.res
+			if had && old.Resource.Custom == v {
+				r = old.Resource
 				stores[v.GVR] = old
 			} else {
 				stores[v.GVR] = c.newStore(r)
@@ -205,7 +203,7 @@ func (c *customResources) refresh(ctx context.Context) error {
 func (c *customResources) run(ctx context.Context) {
 	st := c.s.stores[crdGVR]
 	for ctx.Err() == nil {
-		w, err := st.s.Watch(ctx, st.prefix(""), storage.WatchOptions{})
+		w, err := st.Storage.Watch(ctx, st.Prefix(""), storage.WatchOptions{})
 		if err != nil {
 			c.s.log.Warn("watch customresourcedefinitions", "err", err)
 			select {
@@ -251,10 +249,10 @@ func (c *customResources) cleanup(ctx context.Context, def *apiextensionsv1.Cust
 		}
 	}
 	st := c.s.stores[crdGVR]
-	key := st.key("", def.Name)
+	key := st.Key("", def.Name)
 	uid := def.UID
 	var gone runtime.Object
-	_, err = st.s.GuaranteedUpdate(ctx, key, &storage.Preconditions{UID: &uid}, func(cur runtime.Object) (runtime.Object, error) {
+	_, err = st.Storage.GuaranteedUpdate(ctx, key, &storage.Preconditions{UID: &uid}, func(cur runtime.Object) (runtime.Object, error) {
 		next := cur.DeepCopyObject().(*apiextensionsv1.CustomResourceDefinition)
 		var keep []string
 		for _, f := range next.Finalizers {
@@ -263,15 +261,15 @@ func (c *customResources) cleanup(ctx context.Context, def *apiextensionsv1.Cust
 			}
 		}
 		next.Finalizers = keep
-		if readyToVanish(next) {
+		if registry.ReadyToVanish(next) {
 			gone = next
-			return nil, errVanish
+			return nil, registry.ErrVanish
 		}
 		return next, nil
 	})
-	if errors.Is(err, errVanish) {
-		rv := objMeta(gone).GetResourceVersion()
-		_, err = st.s.Delete(ctx, key, &storage.Preconditions{UID: &uid, ResourceVersion: &rv})
+	if errors.Is(err, registry.ErrVanish) {
+		rv := registry.ObjMeta(gone).GetResourceVersion()
+		_, err = st.Storage.Delete(ctx, key, &storage.Preconditions{UID: &uid, ResourceVersion: &rv})
 	}
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		c.s.log.Warn("finish deleting customresourcedefinition", "name", def.Name, "err", err)
@@ -339,7 +337,7 @@ func (p customAdmission) Admit(ctx context.Context, a *admission.Attributes) err
 			crd.Default(o)
 		}
 		if a.Operation == admission.Create {
-			o.Finalizers = addString(o.Finalizers, cleanupFinalizer)
+			o.Finalizers = registry.AddString(o.Finalizers, cleanupFinalizer)
 		}
 		crd.SetStatus(o, metav1.Now())
 	case *unstructured.Unstructured:
@@ -377,39 +375,6 @@ func (p customAdmission) Validate(ctx context.Context, a *admission.Attributes) 
 		}
 	}
 	return nil
-}
-
-// ---- store hooks: status, generation, output ----
-
-// clearStatus drops status from a new object of a resource with the status subresource.
-func clearStatus(obj runtime.Object) {
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		delete(u.Object, "status")
-		return
-	}
-	if f := registry.FieldOf(obj, "Status"); f.IsValid() && f.CanSet() {
-		f.Set(reflect.Zero(f.Type()))
-	}
-}
-
-// copyStatus sets dst's status to src's.
-func copyStatus(dst, src runtime.Object) {
-	if du, ok := dst.(*unstructured.Unstructured); ok {
-		if su, ok := src.(*unstructured.Unstructured); ok {
-			crd.CopyStatus(du, su)
-		}
-		return
-	}
-	registry.FieldOf(dst, "Status").Set(registry.FieldOf(src, "Status"))
-}
-
-// specChanged reports whether an update changes what metadata.generation counts.
-func specChanged(res *registry.Resource, cur, out runtime.Object) bool {
-	if cu, ok := cur.(*unstructured.Unstructured); ok {
-		ou := out.(*unstructured.Unstructured)
-		return !apiequality.Semantic.DeepEqual(crd.WithoutMeta(cu, res.HasStatus()), crd.WithoutMeta(ou, res.HasStatus()))
-	}
-	return !apiequality.Semantic.DeepEqual(registry.FieldOf(cur, "Spec").Interface(), registry.FieldOf(out, "Spec").Interface())
 }
 
 // customView turns a stored custom object or list into what the request's version
@@ -540,15 +505,15 @@ func customScaleOf(v *crd.Version, obj runtime.Object) (*autoscalingv1.Scale, er
 
 // serveCustomScale is serveScale for a custom resource: replicas live at the paths its
 // CRD's scale subresource names.
-func (s *Server) serveCustomScale(ctx context.Context, rq *request, st *store) error {
-	v := st.res.Custom
+func (s *Server) serveCustomScale(ctx context.Context, rq *request, st *registry.Store) error {
+	v := st.Resource.Custom
 	name := rq.info.name
 	var toScale func(cur runtime.Object) (*autoscalingv1.Scale, error)
 	switch rq.info.verb {
 	case "get":
-		obj, err := st.s.Get(ctx, st.key(rq.info.namespace, name))
+		obj, err := st.Storage.Get(ctx, st.Key(rq.info.namespace, name))
 		if err != nil {
-			return st.apiError(err, name)
+			return st.APIError(err, name)
 		}
 		sc, err := customScaleOf(v, obj)
 		if err != nil {
@@ -579,13 +544,13 @@ func (s *Server) serveCustomScale(ctx context.Context, rq *request, st *store) e
 			return out.(*autoscalingv1.Scale), nil
 		}
 	default:
-		return apierrors.NewMethodNotSupported(st.res.GVR.GroupResource(), rq.info.verb)
+		return apierrors.NewMethodNotSupported(st.Resource.GVR.GroupResource(), rq.info.verb)
 	}
 	irq := *rq
 	ii := *rq.info
 	ii.subresource = ""
 	irq.info = &ii
-	out, err := st.update(ctx, &irq, name, nil, func(cur runtime.Object) (runtime.Object, error) {
+	out, err := st.Update(ctx, irq.write(), name, nil, func(cur runtime.Object) (runtime.Object, error) {
 		sc, err := toScale(cur)
 		if err != nil {
 			return nil, err
@@ -594,8 +559,8 @@ func (s *Server) serveCustomScale(ctx context.Context, rq *request, st *store) e
 			return nil, apierrors.NewInvalid(scaleRes.GVK().GroupKind(), name, field.ErrorList{
 				field.Invalid(field.NewPath("spec", "replicas"), sc.Spec.Replicas, "must be greater than or equal to 0")})
 		}
-		if sc.ResourceVersion != "" && sc.ResourceVersion != objMeta(cur).GetResourceVersion() {
-			return nil, apierrors.NewConflict(st.res.GVR.GroupResource(), name, errors.New(optimisticLockMsg))
+		if sc.ResourceVersion != "" && sc.ResourceVersion != registry.ObjMeta(cur).GetResourceVersion() {
+			return nil, apierrors.NewConflict(st.Resource.GVR.GroupResource(), name, errors.New(registry.OptimisticLockMsg))
 		}
 		next := cur.DeepCopyObject().(*unstructured.Unstructured)
 		if err := v.SetReplicas(next, sc.Spec.Replicas); err != nil {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 	"github.com/wasmkube/wasmkube/core/storage"
 )
 
@@ -29,10 +30,10 @@ var pdbGVR = policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets")
 // disruptedPods with a compare-and-swap on the budget, so two evictions cannot both take
 // the last one). Otherwise it returns 429 TooManyRequests with upstream's message, which
 // kubectl drain retries.
-func (s *Server) checkDisruptionBudget(ctx context.Context, pods *store, ns, name string, dryRun bool) error {
-	cur, err := pods.s.Get(ctx, pods.key(ns, name))
+func (s *Server) checkDisruptionBudget(ctx context.Context, pods *registry.Store, ns, name string, dryRun bool) error {
+	cur, err := pods.Storage.Get(ctx, pods.Key(ns, name))
 	if err != nil {
-		return pods.apiError(err, name)
+		return pods.APIError(err, name)
 	}
 	pod := cur.(*corev1.Pod)
 	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodPending {
@@ -42,7 +43,7 @@ func (s *Server) checkDisruptionBudget(ctx context.Context, pods *store, ns, nam
 	if !ok {
 		return nil
 	}
-	list, err := pdbs.s.List(ctx, pdbs.prefix(ns), storage.ListOptions{})
+	list, err := pdbs.Storage.List(ctx, pdbs.Prefix(ns), storage.ListOptions{})
 	if err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("eviction of pod %s/%s: list disruption budgets: %w", ns, name, err))
 	}
@@ -66,7 +67,7 @@ func (s *Server) checkDisruptionBudget(ctx context.Context, pods *store, ns, nam
 		return apierrors.NewInternalError(errors.New("This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."))
 	}
 	pdbName := matched[0].Name
-	_, err = pdbs.s.GuaranteedUpdate(ctx, pdbs.key(ns, pdbName), nil, func(obj runtime.Object) (runtime.Object, error) {
+	_, err = pdbs.Storage.GuaranteedUpdate(ctx, pdbs.Key(ns, pdbName), nil, func(obj runtime.Object) (runtime.Object, error) {
 		pdb := obj.(*policyv1.PodDisruptionBudget).DeepCopy()
 		if !podReady(pod) {
 			if p := pdb.Spec.UnhealthyPodEvictionPolicy; p != nil && *p == policyv1.AlwaysAllow {
@@ -92,7 +93,7 @@ func (s *Server) checkDisruptionBudget(ctx context.Context, pods *store, ns, nam
 		return err
 	}
 	if err != nil {
-		return pdbs.apiError(err, pdbName)
+		return pdbs.APIError(err, pdbName)
 	}
 	return nil
 }

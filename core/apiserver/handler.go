@@ -327,7 +327,7 @@ func (s *Server) serveResource(rq *request) error {
 	case "log":
 		return s.servePodLog(ctx, rq, st)
 	case "scale":
-		if st.res.Custom != nil {
+		if st.Resource.Custom != nil {
 			return s.serveCustomScale(ctx, rq, st)
 		}
 		return s.serveScale(ctx, rq, st)
@@ -357,9 +357,9 @@ func (s *Server) serveResource(rq *request) error {
 	}
 	switch info.verb {
 	case "get":
-		obj, err := st.get(ctx, st.key(info.namespace, info.name), rq.query.Get("resourceVersion"))
+		obj, err := st.Get(ctx, st.Key(info.namespace, info.name), rq.query.Get("resourceVersion"))
 		if err != nil {
-			return st.apiError(err, info.name)
+			return st.APIError(err, info.name)
 		}
 		return s.respond(rq, http.StatusOK, obj)
 	case "list":
@@ -367,43 +367,43 @@ func (s *Server) serveResource(rq *request) error {
 	case "watch":
 		return s.serveWatch(ctx, rq, st)
 	case "create":
-		obj, err := s.decodeRequest(rq, st.res)
+		obj, err := s.decodeRequest(rq, st.Resource)
 		if err != nil {
 			return err
 		}
-		out, err := st.create(ctx, rq, obj)
+		out, err := st.Create(ctx, rq.write(), obj)
 		if err != nil {
 			return err
 		}
-		if st.res.Kind == "Namespace" && !rq.dryRun {
-			if err := s.seedServiceAccounts(ctx, objMeta(out).GetName()); err != nil {
+		if st.Resource.Kind == "Namespace" && !rq.dryRun {
+			if err := s.seedServiceAccounts(ctx, registry.ObjMeta(out).GetName()); err != nil {
 				s.log.Warn("default service account of a new namespace (the controller manager retries)", "err", err)
 			}
 		}
-		if st.res.Custom != nil && info.subresource == "" {
+		if st.Resource.Custom != nil && info.subresource == "" {
 			return s.respondWritten(rq, st, http.StatusCreated, out) // customlist.go
 		}
 		return s.respond(rq, http.StatusCreated, out)
 	case "update":
-		in, err := s.decodeRequest(rq, st.res)
+		in, err := s.decodeRequest(rq, st.Resource)
 		if err != nil {
 			return err
 		}
 		var pre *storage.Preconditions
-		if rv := objMeta(in).GetResourceVersion(); rv != "" {
+		if rv := registry.ObjMeta(in).GetResourceVersion(); rv != "" {
 			pre = &storage.Preconditions{ResourceVersion: &rv}
 		}
-		out, err := st.update(ctx, rq, info.name, pre, func(runtime.Object) (runtime.Object, error) { return in.DeepCopyObject(), nil })
+		out, err := st.Update(ctx, rq.write(), info.name, pre, func(runtime.Object) (runtime.Object, error) { return in.DeepCopyObject(), nil })
 		if err != nil {
 			return err
 		}
 		return s.respond(rq, http.StatusOK, out)
 	case "patch":
-		apply, err := s.patcher(rq, st.res)
+		apply, err := s.patcher(rq, st.Resource)
 		if err != nil {
 			return err
 		}
-		out, err := st.update(ctx, rq, info.name, nil, func(cur runtime.Object) (runtime.Object, error) {
+		out, err := st.Update(ctx, rq.write(), info.name, nil, func(cur runtime.Object) (runtime.Object, error) {
 			return apply(cur)
 		})
 		if err != nil {
@@ -415,7 +415,7 @@ func (s *Server) serveResource(rq *request) error {
 		if err != nil {
 			return err
 		}
-		obj, deleted, err := st.delete(ctx, rq, info.name, opts)
+		obj, deleted, err := st.Delete(ctx, rq.write(), info.name, opts)
 		if err != nil {
 			return err
 		}
@@ -423,12 +423,12 @@ func (s *Server) serveResource(rq *request) error {
 		if !deleted {
 			code = http.StatusAccepted
 		}
-		if st.res.GVR.Resource == "pods" || !deleted {
+		if st.Resource.GVR.Resource == "pods" || !deleted {
 			return s.respond(rq, code, obj)
 		}
-		m := objMeta(obj)
+		m := registry.ObjMeta(obj)
 		writeJSON(rq.w, code, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess,
-			Details: &metav1.StatusDetails{Name: m.GetName(), Group: st.res.GVR.Group, Kind: st.res.GVR.Resource, UID: m.GetUID()}}, outJSON)
+			Details: &metav1.StatusDetails{Name: m.GetName(), Group: st.Resource.GVR.Group, Kind: st.Resource.GVR.Resource, UID: m.GetUID()}}, outJSON)
 		return nil
 	case "deletecollection":
 		return s.serveDeleteCollection(ctx, rq, st)
@@ -443,6 +443,11 @@ func (s *Server) decodeRequest(rq *request, res *registry.Resource) (runtime.Obj
 		return nil, err
 	}
 	return obj, nil
+}
+
+// write is what the store needs of rq for a create, update or delete.
+func (rq *request) write() *registry.WriteRequest {
+	return &registry.WriteRequest{Namespace: rq.info.namespace, Subresource: rq.info.subresource, User: rq.user, DryRun: rq.dryRun, Warn: rq.addWarnings}
 }
 
 func (rq *request) addWarnings(ws []string) {
@@ -495,9 +500,9 @@ func (s *Server) deleteOptions(rq *request) (*metav1.DeleteOptions, error) {
 	return opts, nil
 }
 
-// listOptions reads selectors and paging from the query.
-func (st *store) listOptions(q url.Values) (storage.ListOptions, error) {
-	pred, err := st.predicate(q.Get("labelSelector"), q.Get("fieldSelector"))
+// listOptions reads selectors and paging from the query of a list of st.
+func listOptions(st *registry.Store, q url.Values) (storage.ListOptions, error) {
+	pred, err := st.Predicate(q.Get("labelSelector"), q.Get("fieldSelector"))
 	if err != nil {
 		return storage.ListOptions{}, err
 	}
@@ -521,49 +526,49 @@ func (st *store) listOptions(q url.Values) (storage.ListOptions, error) {
 	return opts, nil
 }
 
-func (s *Server) serveList(ctx context.Context, rq *request, st *store) error {
-	opts, err := st.listOptions(rq.query)
+func (s *Server) serveList(ctx context.Context, rq *request, st *registry.Store) error {
+	opts, err := listOptions(st, rq.query)
 	if err != nil {
 		return err
 	}
-	if st.res.Custom != nil {
+	if st.Resource.Custom != nil {
 		return s.serveCustomList(ctx, rq, st, opts) // customlist.go
 	}
-	list, err := st.s.List(ctx, st.prefix(rq.info.namespace), opts)
+	list, err := st.Storage.List(ctx, st.Prefix(rq.info.namespace), opts)
 	if err != nil {
 		if errors.Is(err, storage.ErrExpired) && opts.Continue != "" {
 			return apierrors.NewResourceExpired("the provided continue parameter is too old to display a consistent list result; start a new list without it")
 		}
-		return st.apiError(err, "")
+		return st.APIError(err, "")
 	}
 	return s.respond(rq, http.StatusOK, list)
 }
 
-func (s *Server) serveDeleteCollection(ctx context.Context, rq *request, st *store) error {
+func (s *Server) serveDeleteCollection(ctx context.Context, rq *request, st *registry.Store) error {
 	opts, err := s.deleteOptions(rq)
 	if err != nil {
 		return err
 	}
-	lopts, err := st.listOptions(rq.query)
+	lopts, err := listOptions(st, rq.query)
 	if err != nil {
 		return err
 	}
 	lopts.Limit, lopts.Continue, lopts.ResourceVersion = 0, "", ""
-	list, err := st.s.List(ctx, st.prefix(rq.info.namespace), lopts)
+	list, err := st.Storage.List(ctx, st.Prefix(rq.info.namespace), lopts)
 	if err != nil {
-		return st.apiError(err, "")
+		return st.APIError(err, "")
 	}
 	items, err := listItems(list)
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
 	for _, it := range items {
-		m := objMeta(it)
+		m := registry.ObjMeta(it)
 		irq := *rq
 		ii := *rq.info
 		ii.namespace, ii.name, ii.verb = m.GetNamespace(), m.GetName(), "delete"
 		irq.info = &ii
-		if _, _, err := st.delete(ctx, &irq, m.GetName(), opts); err != nil && !apierrors.IsNotFound(err) {
+		if _, _, err := st.Delete(ctx, irq.write(), m.GetName(), opts); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
 	}
@@ -571,9 +576,9 @@ func (s *Server) serveDeleteCollection(ctx context.Context, rq *request, st *sto
 	return nil
 }
 
-func (s *Server) serveWatch(ctx context.Context, rq *request, st *store) error {
+func (s *Server) serveWatch(ctx context.Context, rq *request, st *registry.Store) error {
 	q := rq.query
-	pred, err := st.predicate(q.Get("labelSelector"), q.Get("fieldSelector"))
+	pred, err := st.Predicate(q.Get("labelSelector"), q.Get("fieldSelector"))
 	if err != nil {
 		return err
 	}
@@ -603,7 +608,7 @@ func (s *Server) serveWatch(ctx context.Context, rq *request, st *store) error {
 
 	w := rq.w
 	flusher, _ := w.(http.Flusher)
-	enc := newWatchEncoder(w, rq.format == outProtobuf && protobufCapable(st.res))
+	enc := newWatchEncoder(w, rq.format == outProtobuf && protobufCapable(st.Resource))
 	started := false
 	start := func() {
 		if !started {
@@ -622,7 +627,7 @@ func (s *Server) serveWatch(ctx context.Context, rq *request, st *store) error {
 			}
 			out = o
 		} else if t == watch.Bookmark {
-			ensureKind(obj, st.res.GVK())
+			ensureKind(obj, st.Resource.GVK())
 		}
 		return enc.encode(t, out)
 	}
@@ -638,9 +643,9 @@ func (s *Server) serveWatch(ctx context.Context, rq *request, st *store) error {
 	// sendInitialEvents: the current state as ADDED events, then a bookmark marking its
 	// end, then changes from the revision that state was read at.
 	if initial {
-		list, err := st.s.List(ctx, st.prefix(rq.info.namespace), storage.ListOptions{Predicate: pred})
+		list, err := st.Storage.List(ctx, st.Prefix(rq.info.namespace), storage.ListOptions{Predicate: pred})
 		if err != nil {
-			sendErr(st.apiError(err, ""))
+			sendErr(st.APIError(err, ""))
 			return nil
 		}
 		items, err := listItems(list)
@@ -654,9 +659,9 @@ func (s *Server) serveWatch(ctx context.Context, rq *request, st *store) error {
 		}
 		lm, _ := metaList(list)
 		rv = lm
-		bm := st.res.NewFunc()
-		objMeta(bm).SetResourceVersion(rv)
-		objMeta(bm).SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+		bm := st.Resource.NewFunc()
+		registry.ObjMeta(bm).SetResourceVersion(rv)
+		registry.ObjMeta(bm).SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
 		if err := send(watch.Bookmark, bm); err != nil {
 			return nil
 		}
@@ -668,17 +673,17 @@ func (s *Server) serveWatch(ctx context.Context, rq *request, st *store) error {
 	// Built-in objects sent as they are stored (no Table, metadata-only or version
 	// view) share their encodings with the other watchers of each event: each event is
 	// encoded once per content type, not once per watcher (watchencode.go).
-	shared := (rq.format == outJSON || rq.format == outProtobuf || rq.format == outYAML) && st.res.Custom == nil
-	wi, err := st.s.Watch(ctx, st.prefix(rq.info.namespace), storage.WatchOptions{ResourceVersion: rv, Predicate: pred, AllowBookmarks: bookmarks,
-		IndexValue: st.indexValue(q.Get("fieldSelector")), SharedEncodings: shared})
+	shared := (rq.format == outJSON || rq.format == outProtobuf || rq.format == outYAML) && st.Resource.Custom == nil
+	wi, err := st.Storage.Watch(ctx, st.Prefix(rq.info.namespace), storage.WatchOptions{ResourceVersion: rv, Predicate: pred, AllowBookmarks: bookmarks,
+		IndexValue: st.IndexValue(q.Get("fieldSelector")), SharedEncodings: shared})
 	if err != nil {
 		// Upstream answers an expired resourceVersion with an ERROR event, which makes
 		// reflectors relist; other errors are plain statuses.
 		if errors.Is(err, storage.ErrExpired) || started {
-			sendErr(st.apiError(err, ""))
+			sendErr(st.APIError(err, ""))
 			return nil
 		}
-		return st.apiError(err, "")
+		return st.APIError(err, "")
 	}
 	defer wi.Stop()
 	start()

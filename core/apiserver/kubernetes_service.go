@@ -41,8 +41,8 @@ func (s *Server) ensureKubernetesService(ctx context.Context, listenHost string,
 		},
 	}
 	defaults.Default(svc)
-	svcStore.prepareForCreate(svc, metav1.Now())
-	if _, err := svcStore.s.Create(ctx, svcStore.key(svc.Namespace, svc.Name), svc); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
+	svcStore.PrepareForCreate(svc, metav1.Now())
+	if _, err := svcStore.Storage.Create(ctx, svcStore.Key(svc.Namespace, svc.Name), svc); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
 		return fmt.Errorf("create service default/kubernetes: %w", err)
 	}
 
@@ -57,8 +57,8 @@ func (s *Server) ensureKubernetesService(ctx context.Context, listenHost string,
 		Addresses: []corev1.EndpointAddress{{IP: addr}},
 		Ports:     []corev1.EndpointPort{{Name: "https", Port: int32(port), Protocol: corev1.ProtocolTCP}},
 	}}
-	key := epStore.key(metav1.NamespaceDefault, "kubernetes")
-	_, err = epStore.s.GuaranteedUpdate(ctx, key, nil, func(cur runtime.Object) (runtime.Object, error) {
+	key := epStore.Key(metav1.NamespaceDefault, "kubernetes")
+	_, err = epStore.Storage.GuaranteedUpdate(ctx, key, nil, func(cur runtime.Object) (runtime.Object, error) {
 		ep := cur.DeepCopyObject().(*corev1.Endpoints)
 		ep.Subsets = want
 		return ep, nil
@@ -66,8 +66,8 @@ func (s *Server) ensureKubernetesService(ctx context.Context, listenHost string,
 	if errors.Is(err, storage.ErrNotFound) {
 		ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: metav1.NamespaceDefault,
 			Labels: map[string]string{"endpointslice.kubernetes.io/skip-mirror": "true"}}, Subsets: want}
-		epStore.prepareForCreate(ep, metav1.Now())
-		_, err = epStore.s.Create(ctx, key, ep)
+		epStore.PrepareForCreate(ep, metav1.Now())
+		_, err = epStore.Storage.Create(ctx, key, ep)
 		if errors.Is(err, storage.ErrAlreadyExists) {
 			err = nil // another server made it at the same moment
 		}
@@ -97,8 +97,8 @@ func (s *Server) ensureKubernetesEndpointSlice(ctx context.Context, addr string,
 		es.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{addr}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}}
 		es.Ports = []discoveryv1.EndpointPort{{Name: &name, Port: &port, Protocol: &proto}}
 	}
-	key := st.key(metav1.NamespaceDefault, "kubernetes")
-	_, err := st.s.GuaranteedUpdate(ctx, key, nil, func(cur runtime.Object) (runtime.Object, error) {
+	key := st.Key(metav1.NamespaceDefault, "kubernetes")
+	_, err := st.Storage.GuaranteedUpdate(ctx, key, nil, func(cur runtime.Object) (runtime.Object, error) {
 		es := cur.DeepCopyObject().(*discoveryv1.EndpointSlice)
 		want(es)
 		return es, nil
@@ -106,8 +106,8 @@ func (s *Server) ensureKubernetesEndpointSlice(ctx context.Context, addr string,
 	if errors.Is(err, storage.ErrNotFound) {
 		es := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: metav1.NamespaceDefault}}
 		want(es)
-		st.prepareForCreate(es, metav1.Now())
-		_, err = st.s.Create(ctx, key, es)
+		st.PrepareForCreate(es, metav1.Now())
+		_, err = st.Storage.Create(ctx, key, es)
 		if errors.Is(err, storage.ErrAlreadyExists) {
 			err = nil
 		}

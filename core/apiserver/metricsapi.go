@@ -177,19 +177,19 @@ func (s *Server) serveMetrics(ctx context.Context, rq *request) error {
 func (s *Server) listObjects(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, q url.Values) ([]any, error) {
 	st := s.stores[gvr]
 	if name != "" {
-		obj, err := st.s.Get(ctx, st.key(ns, name))
+		obj, err := st.Storage.Get(ctx, st.Key(ns, name))
 		if err != nil {
-			return nil, st.apiError(err, name)
+			return nil, st.APIError(err, name)
 		}
 		return []any{obj}, nil
 	}
-	pred, err := st.predicate(q.Get("labelSelector"), q.Get("fieldSelector"))
+	pred, err := st.Predicate(q.Get("labelSelector"), q.Get("fieldSelector"))
 	if err != nil {
 		return nil, err
 	}
-	list, err := st.s.List(ctx, st.prefix(ns), storage.ListOptions{Predicate: pred})
+	list, err := st.Storage.List(ctx, st.Prefix(ns), storage.ListOptions{Predicate: pred})
 	if err != nil {
-		return nil, st.apiError(err, "")
+		return nil, st.APIError(err, "")
 	}
 	items, err := listItems(list)
 	if err != nil {
@@ -260,7 +260,7 @@ func (s *Server) servePodMetrics(ctx context.Context, rq *request) error {
 	var nodes []*corev1.Node
 	nst := s.stores[corev1.SchemeGroupVersion.WithResource("nodes")]
 	for name := range nodeNames {
-		if obj, err := nst.s.Get(ctx, nst.key("", name)); err == nil {
+		if obj, err := nst.Storage.Get(ctx, nst.Key("", name)); err == nil {
 			nodes = append(nodes, obj.(*corev1.Node))
 		}
 	}

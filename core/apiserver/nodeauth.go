@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 	"github.com/wasmkube/wasmkube/core/storage"
 )
 
@@ -193,7 +194,9 @@ func newNodeGraph(ctx context.Context, s *Server) *nodeGraph {
 	return g
 }
 
-func (g *nodeGraph) pods() *store { return g.s.stores[corev1.SchemeGroupVersion.WithResource("pods")] }
+func (g *nodeGraph) pods() *registry.Store {
+	return g.s.stores[corev1.SchemeGroupVersion.WithResource("pods")]
+}
 
 func (g *nodeGraph) run(ctx context.Context) {
 	for ctx.Err() == nil {
@@ -208,7 +211,7 @@ func (g *nodeGraph) run(ctx context.Context) {
 
 func (g *nodeGraph) listAndWatch(ctx context.Context) error {
 	st := g.pods()
-	list, err := st.s.List(ctx, st.prefix(""), storage.ListOptions{})
+	list, err := st.Storage.List(ctx, st.Prefix(""), storage.ListOptions{})
 	if err != nil {
 		return err
 	}
@@ -228,7 +231,7 @@ func (g *nodeGraph) listAndWatch(ctx context.Context) error {
 	}
 	g.mu.Unlock()
 	g.once.Do(func() { close(g.synced) })
-	w, err := st.s.Watch(ctx, st.prefix(""), storage.WatchOptions{ResourceVersion: lm.GetResourceVersion()})
+	w, err := st.Storage.Watch(ctx, st.Prefix(""), storage.WatchOptions{ResourceVersion: lm.GetResourceVersion()})
 	if err != nil {
 		return err
 	}
@@ -294,7 +297,7 @@ func (g *nodeGraph) references(ctx context.Context, node string, r refKey) bool 
 		return true
 	}
 	st := g.pods()
-	list, err := st.s.List(ctx, st.prefix(r.namespace), storage.ListOptions{Predicate: func(o runtime.Object) bool {
+	list, err := st.Storage.List(ctx, st.Prefix(r.namespace), storage.ListOptions{Predicate: func(o runtime.Object) bool {
 		return o.(*corev1.Pod).Spec.NodeName == node
 	}})
 	if err != nil {
@@ -320,7 +323,7 @@ func (g *nodeGraph) podBound(ctx context.Context, node, ns, name string) bool {
 		return true
 	}
 	st := g.pods()
-	obj, err := st.s.Get(ctx, st.key(ns, name))
+	obj, err := st.Storage.Get(ctx, st.Key(ns, name))
 	if err != nil {
 		return errors.Is(err, storage.ErrNotFound)
 	}

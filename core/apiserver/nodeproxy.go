@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 )
 
 // proxyVerbs authorize nodes/proxy by method, as upstream's RequestInfoFactory does.
@@ -21,12 +23,12 @@ var proxyVerbs = map[string]string{
 // PATH (stats/summary, metrics, healthz, containerLogs/...), as upstream's node proxy does:
 // authorized as nodes/proxy with the method's verb, sent over the kubelet client
 // certificate the log, exec and metrics proxies use (reverseProxy).
-func (s *Server) serveNodeProxy(rq *request, st *store) error {
+func (s *Server) serveNodeProxy(rq *request, st *registry.Store) error {
 	ctx := rq.r.Context()
 	name := rq.info.name
-	obj, err := st.s.Get(ctx, st.key("", name))
+	obj, err := st.Storage.Get(ctx, st.Key("", name))
 	if err != nil {
-		return st.apiError(err, name)
+		return st.APIError(err, name)
 	}
 	addr, err := kubeletAddress(obj.(*corev1.Node))
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 	"github.com/wasmkube/wasmkube/core/storage"
 )
 
@@ -19,7 +20,7 @@ import (
 // reason). A namespace the cache has not seen yet (created a moment ago) is read from
 // storage.
 type nsCache struct {
-	st *store
+	st *registry.Store
 	mu sync.RWMutex
 	m  map[string]*corev1.Namespace
 	// live names namespaces being deleted, read from storage until the time given: the
@@ -48,7 +49,7 @@ func (c *nsCache) forceLive(name string) {
 // run follows the namespaces until ctx ends, re-watching after errors.
 func (c *nsCache) run(ctx context.Context) {
 	for ctx.Err() == nil {
-		w, err := c.st.s.Watch(ctx, storage.Prefix("namespaces", ""), storage.WatchOptions{})
+		w, err := c.st.Storage.Watch(ctx, storage.Prefix("namespaces", ""), storage.WatchOptions{})
 		if err != nil {
 			select {
 			case <-ctx.Done():
@@ -86,7 +87,7 @@ func (c *nsCache) get(ctx context.Context, name string) (*corev1.Namespace, erro
 	if ok {
 		return ns, nil
 	}
-	obj, err := c.st.s.Get(ctx, c.st.key("", name))
+	obj, err := c.st.Storage.Get(ctx, c.st.Key("", name))
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %s", admission.ErrNamespaceNotFound, name)
 	}

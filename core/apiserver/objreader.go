@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 	"github.com/wasmkube/wasmkube/core/storage"
 )
 
@@ -24,15 +25,15 @@ import (
 type objectReader struct {
 	s      *Server
 	ctx    context.Context
-	byName map[string]*store
+	byName map[string]*registry.Store
 	mu     sync.Mutex
 	caches map[string]*objectCache
 }
 
 func newObjectReader(ctx context.Context, s *Server) *objectReader {
-	r := &objectReader{s: s, ctx: ctx, byName: map[string]*store{}, caches: map[string]*objectCache{}}
+	r := &objectReader{s: s, ctx: ctx, byName: map[string]*registry.Store{}, caches: map[string]*objectCache{}}
 	for gvr, st := range s.stores {
-		if st.res.StoredAs != nil {
+		if st.Resource.StoredAs != nil {
 			// A version view (versions.go) shares its resource name with the stored
 			// version: policies read the stored one, as they always did.
 			continue
@@ -48,10 +49,10 @@ func (r *objectReader) Resource(res string) (schema.GroupVersionKind, bool, bool
 	if !ok {
 		return schema.GroupVersionKind{}, false, false
 	}
-	return st.res.GVK(), st.res.Namespaced, true
+	return st.Resource.GVK(), st.Resource.Namespaced, true
 }
 
-func (r *objectReader) cache(ctx context.Context, res string) (*objectCache, *store, error) {
+func (r *objectReader) cache(ctx context.Context, res string) (*objectCache, *registry.Store, error) {
 	st, ok := r.byName[res]
 	if !ok {
 		return nil, nil, fmt.Errorf("resource %q is not served", res)
@@ -88,11 +89,11 @@ func (r *objectReader) Get(ctx context.Context, res, ns, name string) (runtime.O
 	if err != nil {
 		return nil, err
 	}
-	if !st.res.Namespaced {
+	if !st.Resource.Namespaced {
 		ns = ""
 	}
 	c.mu.RLock()
-	obj, ok := c.m[st.key(ns, name)]
+	obj, ok := c.m[st.Key(ns, name)]
 	c.mu.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("%w: %s %s/%s", admission.ErrNotFound, res, ns, name)
@@ -106,7 +107,7 @@ func (r *objectReader) List(ctx context.Context, res, ns string) ([]runtime.Obje
 	if err != nil {
 		return nil, err
 	}
-	prefix := st.prefix(ns)
+	prefix := st.Prefix(ns)
 	c.mu.RLock()
 	var keys []string
 	for k := range c.m {
@@ -125,7 +126,7 @@ func (r *objectReader) List(ctx context.Context, res, ns string) ([]runtime.Obje
 
 // objectCache is every object of one resource, by key, from a list and a watch.
 type objectCache struct {
-	st       *store
+	st       *registry.Store
 	mu       sync.RWMutex
 	m        map[string]runtime.Object
 	synced   chan struct{}
@@ -152,7 +153,7 @@ func (c *objectCache) run(ctx context.Context) {
 }
 
 func (c *objectCache) listAndWatch(ctx context.Context) error {
-	list, err := c.st.s.List(ctx, c.st.prefix(""), storage.ListOptions{})
+	list, err := c.st.Storage.List(ctx, c.st.Prefix(""), storage.ListOptions{})
 	if err != nil {
 		return err
 	}
@@ -166,15 +167,15 @@ func (c *objectCache) listAndWatch(ctx context.Context) error {
 	}
 	m := make(map[string]runtime.Object, len(items))
 	for _, it := range items {
-		om := objMeta(it)
-		m[c.st.key(om.GetNamespace(), om.GetName())] = it
+		om := registry.ObjMeta(it)
+		m[c.st.Key(om.GetNamespace(), om.GetName())] = it
 	}
 	c.mu.Lock()
 	c.m = m
 	c.mu.Unlock()
 	c.syncOnce.Do(func() { close(c.synced) })
 	c.notify()
-	w, err := c.st.s.Watch(ctx, c.st.prefix(""), storage.WatchOptions{ResourceVersion: lm.GetResourceVersion()})
+	w, err := c.st.Storage.Watch(ctx, c.st.Prefix(""), storage.WatchOptions{ResourceVersion: lm.GetResourceVersion()})
 	if err != nil {
 		return err
 	}
@@ -187,7 +188,7 @@ func (c *objectCache) listAndWatch(ctx context.Context) error {
 		if err != nil {
 			continue
 		}
-		key := c.st.key(om.GetNamespace(), om.GetName())
+		key := c.st.Key(om.GetNamespace(), om.GetName())
 		c.mu.Lock()
 		if ev.Type == watch.Deleted {
 			delete(c.m, key)

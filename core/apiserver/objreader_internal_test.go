@@ -13,9 +13,9 @@ import (
 // HorizontalPodAutoscaler is a view of the stored autoscaling/v2, versions.go) is read by
 // policies in its stored version, whatever order the server's stores are walked in.
 func TestObjectReaderReadsStoredVersion(t *testing.T) {
-	s := &Server{stores: map[schema.GroupVersionResource]*store{
-		registry.HPAV1.GVR: {res: registry.HPAV1},
-		registry.HPAV2.GVR: {res: registry.HPAV2},
+	s := &Server{stores: map[schema.GroupVersionResource]*registry.Store{
+		registry.HPAV1.GVR: {Resource: registry.HPAV1},
+		registry.HPAV2.GVR: {Resource: registry.HPAV2},
 	}}
 	// The stores map is walked in a random order: enough tries that a reader picking the
 	// view on some walks is caught.

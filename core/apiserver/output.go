@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/printers"
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 )
 
 // ensureKind sets apiVersion/kind when the object has none (stored objects already do;
@@ -96,7 +97,7 @@ func (s *Server) transform(rq *request, obj runtime.Object) (any, error) {
 	if lm != nil {
 		t.ResourceVersion, t.Continue, t.RemainingItemCount = lm.GetResourceVersion(), lm.GetContinue(), lm.GetRemainingItemCount()
 	} else {
-		t.ResourceVersion = objMeta(obj).GetResourceVersion()
+		t.ResourceVersion = registry.ObjMeta(obj).GetResourceVersion()
 	}
 	include := rq.query.Get("includeObject")
 	for i := range t.Rows {

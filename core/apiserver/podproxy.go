@@ -16,6 +16,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 	"github.com/wasmkube/wasmkube/core/storage"
 )
 
@@ -31,8 +32,8 @@ import (
 // and other nodes' pods through the routes the network backend installs (kubelet/overlay).
 
 // serveProxy answers the proxy subresource of nodes (nodeproxy.go), pods and services.
-func (s *Server) serveProxy(rq *request, st *store) error {
-	switch st.res.GVR.Resource {
+func (s *Server) serveProxy(rq *request, st *registry.Store) error {
+	switch st.Resource.GVR.Resource {
 	case "pods":
 		return s.servePodProxy(rq, st)
 	case "services":
@@ -78,15 +79,15 @@ func proxyableIP(ip string) error {
 }
 
 // servePodProxy answers pods/proxy.
-func (s *Server) servePodProxy(rq *request, st *store) error {
+func (s *Server) servePodProxy(rq *request, st *registry.Store) error {
 	ns, id := rq.info.namespace, rq.info.name
 	scheme, name, port, ok := splitSchemeNamePort(id)
 	if !ok {
 		return apierrors.NewBadRequest(fmt.Sprintf("invalid pod request %q", id))
 	}
-	obj, err := st.s.Get(rq.r.Context(), st.key(ns, name))
+	obj, err := st.Storage.Get(rq.r.Context(), st.Key(ns, name))
 	if err != nil {
-		return st.apiError(err, name)
+		return st.APIError(err, name)
 	}
 	pod := obj.(*corev1.Pod)
 	if pod.Status.PodIP == "" {
@@ -106,16 +107,16 @@ func (s *Server) servePodProxy(rq *request, st *store) error {
 }
 
 // serveServiceProxy answers services/proxy through a ready endpoint, picked at random.
-func (s *Server) serveServiceProxy(rq *request, st *store) error {
+func (s *Server) serveServiceProxy(rq *request, st *registry.Store) error {
 	ctx := rq.r.Context()
 	ns, id := rq.info.namespace, rq.info.name
 	scheme, name, port, ok := splitSchemeNamePort(id)
 	if !ok {
 		return apierrors.NewBadRequest(fmt.Sprintf("invalid service request %q", id))
 	}
-	obj, err := st.s.Get(ctx, st.key(ns, name))
+	obj, err := st.Storage.Get(ctx, st.Key(ns, name))
 	if err != nil {
-		return st.apiError(err, name)
+		return st.APIError(err, name)
 	}
 	svc := obj.(*corev1.Service)
 	// A port number names the service port with that number: its name is what the
@@ -134,7 +135,7 @@ func (s *Server) serveServiceProxy(rq *request, st *store) error {
 		}
 	}
 	slices := s.stores[discoveryv1.SchemeGroupVersion.WithResource("endpointslices")]
-	list, err := slices.s.List(ctx, slices.prefix(ns), storage.ListOptions{ResourceVersion: "0"})
+	list, err := slices.Storage.List(ctx, slices.Prefix(ns), storage.ListOptions{ResourceVersion: "0"})
 	if err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("service %s/%s: list endpointslices: %w", ns, name, err))
 	}

@@ -70,7 +70,7 @@ func (p *policyAdmission) List(ctx context.Context, ns string) ([]*corev1.Resour
 		return nil, err
 	}
 	st := p.s.stores[quotaGVR]
-	list, err := st.s.List(ctx, st.prefix(ns), storage.ListOptions{})
+	list, err := st.Storage.List(ctx, st.Prefix(ns), storage.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func (p *policyAdmission) List(ctx context.Context, ns string) ([]*corev1.Resour
 func (p *policyAdmission) UpdateStatus(ctx context.Context, q *corev1.ResourceQuota) error {
 	st := p.s.stores[quotaGVR]
 	rv := q.ResourceVersion
-	_, err := st.s.GuaranteedUpdate(ctx, st.key(q.Namespace, q.Name), &storage.Preconditions{ResourceVersion: &rv}, func(cur runtime.Object) (runtime.Object, error) {
+	_, err := st.Storage.GuaranteedUpdate(ctx, st.Key(q.Namespace, q.Name), &storage.Preconditions{ResourceVersion: &rv}, func(cur runtime.Object) (runtime.Object, error) {
 		up := cur.(*corev1.ResourceQuota).DeepCopy()
 		up.Status = q.Status
 		return up, nil
@@ -138,9 +138,9 @@ func (s *Server) seedPriorityClasses(ctx context.Context) error {
 		if name == "system-node-critical" {
 			pc.Description = "Used for system critical pods that must not be moved from their current node."
 		}
-		st.prepareForCreate(pc, metav1.Now())
+		st.PrepareForCreate(pc, metav1.Now())
 		defaults.Default(pc)
-		if _, err := st.s.Create(ctx, st.key("", name), pc); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
+		if _, err := st.Storage.Create(ctx, st.Key("", name), pc); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
 			return fmt.Errorf("apiserver: create priority class %s: %w", name, err)
 		}
 	}

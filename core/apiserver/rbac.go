@@ -94,7 +94,7 @@ func (r *rbacAuthorizer) clusterRole(name string) (*rbacv1.ClusterRole, bool) {
 	c := r.clusterRoles
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	o, ok := c.m[c.st.key("", name)]
+	o, ok := c.m[c.st.Key("", name)]
 	if !ok {
 		return nil, false
 	}
@@ -105,7 +105,7 @@ func (r *rbacAuthorizer) role(ns, name string) (*rbacv1.Role, bool) {
 	c := r.roles
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	o, ok := c.m[c.st.key(ns, name)]
+	o, ok := c.m[c.st.Key(ns, name)]
 	if !ok {
 		return nil, false
 	}
@@ -114,7 +114,7 @@ func (r *rbacAuthorizer) role(ns, name string) (*rbacv1.Role, bool) {
 
 // objects returns the cached objects under ns ("" = all), in key order.
 func (c *objectCache) objects(ns string) []runtime.Object {
-	prefix := c.st.prefix(ns)
+	prefix := c.st.Prefix(ns)
 	c.mu.RLock()
 	keys := make([]string, 0, len(c.m))
 	for k := range c.m {
@@ -478,7 +478,7 @@ func (g *aggregator) reconcile(ctx context.Context) error {
 		if equality.Semantic.DeepEqual(want, cr.Rules) || len(want) == 0 && len(cr.Rules) == 0 {
 			continue
 		}
-		_, err = st.s.GuaranteedUpdate(ctx, st.key("", cr.Name), nil, func(cur runtime.Object) (runtime.Object, error) {
+		_, err = st.Storage.GuaranteedUpdate(ctx, st.Key("", cr.Name), nil, func(cur runtime.Object) (runtime.Object, error) {
 			next := cur.DeepCopyObject().(*rbacv1.ClusterRole)
 			next.Rules = want
 			return next, nil

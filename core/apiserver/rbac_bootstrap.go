@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-helpers/auth/rbac/reconciliation"
 
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 	"github.com/wasmkube/wasmkube/core/storage"
 )
 
@@ -334,31 +335,31 @@ func retryConflict(fn func() error) error {
 }
 
 // storeErr turns storage errors into the API errors the reconciler tests for.
-func storeErr(st *store, err error, name string) error {
+func storeErr(st *registry.Store, err error, name string) error {
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, storage.ErrNotFound):
-		return apierrors.NewNotFound(st.res.GVR.GroupResource(), name)
+		return apierrors.NewNotFound(st.Resource.GVR.GroupResource(), name)
 	case errors.Is(err, storage.ErrAlreadyExists):
-		return apierrors.NewAlreadyExists(st.res.GVR.GroupResource(), name)
+		return apierrors.NewAlreadyExists(st.Resource.GVR.GroupResource(), name)
 	case errors.Is(err, storage.ErrConflict):
-		return apierrors.NewConflict(st.res.GVR.GroupResource(), name, err)
+		return apierrors.NewConflict(st.Resource.GVR.GroupResource(), name, err)
 	}
 	return err
 }
 
-func storeCreate(ctx context.Context, st *store, obj runtime.Object) (runtime.Object, error) {
-	m := objMeta(obj)
-	st.prepareForCreate(obj, metav1.Now())
-	out, err := st.s.Create(ctx, st.key(m.GetNamespace(), m.GetName()), obj)
+func storeCreate(ctx context.Context, st *registry.Store, obj runtime.Object) (runtime.Object, error) {
+	m := registry.ObjMeta(obj)
+	st.PrepareForCreate(obj, metav1.Now())
+	out, err := st.Storage.Create(ctx, st.Key(m.GetNamespace(), m.GetName()), obj)
 	return out, storeErr(st, err, m.GetName())
 }
 
-func storeUpdate(ctx context.Context, st *store, obj runtime.Object) (runtime.Object, error) {
-	m := objMeta(obj)
+func storeUpdate(ctx context.Context, st *registry.Store, obj runtime.Object) (runtime.Object, error) {
+	m := registry.ObjMeta(obj)
 	rv := m.GetResourceVersion()
-	out, err := st.s.GuaranteedUpdate(ctx, st.key(m.GetNamespace(), m.GetName()), &storage.Preconditions{ResourceVersion: &rv},
+	out, err := st.Storage.GuaranteedUpdate(ctx, st.Key(m.GetNamespace(), m.GetName()), &storage.Preconditions{ResourceVersion: &rv},
 		func(runtime.Object) (runtime.Object, error) { return obj, nil })
 	return out, storeErr(st, err, m.GetName())
 }
@@ -366,11 +367,11 @@ func storeUpdate(ctx context.Context, st *store, obj runtime.Object) (runtime.Ob
 // storeRoleModifier is the reconciler's client for ClusterRoles, on the store.
 type storeRoleModifier struct {
 	ctx context.Context
-	st  *store
+	st  *registry.Store
 }
 
 func (c *storeRoleModifier) Get(_, name string) (reconciliation.RuleOwner, error) {
-	obj, err := c.st.s.Get(c.ctx, c.st.key("", name))
+	obj, err := c.st.Storage.Get(c.ctx, c.st.Key("", name))
 	if err != nil {
 		return nil, storeErr(c.st, err, name)
 	}
@@ -396,11 +397,11 @@ func (c *storeRoleModifier) Update(in reconciliation.RuleOwner) (reconciliation.
 // storeBindingModifier is the reconciler's client for ClusterRoleBindings.
 type storeBindingModifier struct {
 	ctx context.Context
-	st  *store
+	st  *registry.Store
 }
 
 func (c *storeBindingModifier) Get(_, name string) (reconciliation.RoleBinding, error) {
-	obj, err := c.st.s.Get(c.ctx, c.st.key("", name))
+	obj, err := c.st.Storage.Get(c.ctx, c.st.Key("", name))
 	if err != nil {
 		return nil, storeErr(c.st, err, name)
 	}
@@ -424,6 +425,6 @@ func (c *storeBindingModifier) Update(in reconciliation.RoleBinding) (reconcilia
 }
 
 func (c *storeBindingModifier) Delete(_, name string, uid types.UID) error {
-	_, err := c.st.s.Delete(c.ctx, c.st.key("", name), &storage.Preconditions{UID: &uid})
+	_, err := c.st.Storage.Delete(c.ctx, c.st.Key("", name), &storage.Preconditions{UID: &uid})
 	return storeErr(c.st, err, name)
 }

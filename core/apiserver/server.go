@@ -40,6 +40,9 @@ import (
 // DefaultListen is the address the server listens on unless told otherwise.
 const DefaultListen = "127.0.0.1:6443"
 
+// DefaultServiceCIDR is the range service cluster IPs are allocated from.
+const DefaultServiceCIDR = "10.96.0.0/16"
+
 // Options configure a Server.
 type Options struct {
 	// DataDir holds the PKI, tokens, admin.kubeconfig, join-token and (unless
@@ -91,7 +94,7 @@ type Server struct {
 	log     *slog.Logger
 	backend *storage.Backend
 	reg     registry.Table
-	stores  map[schema.GroupVersionResource]*store
+	stores  map[schema.GroupVersionResource]*registry.Store
 	// nodeStats caches the kubelets' stats summaries for metrics.k8s.io (metricsapi.go).
 	nodeStats nodeStatsCache
 	// crds are the custom resources, which change at run time (customresources.go).
@@ -169,7 +172,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s := &Server{
 		opts: opts, log: opts.Logger.With("component", "apiserver"), reg: registry.NewTable(),
-		stores: map[schema.GroupVersionResource]*store{}, metrics: newMetrics(),
+		stores: map[schema.GroupVersionResource]*registry.Store{}, metrics: newMetrics(),
 		metricsHandler: promhttp.Handler(), openapi: openapi.Handler(),
 		ready: make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}),
 		joinFailures:   newFailureLimiter(joinFailureRate, joinFailureBurst),
@@ -236,7 +239,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if s.chain, err = admission.NewChain(plugins...); err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
-	alloc, err := newServiceAllocator(opts.ServiceCIDR)
+	alloc, err := registry.NewServiceAllocator(opts.ServiceCIDR)
 	if err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
@@ -261,15 +264,15 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		if r.StoredAs != nil {
 			continue // a version view: made below, over the stored version's storage
 		}
-		st := &store{res: r, s: s.backend.ForResource(r.GVR.Resource, r.NewFunc, r.NewList, ropts...), chain: s.chain}
+		st := &registry.Store{Resource: r, Storage: s.backend.ForResource(r.GVR.Resource, r.NewFunc, r.NewList, ropts...), Chain: s.chain}
 		if r.Kind == "Service" {
-			st.alloc = alloc
+			st.Alloc = alloc
 		}
 		s.stores[r.GVR] = st
 	}
 	for _, r := range registry.Builtin() {
 		if r.StoredAs != nil {
-			s.stores[r.GVR] = &store{res: r, chain: s.chain, s: registry.ViewOf(r, s.stores[r.StoredAs.GVR].s)}
+			s.stores[r.GVR] = &registry.Store{Resource: r, Chain: s.chain, Storage: registry.ViewOf(r, s.stores[r.StoredAs.GVR].Storage)}
 		}
 	}
 	s.crds = newCustomResources(s)
@@ -354,12 +357,12 @@ func (s *Server) seedNamespaces(ctx context.Context) error {
 	st := s.stores[corev1.SchemeGroupVersion.WithResource("namespaces")]
 	for _, name := range []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease} {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		st.prepareForCreate(ns, metav1.Now())
+		st.PrepareForCreate(ns, metav1.Now())
 		defaults.Default(ns)
-		_, err := st.s.Create(ctx, st.key("", name), ns)
+		_, err := st.Storage.Create(ctx, st.Key("", name), ns)
 		if errors.Is(err, storage.ErrAlreadyExists) {
 			// A data dir from before the kubernetes.io/metadata.name label: add it.
-			_, err = st.s.GuaranteedUpdate(ctx, st.key("", name), nil, func(cur runtime.Object) (runtime.Object, error) {
+			_, err = st.Storage.GuaranteedUpdate(ctx, st.Key("", name), nil, func(cur runtime.Object) (runtime.Object, error) {
 				if cur.(*corev1.Namespace).Labels[corev1.LabelMetadataName] == name {
 					return cur, nil
 				}

@@ -66,11 +66,11 @@ func (s *Server) authenticateServiceAccount(ctx context.Context, token string, a
 		if res == "nodes" {
 			ns = ""
 		}
-		obj, err := st.s.Get(ctx, st.key(ns, name))
+		obj, err := st.Storage.Get(ctx, st.Key(ns, name))
 		if err != nil {
 			return nil, err
 		}
-		return objMeta(obj), nil
+		return registry.ObjMeta(obj), nil
 	}
 	sa, err := get("serviceaccounts", c.ServiceAccount.Name)
 	if err != nil {
@@ -102,7 +102,7 @@ func (s *Server) authenticateServiceAccount(ctx context.Context, token string, a
 
 // serveTokenRequest is POST serviceaccounts/NAME/token: a signed token for the account,
 // bound to a pod, secret or node when the request says so.
-func (s *Server) serveTokenRequest(ctx context.Context, rq *request, st *store) error {
+func (s *Server) serveTokenRequest(ctx context.Context, rq *request, st *registry.Store) error {
 	obj, err := s.decodeAs(rq, tokenRequestRes)
 	if err != nil {
 		return err
@@ -119,9 +119,9 @@ func (s *Server) serveTokenRequest(ctx context.Context, rq *request, st *store) 
 	if errs := validation.ValidateTokenRequest(tr); len(errs) > 0 {
 		return apierrors.NewInvalid(tokenRequestRes.GVK().GroupKind(), name, errs)
 	}
-	saObj, err := st.s.Get(ctx, st.key(ns, name))
+	saObj, err := st.Storage.Get(ctx, st.Key(ns, name))
 	if err != nil {
-		return st.apiError(err, name)
+		return st.APIError(err, name)
 	}
 	sa := saObj.(*corev1.ServiceAccount)
 	claims := serviceaccount.Claims{Namespace: ns, ServiceAccount: serviceaccount.Ref{Name: sa.Name, UID: string(sa.UID)}, Audiences: tr.Spec.Audiences}
@@ -133,13 +133,13 @@ func (s *Server) serveTokenRequest(ctx context.Context, rq *request, st *store) 
 		if b.Kind == "Node" {
 			bns = ""
 		}
-		bobj, err := bst.s.Get(ctx, bst.key(bns, b.Name))
+		bobj, err := bst.Storage.Get(ctx, bst.Key(bns, b.Name))
 		if err != nil {
-			return bst.apiError(err, b.Name)
+			return bst.APIError(err, b.Name)
 		}
-		m := objMeta(bobj)
+		m := registry.ObjMeta(bobj)
 		if b.UID != "" && b.UID != m.GetUID() {
-			return apierrors.NewConflict(bst.res.GVR.GroupResource(), b.Name, fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record (%s); the object might have been deleted and then recreated", b.UID, m.GetUID()))
+			return apierrors.NewConflict(bst.Resource.GVR.GroupResource(), b.Name, fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record (%s); the object might have been deleted and then recreated", b.UID, m.GetUID()))
 		}
 		ref := &serviceaccount.Ref{Name: m.GetName(), UID: string(m.GetUID())}
 		tr.Spec.BoundObjectRef.UID = m.GetUID()
@@ -150,7 +150,7 @@ func (s *Server) serveTokenRequest(ctx context.Context, rq *request, st *store) 
 				return apierrors.NewBadRequest(fmt.Sprintf("cannot bind token for serviceaccount %q to pod running with different serviceaccount name", sa.Name))
 			}
 			if node != "" && pod.Spec.NodeName != node {
-				return apierrors.NewForbidden(st.res.GVR.GroupResource(), name, fmt.Errorf("node %q may only request tokens for pods bound to it", node))
+				return apierrors.NewForbidden(st.Resource.GVR.GroupResource(), name, fmt.Errorf("node %q may only request tokens for pods bound to it", node))
 			}
 			claims.Pod = ref
 		case "Secret":
@@ -160,7 +160,7 @@ func (s *Server) serveTokenRequest(ctx context.Context, rq *request, st *store) 
 		}
 	}
 	if node != "" && claims.Pod == nil {
-		return apierrors.NewForbidden(st.res.GVR.GroupResource(), name, fmt.Errorf("node %q may only request tokens bound to pods", node))
+		return apierrors.NewForbidden(st.Resource.GVR.GroupResource(), name, fmt.Errorf("node %q may only request tokens bound to pods", node))
 	}
 	now := time.Now()
 	claims.IssuedAt, claims.Expiry = now, now.Add(time.Duration(*tr.Spec.ExpirationSeconds)*time.Second)
@@ -190,7 +190,7 @@ func (s *Server) getServiceAccount(ctx context.Context, ns, name string) (*corev
 	}
 	if errors.Is(err, admission.ErrNotFound) {
 		st := s.stores[corev1.SchemeGroupVersion.WithResource("serviceaccounts")]
-		if obj, err = st.s.Get(ctx, st.key(ns, name)); errors.Is(err, storage.ErrNotFound) {
+		if obj, err = st.Storage.Get(ctx, st.Key(ns, name)); errors.Is(err, storage.ErrNotFound) {
 			return nil, nil
 		}
 	}
@@ -215,14 +215,14 @@ func (s *Server) seedServiceAccounts(ctx context.Context, namespaces ...string) 
 	for _, ns := range namespaces {
 		now := metav1.Now()
 		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: admission.DefaultServiceAccountName, Namespace: ns}}
-		sas.prepareForCreate(sa, now)
-		if _, err := sas.s.Create(ctx, sas.key(ns, sa.Name), sa); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
+		sas.PrepareForCreate(sa, now)
+		if _, err := sas.Storage.Create(ctx, sas.Key(ns, sa.Name), sa); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
 			return fmt.Errorf("apiserver: create service account %s/default: %w", ns, err)
 		}
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: admission.RootCAConfigMap, Namespace: ns},
 			Data: map[string]string{"ca.crt": string(s.pki.caPEM)}}
-		cms.prepareForCreate(cm, now)
-		if _, err := cms.s.Create(ctx, cms.key(ns, cm.Name), cm); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
+		cms.PrepareForCreate(cm, now)
+		if _, err := cms.Storage.Create(ctx, cms.Key(ns, cm.Name), cm); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
 			return fmt.Errorf("apiserver: create configmap %s/%s: %w", ns, cm.Name, err)
 		}
 	}

@@ -25,6 +25,8 @@ import (
 	utilproxy "k8s.io/apimachinery/pkg/util/proxy"
 	proxy "k8s.io/apiserver/pkg/util/proxy"
 	"k8s.io/streaming/pkg/httpstream/wsstream"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 )
 
 // pods/exec, pods/attach and pods/portforward are proxied to the pod's kubelet as upstream
@@ -142,13 +144,13 @@ func queryBool(q url.Values, name string) (bool, error) {
 // serveStream proxies pods/exec, pods/attach and pods/portforward to the pod's kubelet.
 // Both GET (WebSocket) and POST (SPDY) are authorized as create, as upstream does since
 // websocket upgrades of these subresources became the default (1.30+).
-func (s *Server) serveStream(rq *request, st *store) error {
+func (s *Server) serveStream(rq *request, st *registry.Store) error {
 	ctx := rq.r.Context()
 	sub, name, ns := rq.info.subresource, rq.info.name, rq.info.namespace
 	t0 := time.Now()
-	obj, err := st.s.Get(ctx, st.key(ns, name))
+	obj, err := st.Storage.Get(ctx, st.Key(ns, name))
 	if err != nil {
-		return st.apiError(err, name)
+		return st.APIError(err, name)
 	}
 	pod := obj.(*corev1.Pod)
 	q := rq.query
@@ -205,9 +207,9 @@ func (s *Server) serveStream(rq *request, st *store) error {
 		return apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", name))
 	}
 	nst := s.stores[corev1.SchemeGroupVersion.WithResource("nodes")]
-	nobj, err := nst.s.Get(ctx, nst.key("", pod.Spec.NodeName))
+	nobj, err := nst.Storage.Get(ctx, nst.Key("", pod.Spec.NodeName))
 	if err != nil {
-		return nst.apiError(err, pod.Spec.NodeName)
+		return nst.APIError(err, pod.Spec.NodeName)
 	}
 	addr, err := kubeletAddress(nobj.(*corev1.Node))
 	if err != nil {

@@ -49,7 +49,7 @@ func (s *Server) decodeAs(rq *request, res *registry.Resource) (runtime.Object, 
 }
 
 // serveBinding sets spec.nodeName of an unbound pod (the scheduler's bind).
-func (s *Server) serveBinding(ctx context.Context, rq *request, st *store) error {
+func (s *Server) serveBinding(ctx context.Context, rq *request, st *registry.Store) error {
 	obj, err := s.decodeAs(rq, bindingRes)
 	if err != nil {
 		return err
@@ -74,13 +74,13 @@ func (s *Server) serveBinding(ctx context.Context, rq *request, st *store) error
 		uid := b.UID
 		pre = &storage.Preconditions{UID: &uid}
 	}
-	_, err = st.s.GuaranteedUpdate(ctx, st.key(rq.info.namespace, name), pre, func(cur runtime.Object) (runtime.Object, error) {
+	_, err = st.Storage.GuaranteedUpdate(ctx, st.Key(rq.info.namespace, name), pre, func(cur runtime.Object) (runtime.Object, error) {
 		pod := cur.DeepCopyObject().(*corev1.Pod)
 		if pod.DeletionTimestamp != nil {
-			return nil, apierrors.NewConflict(st.res.GVR.GroupResource(), name, errors.New("pod is being deleted, cannot be assigned to a host"))
+			return nil, apierrors.NewConflict(st.Resource.GVR.GroupResource(), name, errors.New("pod is being deleted, cannot be assigned to a host"))
 		}
 		if pod.Spec.NodeName != "" {
-			return nil, apierrors.NewConflict(st.res.GVR.GroupResource(), name, fmt.Errorf("pod %s is already assigned to node %q", name, pod.Spec.NodeName))
+			return nil, apierrors.NewConflict(st.Resource.GVR.GroupResource(), name, fmt.Errorf("pod %s is already assigned to node %q", name, pod.Spec.NodeName))
 		}
 		pod.Spec.NodeName = b.Target.Name
 		// As upstream: the Binding's annotations are copied onto the pod, so a scheduler
@@ -95,7 +95,7 @@ func (s *Server) serveBinding(ctx context.Context, rq *request, st *store) error
 		return pod, nil
 	})
 	if err != nil {
-		return st.apiError(err, name)
+		return st.APIError(err, name)
 	}
 	writeStatusSuccess(rq.w, http.StatusCreated, nil)
 	return nil
@@ -116,7 +116,7 @@ func setPodScheduled(pod *corev1.Pod) {
 }
 
 // serveEviction deletes a pod as requested by an Eviction, if its disruption budget allows.
-func (s *Server) serveEviction(ctx context.Context, rq *request, st *store) error {
+func (s *Server) serveEviction(ctx context.Context, rq *request, st *registry.Store) error {
 	obj, err := s.decodeAs(rq, evictionRes)
 	if err != nil {
 		return err
@@ -136,7 +136,7 @@ func (s *Server) serveEviction(ctx context.Context, rq *request, st *store) erro
 	ii := *rq.info
 	ii.subresource, ii.verb = "", "delete"
 	irq.info = &ii
-	if _, _, err := st.delete(ctx, &irq, rq.info.name, opts); err != nil {
+	if _, _, err := st.Delete(ctx, irq.write(), rq.info.name, opts); err != nil {
 		return err
 	}
 	writeStatusSuccess(rq.w, http.StatusCreated, nil)
@@ -181,7 +181,7 @@ func setReplicas(obj runtime.Object, n int32) {
 }
 
 func scaleOf(obj runtime.Object) *autoscalingv1.Scale {
-	m := objMeta(obj)
+	m := registry.ObjMeta(obj)
 	spec, status, sel := replicasOf(obj)
 	sc := &autoscalingv1.Scale{
 		TypeMeta: metav1.TypeMeta{APIVersion: "autoscaling/v1", Kind: "Scale"},
@@ -199,14 +199,14 @@ func scaleOf(obj runtime.Object) *autoscalingv1.Scale {
 }
 
 // serveScale serves the autoscaling/v1 Scale of deployments, replicasets and statefulsets.
-func (s *Server) serveScale(ctx context.Context, rq *request, st *store) error {
+func (s *Server) serveScale(ctx context.Context, rq *request, st *registry.Store) error {
 	name := rq.info.name
 	var toScale func(cur runtime.Object) (*autoscalingv1.Scale, error)
 	switch rq.info.verb {
 	case "get":
-		obj, err := st.s.Get(ctx, st.key(rq.info.namespace, name))
+		obj, err := st.Storage.Get(ctx, st.Key(rq.info.namespace, name))
 		if err != nil {
-			return st.apiError(err, name)
+			return st.APIError(err, name)
 		}
 		return writeScale(rq, scaleOf(obj))
 	case "update":
@@ -229,13 +229,13 @@ func (s *Server) serveScale(ctx context.Context, rq *request, st *store) error {
 			return out.(*autoscalingv1.Scale), nil
 		}
 	default:
-		return apierrors.NewMethodNotSupported(st.res.GVR.GroupResource(), rq.info.verb)
+		return apierrors.NewMethodNotSupported(st.Resource.GVR.GroupResource(), rq.info.verb)
 	}
 	irq := *rq
 	ii := *rq.info
 	ii.subresource = ""
 	irq.info = &ii
-	out, err := st.update(ctx, &irq, name, nil, func(cur runtime.Object) (runtime.Object, error) {
+	out, err := st.Update(ctx, irq.write(), name, nil, func(cur runtime.Object) (runtime.Object, error) {
 		sc, err := toScale(cur)
 		if err != nil {
 			return nil, err
@@ -244,8 +244,8 @@ func (s *Server) serveScale(ctx context.Context, rq *request, st *store) error {
 			return nil, apierrors.NewInvalid(scaleRes.GVK().GroupKind(), name, field.ErrorList{
 				field.Invalid(field.NewPath("spec", "replicas"), sc.Spec.Replicas, "must be greater than or equal to 0")})
 		}
-		if sc.ResourceVersion != "" && sc.ResourceVersion != objMeta(cur).GetResourceVersion() {
-			return nil, apierrors.NewConflict(st.res.GVR.GroupResource(), name, errors.New(optimisticLockMsg))
+		if sc.ResourceVersion != "" && sc.ResourceVersion != registry.ObjMeta(cur).GetResourceVersion() {
+			return nil, apierrors.NewConflict(st.Resource.GVR.GroupResource(), name, errors.New(registry.OptimisticLockMsg))
 		}
 		next := cur.DeepCopyObject()
 		setReplicas(next, sc.Spec.Replicas)
@@ -355,11 +355,11 @@ var logQueryParams = []string{"follow", "previous", "tailLines", "timestamps", "
 
 // servePodLog proxies GET pods/<name>/log to the pod's kubelet at
 // /containerLogs/<ns>/<pod>/<container>, streaming the answer.
-func (s *Server) servePodLog(ctx context.Context, rq *request, st *store) error {
+func (s *Server) servePodLog(ctx context.Context, rq *request, st *registry.Store) error {
 	name, ns := rq.info.name, rq.info.namespace
-	obj, err := st.s.Get(ctx, st.key(ns, name))
+	obj, err := st.Storage.Get(ctx, st.Key(ns, name))
 	if err != nil {
-		return st.apiError(err, name)
+		return st.APIError(err, name)
 	}
 	pod := obj.(*corev1.Pod)
 	container := rq.query.Get("container")
@@ -379,9 +379,9 @@ func (s *Server) servePodLog(ctx context.Context, rq *request, st *store) error 
 		return apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", name))
 	}
 	nst := s.stores[corev1.SchemeGroupVersion.WithResource("nodes")]
-	nobj, err := nst.s.Get(ctx, nst.key("", pod.Spec.NodeName))
+	nobj, err := nst.Storage.Get(ctx, nst.Key("", pod.Spec.NodeName))
 	if err != nil {
-		return nst.apiError(err, pod.Spec.NodeName)
+		return nst.APIError(err, pod.Spec.NodeName)
 	}
 	addr, err := kubeletAddress(nobj.(*corev1.Node))
 	if err != nil {

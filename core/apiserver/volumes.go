@@ -23,9 +23,9 @@ func (s *Server) seedStorageClasses(ctx context.Context) error {
 		return nil
 	}
 	sc := volumes.DefaultStorageClass()
-	st.prepareForCreate(sc, metav1.Now())
+	st.PrepareForCreate(sc, metav1.Now())
 	defaults.Default(sc)
-	if _, err := st.s.Create(ctx, st.key("", sc.Name), sc); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
+	if _, err := st.Storage.Create(ctx, st.Key("", sc.Name), sc); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
 		return fmt.Errorf("apiserver: create storageclass %s: %w", sc.Name, err)
 	}
 	return nil

@@ -1,13 +1,18 @@
-// Package registry is what the API server serves: the table of resources (a row per
-// built-in resource, in discovery order; a row made per served version of each custom
-// resource) and the version views that serve one stored kind in another version. A
-// built-in kind is served by adding its row to the table (docs/apiserver.md, "Layout").
+// Package registry is what the API server serves and how it stores it: the table of
+// resources (a row per built-in resource, in discovery order; a row made per served
+// version of each custom resource), the version views that serve one stored kind in
+// another version, and the generic Store of one resource over core/storage with the
+// per-kind strategies (create's server-owned fields, what an update or a subresource
+// may change, graceful deletion and finalizers, selectors, service IP allocation). It
+// knows nothing of HTTP: a write gets a WriteRequest from the handlers. A built-in kind is
+// served by adding its row to the table (docs/apiserver.md, "Layout").
 package registry
 
 import (
 	"reflect"
 	"strconv"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -26,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
+	policyv1alpha1 "github.com/wasmkube/wasmkube/core/apis/policy/v1alpha1"
 	"github.com/wasmkube/wasmkube/core/apiserver/crd"
 )
 
@@ -334,6 +340,30 @@ var resources = []*Resource{
 		NewFunc: NewOf[networkingv1.NetworkPolicy](), NewList: NewOf[networkingv1.NetworkPolicyList]()},
 	{GVR: discoveryv1.SchemeGroupVersion.WithResource("endpointslices"), Kind: "EndpointSlice", Singular: "endpointslice", Namespaced: true,
 		NewFunc: NewOf[discoveryv1.EndpointSlice](), NewList: NewOf[discoveryv1.EndpointSliceList]()},
+	// Admission webhooks and CEL admission policies (issue 29; admission/webhook,
+	// admission/celpolicy, docs/admission.md).
+	{GVR: admissionregistrationv1.SchemeGroupVersion.WithResource("mutatingwebhookconfigurations"), Kind: "MutatingWebhookConfiguration",
+		Singular: "mutatingwebhookconfiguration", Categories: []string{"api-extensions"}, Generation: true,
+		NewFunc: NewOf[admissionregistrationv1.MutatingWebhookConfiguration](), NewList: NewOf[admissionregistrationv1.MutatingWebhookConfigurationList]()},
+	{GVR: admissionregistrationv1.SchemeGroupVersion.WithResource("validatingwebhookconfigurations"), Kind: "ValidatingWebhookConfiguration",
+		Singular: "validatingwebhookconfiguration", Categories: []string{"api-extensions"}, Generation: true,
+		NewFunc: NewOf[admissionregistrationv1.ValidatingWebhookConfiguration](), NewList: NewOf[admissionregistrationv1.ValidatingWebhookConfigurationList]()},
+	{GVR: admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicies"), Kind: "ValidatingAdmissionPolicy",
+		Singular: "validatingadmissionpolicy", Categories: []string{"api-extensions"}, Subresources: []string{"status"}, Generation: true,
+		NewFunc: NewOf[admissionregistrationv1.ValidatingAdmissionPolicy](), NewList: NewOf[admissionregistrationv1.ValidatingAdmissionPolicyList]()},
+	{GVR: admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicybindings"), Kind: "ValidatingAdmissionPolicyBinding",
+		Singular: "validatingadmissionpolicybinding", Categories: []string{"api-extensions"}, Generation: true,
+		NewFunc: NewOf[admissionregistrationv1.ValidatingAdmissionPolicyBinding](), NewList: NewOf[admissionregistrationv1.ValidatingAdmissionPolicyBindingList]()},
+	{GVR: admissionregistrationv1.SchemeGroupVersion.WithResource("mutatingadmissionpolicies"), Kind: "MutatingAdmissionPolicy",
+		Singular: "mutatingadmissionpolicy", Categories: []string{"api-extensions"}, Generation: true,
+		NewFunc: NewOf[admissionregistrationv1.MutatingAdmissionPolicy](), NewList: NewOf[admissionregistrationv1.MutatingAdmissionPolicyList]()},
+	{GVR: admissionregistrationv1.SchemeGroupVersion.WithResource("mutatingadmissionpolicybindings"), Kind: "MutatingAdmissionPolicyBinding",
+		Singular: "mutatingadmissionpolicybinding", Categories: []string{"api-extensions"}, Generation: true,
+		NewFunc: NewOf[admissionregistrationv1.MutatingAdmissionPolicyBinding](), NewList: NewOf[admissionregistrationv1.MutatingAdmissionPolicyBindingList]()},
+	// wasmkube's own policy objects (issue 27; core/apis/policy/v1alpha1, docs/api-objects.md).
+	{GVR: policyv1alpha1.SchemeGroupVersion.WithResource("wasmpolicies"), Kind: "WasmPolicy", Singular: "wasmpolicy",
+		ShortNames: []string{"wp"}, Categories: []string{"wasmkube"}, Subresources: []string{"status"}, Generation: true,
+		NewFunc: NewOf[policyv1alpha1.WasmPolicy](), NewList: NewOf[policyv1alpha1.WasmPolicyList]()},
 }
 
 // Builtin is the static table: every built-in resource in discovery order.

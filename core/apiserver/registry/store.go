@@ -1,4 +1,4 @@
-package apiserver
+package registry
 
 import (
 	"context"
@@ -23,41 +23,51 @@ import (
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
 	"github.com/wasmkube/wasmkube/core/apiserver/defaults"
-	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 	"github.com/wasmkube/wasmkube/core/storage"
 )
 
-// store is the generic REST store of one resource: every resource is served by the same
+// Store is the generic REST store of one resource: every resource is served by the same
 // code, driven by its entry in the resources table.
-type store struct {
-	res   *registry.Resource
-	s     storage.Interface
-	chain *admission.Chain
-	// alloc hands out service cluster IPs and node ports (services only).
-	alloc *serviceAllocator
-	// reads keeps custom objects as served, for lists (custom resources only; customlist.go).
-	reads *customReads
+type Store struct {
+	Resource *Resource
+	Storage  storage.Interface
+	Chain    *admission.Chain
+	// Alloc hands out service cluster IPs and node ports (services only).
+	Alloc *ServiceAllocator
+	// Reads keeps custom objects as served, for lists (custom resources only; customlist.go).
+	Reads *customReads
 }
 
-const optimisticLockMsg = "the object has been modified; please apply your changes to the latest version and try again"
+// WriteRequest is what a write needs of its API request: where (namespace and
+// subresource from the URL), who (the user admission sees), whether to store at all (dry
+// run), and where admission's warnings go (the response's Warning headers).
+type WriteRequest struct {
+	Namespace   string
+	Subresource string
+	User        admission.UserInfo
+	DryRun      bool
+	Warn        func([]string)
+}
 
-func (st *store) key(ns, name string) string {
-	if !st.res.Namespaced {
+const OptimisticLockMsg = "the object has been modified; please apply your changes to the latest version and try again"
+
+func (st *Store) Key(ns, name string) string {
+	if !st.Resource.Namespaced {
 		ns = ""
 	}
-	return storage.Key(st.res.StorageResource(), ns, name)
+	return storage.Key(st.Resource.StorageResource(), ns, name)
 }
 
-func (st *store) prefix(ns string) string {
-	if !st.res.Namespaced {
+func (st *Store) Prefix(ns string) string {
+	if !st.Resource.Namespaced {
 		ns = ""
 	}
-	return storage.Prefix(st.res.StorageResource(), ns)
+	return storage.Prefix(st.Resource.StorageResource(), ns)
 }
 
-// apiError maps storage errors to API statuses naming the object.
-func (st *store) apiError(err error, name string) error {
-	gr := st.res.GVR.GroupResource()
+// APIError maps storage errors to API statuses naming the object.
+func (st *Store) APIError(err error, name string) error {
+	gr := st.Resource.GVR.GroupResource()
 	var as apierrors.APIStatus
 	switch {
 	case err == nil:
@@ -69,7 +79,7 @@ func (st *store) apiError(err error, name string) error {
 	case errors.Is(err, storage.ErrAlreadyExists):
 		return apierrors.NewAlreadyExists(gr, name)
 	case errors.Is(err, storage.ErrConflict):
-		return apierrors.NewConflict(gr, name, errors.New(optimisticLockMsg))
+		return apierrors.NewConflict(gr, name, errors.New(OptimisticLockMsg))
 	case errors.Is(err, storage.ErrInvalid):
 		return apierrors.NewBadRequest(fmt.Sprintf("%s: %v", gr.String(), err))
 	case errors.Is(err, storage.ErrExpired):
@@ -97,24 +107,24 @@ func (st *store) apiError(err error, name string) error {
 	return apierrors.NewInternalError(fmt.Errorf("%s %q: %w", gr.String(), name, err))
 }
 
-// get reads one object with upstream's resourceVersion semantics: without one a quorum
+// Get reads one object with upstream's resourceVersion semantics: without one a quorum
 // read from etcd, with one ("0": any; N: not older than N) from the watch cache, which
 // serves it while etcd has no quorum.
-func (st *store) get(ctx context.Context, key, resourceVersion string) (runtime.Object, error) {
-	if cg, ok := st.s.(storage.CachedGetter); ok && resourceVersion != "" {
+func (st *Store) Get(ctx context.Context, key, resourceVersion string) (runtime.Object, error) {
+	if cg, ok := st.Storage.(storage.CachedGetter); ok && resourceVersion != "" {
 		return cg.GetCached(ctx, key, resourceVersion)
 	}
-	return st.s.Get(ctx, key)
+	return st.Storage.Get(ctx, key)
 }
 
-func (st *store) attrs(rq *request, op admission.Operation, obj, old runtime.Object, name string) *admission.Attributes {
+func (st *Store) attrs(rq *WriteRequest, op admission.Operation, obj, old runtime.Object, name string) *admission.Attributes {
 	return &admission.Attributes{
-		Operation: op, Kind: st.res.GVK(), Resource: st.res.GVR, Subresource: rq.info.subresource,
-		Namespace: rq.info.namespace, Name: name, Object: obj, OldObject: old, User: rq.user, DryRun: rq.dryRun,
+		Operation: op, Kind: st.Resource.GVK(), Resource: st.Resource.GVR, Subresource: rq.Subresource,
+		Namespace: rq.Namespace, Name: name, Object: obj, OldObject: old, User: rq.User, DryRun: rq.DryRun,
 	}
 }
 
-func objMeta(obj runtime.Object) metav1.Object {
+func ObjMeta(obj runtime.Object) metav1.Object {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		panic(fmt.Sprintf("object %T has no metadata: %v", obj, err))
@@ -137,8 +147,8 @@ func generateSuffix() string {
 }
 
 // setNamespace fills the object's namespace from the URL, or refuses a mismatch.
-func (st *store) setNamespace(m metav1.Object, ns string) error {
-	if !st.res.Namespaced {
+func (st *Store) setNamespace(m metav1.Object, ns string) error {
+	if !st.Resource.Namespaced {
 		m.SetNamespace("")
 		return nil
 	}
@@ -152,9 +162,9 @@ func (st *store) setNamespace(m metav1.Object, ns string) error {
 	return nil
 }
 
-// prepareForCreate sets the server-owned metadata and resets what clients may not set.
-func (st *store) prepareForCreate(obj runtime.Object, now metav1.Time) {
-	m := objMeta(obj)
+// PrepareForCreate sets the server-owned metadata and resets what clients may not set.
+func (st *Store) PrepareForCreate(obj runtime.Object, now metav1.Time) {
+	m := ObjMeta(obj)
 	m.SetUID(types.UID(uuid.NewString()))
 	m.SetCreationTimestamp(now)
 	m.SetResourceVersion("")
@@ -162,7 +172,7 @@ func (st *store) prepareForCreate(obj runtime.Object, now metav1.Time) {
 	m.SetDeletionGracePeriodSeconds(nil)
 	m.SetManagedFields(nil)
 	m.SetSelfLink("")
-	if st.res.Generation {
+	if st.Resource.Generation {
 		m.SetGeneration(1)
 	} else {
 		m.SetGeneration(0)
@@ -178,7 +188,7 @@ func (st *store) prepareForCreate(obj runtime.Object, now metav1.Time) {
 	case *corev1.Node:
 		// a kubelet registers its node with status: keep it.
 	default:
-		if st.res.HasStatus() {
+		if st.Resource.HasStatus() {
 			clearStatus(obj) // customresources.go: typed or unstructured
 		}
 	}
@@ -193,44 +203,44 @@ func hasFinalizer(fs []corev1.FinalizerName, f corev1.FinalizerName) bool {
 	return false
 }
 
-// create admits and stores a decoded object.
-func (st *store) create(ctx context.Context, rq *request, obj runtime.Object) (runtime.Object, error) {
-	m := objMeta(obj)
-	if err := st.setNamespace(m, rq.info.namespace); err != nil {
+// Create admits and stores a decoded object.
+func (st *Store) Create(ctx context.Context, rq *WriteRequest, obj runtime.Object) (runtime.Object, error) {
+	m := ObjMeta(obj)
+	if err := st.setNamespace(m, rq.Namespace); err != nil {
 		return nil, err
 	}
-	st.prepareForCreate(obj, metav1.Now())
+	st.PrepareForCreate(obj, metav1.Now())
 	generated := m.GetName() == "" && m.GetGenerateName() != ""
 	if generated {
 		m.SetName(m.GetGenerateName() + generateSuffix())
 	}
 	if m.GetName() == "" {
-		return nil, apierrors.NewInvalid(st.res.GVK().GroupKind(), "", field.ErrorList{
+		return nil, apierrors.NewInvalid(st.Resource.GVK().GroupKind(), "", field.ErrorList{
 			field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
 	}
 	attrs := st.attrs(rq, admission.Create, obj, nil, m.GetName())
-	err := st.chain.Admit(ctx, attrs)
-	rq.addWarnings(attrs.Warnings) // admitted or not: a policy's warnings reach the client
+	err := st.Chain.Admit(ctx, attrs)
+	rq.Warn(attrs.Warnings) // admitted or not: a policy's warnings reach the client
 	if err != nil {
 		return nil, err
 	}
-	if rq.dryRun {
+	if rq.DryRun {
 		return obj, nil
 	}
-	if svc, ok := obj.(*corev1.Service); ok && st.alloc != nil {
+	if svc, ok := obj.(*corev1.Service); ok && st.Alloc != nil {
 		var out runtime.Object
-		err := st.alloc.allocate(ctx, st, svc, func() error {
+		err := st.Alloc.allocate(ctx, st, svc, func() error {
 			var err error
-			out, err = st.s.Create(ctx, st.key(m.GetNamespace(), m.GetName()), obj)
+			out, err = st.Storage.Create(ctx, st.Key(m.GetNamespace(), m.GetName()), obj)
 			return err
 		})
 		if err != nil {
-			return nil, st.apiError(err, m.GetName())
+			return nil, st.APIError(err, m.GetName())
 		}
 		return out, nil
 	}
 	for attempt := 0; ; attempt++ {
-		out, err := st.s.Create(ctx, st.key(m.GetNamespace(), m.GetName()), obj)
+		out, err := st.Storage.Create(ctx, st.Key(m.GetNamespace(), m.GetName()), obj)
 		if err == nil {
 			return out, nil
 		}
@@ -239,7 +249,7 @@ func (st *store) create(ctx context.Context, rq *request, obj runtime.Object) (r
 			defaults.Default(obj) // defaults may derive from the name (a namespace's name label)
 			continue
 		}
-		return nil, st.apiError(err, m.GetName())
+		return nil, st.APIError(err, m.GetName())
 	}
 }
 
@@ -270,16 +280,16 @@ func modeFor(sub string) updateMode {
 // mergeUpdate computes the object to store from the current one and the client's new
 // one, keeping server-owned metadata and the parts the subresource may not change. It is
 // pure: cur is not modified.
-func (st *store) mergeUpdate(cur, in runtime.Object, mode updateMode) (runtime.Object, error) {
-	cm := objMeta(cur)
-	im := objMeta(in)
+func (st *Store) mergeUpdate(cur, in runtime.Object, mode updateMode) (runtime.Object, error) {
+	cm := ObjMeta(cur)
+	im := ObjMeta(in)
 	if rv := im.GetResourceVersion(); rv != "" && rv != cm.GetResourceVersion() {
-		return nil, apierrors.NewConflict(st.res.GVR.GroupResource(), cm.GetName(), errors.New(optimisticLockMsg))
+		return nil, apierrors.NewConflict(st.Resource.GVR.GroupResource(), cm.GetName(), errors.New(OptimisticLockMsg))
 	}
 	// A uid in the body is a precondition (the kubelet's status patches carry one, so
 	// they never land on a pod recreated under the same name).
 	if uid := im.GetUID(); uid != "" && uid != cm.GetUID() {
-		return nil, apierrors.NewConflict(st.res.GVR.GroupResource(), cm.GetName(),
+		return nil, apierrors.NewConflict(st.Resource.GVR.GroupResource(), cm.GetName(),
 			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, cm.GetUID()))
 	}
 	var out runtime.Object
@@ -291,7 +301,7 @@ func (st *store) mergeUpdate(cur, in runtime.Object, mode updateMode) (runtime.O
 			// As upstream's nodeStatusStrategy, which resets only the spec: a
 			// nodes/status write carries its labels and annotations, so NodeRestriction
 			// judges a kubelet's label change there too (a 403, never silently dropped).
-			n.Labels, n.Annotations = objMeta(in).GetLabels(), objMeta(in).GetAnnotations()
+			n.Labels, n.Annotations = ObjMeta(in).GetLabels(), ObjMeta(in).GetAnnotations()
 		}
 	case updateFinalize:
 		ns := cur.DeepCopyObject().(*corev1.Namespace)
@@ -304,7 +314,7 @@ func (st *store) mergeUpdate(cur, in runtime.Object, mode updateMode) (runtime.O
 		out = p
 	default:
 		out = in.DeepCopyObject()
-		om := objMeta(out)
+		om := ObjMeta(out)
 		om.SetUID(cm.GetUID())
 		om.SetCreationTimestamp(cm.GetCreationTimestamp())
 		om.SetDeletionTimestamp(cm.GetDeletionTimestamp())
@@ -312,11 +322,11 @@ func (st *store) mergeUpdate(cur, in runtime.Object, mode updateMode) (runtime.O
 		om.SetGeneration(cm.GetGeneration())
 		om.SetManagedFields(nil)
 		om.SetSelfLink("")
-		if st.res.HasStatus() {
+		if st.Resource.HasStatus() {
 			copyStatus(out, cur)
 		}
-		if st.res.Generation {
-			if specChanged(st.res, cur, out) {
+		if st.Resource.Generation {
+			if specChanged(st.Resource, cur, out) {
 				om.SetGeneration(cm.GetGeneration() + 1)
 			}
 		}
@@ -328,7 +338,7 @@ func (st *store) mergeUpdate(cur, in runtime.Object, mode updateMode) (runtime.O
 			ns.Spec.Finalizers = cur.(*corev1.Namespace).Spec.Finalizers
 		}
 	}
-	objMeta(out).SetResourceVersion(cm.GetResourceVersion())
+	ObjMeta(out).SetResourceVersion(cm.GetResourceVersion())
 	return out, nil
 }
 
@@ -350,12 +360,12 @@ func keepAllocated(svc, old *corev1.Service) {
 	}
 }
 
-// errVanish aborts an update whose result must be deleted instead of stored.
-var errVanish = errors.New("object is ready to be removed")
+// ErrVanish aborts an update whose result must be deleted instead of stored.
+var ErrVanish = errors.New("object is ready to be removed")
 
-// readyToVanish reports whether an object marked for deletion has nothing left holding it.
-func readyToVanish(obj runtime.Object) bool {
-	m := objMeta(obj)
+// ReadyToVanish reports whether an object marked for deletion has nothing left holding it.
+func ReadyToVanish(obj runtime.Object) bool {
+	m := ObjMeta(obj)
 	if m.GetDeletionTimestamp() == nil || len(m.GetFinalizers()) > 0 {
 		return false
 	}
@@ -368,25 +378,25 @@ func readyToVanish(obj runtime.Object) bool {
 	return true
 }
 
-// update applies change (which turns the current object into the client's new object)
+// Update applies change (which turns the current object into the client's new object)
 // under optimistic concurrency, admits the result and stores it. An object whose last
 // finalizer goes away while it is being deleted is removed.
-func (st *store) update(ctx context.Context, rq *request, name string, pre *storage.Preconditions,
+func (st *Store) Update(ctx context.Context, rq *WriteRequest, name string, pre *storage.Preconditions,
 	change func(cur runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
-	mode := modeFor(rq.info.subresource)
-	key := st.key(rq.info.namespace, name)
+	mode := modeFor(rq.Subresource)
+	key := st.Key(rq.Namespace, name)
 	var last *admission.Attributes
 	try := func(cur runtime.Object) (runtime.Object, error) {
 		in, err := change(cur)
 		if err != nil {
 			return nil, err
 		}
-		im := objMeta(in)
+		im := ObjMeta(in)
 		if im.GetName() != "" && im.GetName() != name {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", im.GetName(), name))
 		}
 		im.SetName(name)
-		if err := st.setNamespace(im, rq.info.namespace); err != nil {
+		if err := st.setNamespace(im, rq.Namespace); err != nil {
 			return nil, err
 		}
 		out, err := st.mergeUpdate(cur, in, mode)
@@ -395,20 +405,20 @@ func (st *store) update(ctx context.Context, rq *request, name string, pre *stor
 		}
 		// A conflict runs the chain again: only the last run's warnings are sent.
 		last = st.attrs(rq, admission.Update, out, cur, name)
-		if err := st.chain.Admit(ctx, last); err != nil {
+		if err := st.Chain.Admit(ctx, last); err != nil {
 			return nil, err
 		}
 		return out, nil
 	}
 	defer func() {
 		if last != nil {
-			rq.addWarnings(last.Warnings)
+			rq.Warn(last.Warnings)
 		}
 	}()
-	if rq.dryRun {
-		cur, err := st.s.Get(ctx, key)
+	if rq.DryRun {
+		cur, err := st.Storage.Get(ctx, key)
 		if err != nil {
-			return nil, st.apiError(err, name)
+			return nil, st.APIError(err, name)
 		}
 		if err := checkPre(pre, cur, st, name); err != nil {
 			return nil, err
@@ -416,43 +426,43 @@ func (st *store) update(ctx context.Context, rq *request, name string, pre *stor
 		return try(cur)
 	}
 	var final runtime.Object
-	out, err := st.s.GuaranteedUpdate(ctx, key, pre, func(cur runtime.Object) (runtime.Object, error) {
+	out, err := st.Storage.GuaranteedUpdate(ctx, key, pre, func(cur runtime.Object) (runtime.Object, error) {
 		res, err := try(cur.DeepCopyObject())
 		if err != nil {
 			return nil, err
 		}
-		if readyToVanish(res) {
+		if ReadyToVanish(res) {
 			final = res
-			return nil, errVanish
+			return nil, ErrVanish
 		}
 		return res, nil
 	})
-	if errors.Is(err, errVanish) {
-		m := objMeta(final)
+	if errors.Is(err, ErrVanish) {
+		m := ObjMeta(final)
 		uid := m.GetUID()
 		rv := m.GetResourceVersion()
-		if _, derr := st.s.Delete(ctx, key, &storage.Preconditions{UID: &uid, ResourceVersion: &rv}); derr != nil && !errors.Is(derr, storage.ErrNotFound) {
-			return nil, st.apiError(derr, name)
+		if _, derr := st.Storage.Delete(ctx, key, &storage.Preconditions{UID: &uid, ResourceVersion: &rv}); derr != nil && !errors.Is(derr, storage.ErrNotFound) {
+			return nil, st.APIError(derr, name)
 		}
 		return final, nil
 	}
 	if err != nil {
-		return nil, st.apiError(err, name)
+		return nil, st.APIError(err, name)
 	}
 	return out, nil
 }
 
-func checkPre(pre *storage.Preconditions, cur runtime.Object, st *store, name string) error {
+func checkPre(pre *storage.Preconditions, cur runtime.Object, st *Store, name string) error {
 	if pre == nil {
 		return nil
 	}
-	m := objMeta(cur)
+	m := ObjMeta(cur)
 	if pre.UID != nil && *pre.UID != m.GetUID() {
-		return apierrors.NewConflict(st.res.GVR.GroupResource(), name,
+		return apierrors.NewConflict(st.Resource.GVR.GroupResource(), name,
 			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *pre.UID, m.GetUID()))
 	}
 	if pre.ResourceVersion != nil && *pre.ResourceVersion != m.GetResourceVersion() {
-		return apierrors.NewConflict(st.res.GVR.GroupResource(), name,
+		return apierrors.NewConflict(st.Resource.GVR.GroupResource(), name,
 			fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *pre.ResourceVersion, m.GetResourceVersion()))
 	}
 	return nil
@@ -472,9 +482,9 @@ type deletion struct {
 // decideDeletion is the pure deletion policy: graceful deletion of bound pods,
 // finalizers (including the orphan/foreground ones that propagationPolicy asks for), and
 // namespace termination. cur is not modified.
-func (st *store) decideDeletion(cur runtime.Object, opts *metav1.DeleteOptions, now time.Time) (deletion, error) {
+func (st *Store) decideDeletion(cur runtime.Object, opts *metav1.DeleteOptions, now time.Time) (deletion, error) {
 	obj := cur.DeepCopyObject()
-	m := objMeta(obj)
+	m := ObjMeta(obj)
 	finalizers := m.GetFinalizers()
 	policy := opts.PropagationPolicy
 	if policy == nil && opts.OrphanDependents != nil {
@@ -487,9 +497,9 @@ func (st *store) decideDeletion(cur runtime.Object, opts *metav1.DeleteOptions, 
 	if policy != nil && m.GetDeletionTimestamp() == nil {
 		switch *policy {
 		case metav1.DeletePropagationOrphan:
-			finalizers = addString(finalizers, metav1.FinalizerOrphanDependents)
+			finalizers = AddString(finalizers, metav1.FinalizerOrphanDependents)
 		case metav1.DeletePropagationForeground:
-			finalizers = addString(finalizers, metav1.FinalizerDeleteDependents)
+			finalizers = AddString(finalizers, metav1.FinalizerDeleteDependents)
 		case metav1.DeletePropagationBackground:
 		default:
 			return deletion{}, apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: "DeleteOptions"}, "", field.ErrorList{field.NotSupported(
@@ -500,7 +510,7 @@ func (st *store) decideDeletion(cur runtime.Object, opts *metav1.DeleteOptions, 
 
 	if ns, ok := obj.(*corev1.Namespace); ok {
 		if undeletableNamespaces[ns.Name] {
-			return deletion{}, apierrors.NewForbidden(st.res.GVR.GroupResource(), ns.Name, fmt.Errorf("this namespace may not be deleted"))
+			return deletion{}, apierrors.NewForbidden(st.Resource.GVR.GroupResource(), ns.Name, fmt.Errorf("this namespace may not be deleted"))
 		}
 		if len(ns.Spec.Finalizers) == 0 && len(finalizers) == 0 {
 			return deletion{now: true}, nil
@@ -530,7 +540,7 @@ func (st *store) decideDeletion(cur runtime.Object, opts *metav1.DeleteOptions, 
 		g := grace
 		m.SetDeletionGracePeriodSeconds(&g)
 	}
-	if readyToVanish(obj) {
+	if ReadyToVanish(obj) {
 		return deletion{now: true}, nil
 	}
 	return deletion{updated: obj}, nil
@@ -555,7 +565,7 @@ func podGrace(pod *corev1.Pod, opts *metav1.DeleteOptions) int64 {
 	return grace
 }
 
-func addString(list []string, s string) []string {
+func AddString(list []string, s string) []string {
 	for _, x := range list {
 		if x == s {
 			return list
@@ -564,10 +574,10 @@ func addString(list []string, s string) []string {
 	return append(list, s)
 }
 
-// delete removes the object or marks it for deletion. deleted reports whether the key
+// Delete removes the object or marks it for deletion. deleted reports whether the key
 // is gone.
-func (st *store) delete(ctx context.Context, rq *request, name string, opts *metav1.DeleteOptions) (obj runtime.Object, deleted bool, err error) {
-	key := st.key(rq.info.namespace, name)
+func (st *Store) Delete(ctx context.Context, rq *WriteRequest, name string, opts *metav1.DeleteOptions) (obj runtime.Object, deleted bool, err error) {
+	key := st.Key(rq.Namespace, name)
 	var pre *storage.Preconditions
 	if p := opts.Preconditions; p != nil {
 		pre = &storage.Preconditions{UID: p.UID, ResourceVersion: p.ResourceVersion}
@@ -576,74 +586,74 @@ func (st *store) delete(ctx context.Context, rq *request, name string, opts *met
 	var last *admission.Attributes
 	defer func() {
 		if last != nil {
-			rq.addWarnings(last.Warnings)
+			rq.Warn(last.Warnings)
 		}
 	}()
 	for attempt := 0; attempt < 16; attempt++ {
-		cur, err := st.s.Get(ctx, key)
+		cur, err := st.Storage.Get(ctx, key)
 		if err != nil {
-			return nil, false, st.apiError(err, name)
+			return nil, false, st.APIError(err, name)
 		}
 		if err := checkPre(pre, cur, st, name); err != nil {
 			return nil, false, err
 		}
 		last = st.attrs(rq, admission.Delete, nil, cur, name)
-		if err := st.chain.Admit(ctx, last); err != nil {
+		if err := st.Chain.Admit(ctx, last); err != nil {
 			return nil, false, err
 		}
 		d, err := st.decideDeletion(cur, opts, time.Now())
 		if err != nil {
 			return nil, false, err
 		}
-		if rq.dryRun {
+		if rq.DryRun {
 			if d.now {
 				return cur, true, nil
 			}
 			return d.updated, false, nil
 		}
-		m := objMeta(cur)
+		m := ObjMeta(cur)
 		uid, rv := m.GetUID(), m.GetResourceVersion()
 		exact := &storage.Preconditions{UID: &uid, ResourceVersion: &rv}
 		if d.now {
-			out, err := st.s.Delete(ctx, key, exact)
+			out, err := st.Storage.Delete(ctx, key, exact)
 			if errors.Is(err, storage.ErrConflict) {
 				continue // changed since we read it: decide again
 			}
 			if err != nil {
-				return nil, false, st.apiError(err, name)
+				return nil, false, st.APIError(err, name)
 			}
 			return out, true, nil
 		}
-		out, err := st.s.GuaranteedUpdate(ctx, key, exact, func(runtime.Object) (runtime.Object, error) { return d.updated, nil })
+		out, err := st.Storage.GuaranteedUpdate(ctx, key, exact, func(runtime.Object) (runtime.Object, error) { return d.updated, nil })
 		if errors.Is(err, storage.ErrConflict) {
 			continue
 		}
 		if err != nil {
-			return nil, false, st.apiError(err, name)
+			return nil, false, st.APIError(err, name)
 		}
 		return out, false, nil
 	}
-	return nil, false, apierrors.NewConflict(st.res.GVR.GroupResource(), name, errors.New("too many concurrent changes while deleting; try again"))
+	return nil, false, apierrors.NewConflict(st.Resource.GVR.GroupResource(), name, errors.New("too many concurrent changes while deleting; try again"))
 }
 
 // ---- list and selectors ----
 
-// indexValue is the value of the resource's watch index that a watch with field selector
+// IndexValue is the value of the resource's watch index that a watch with field selector
 // fieldSel is filed under: the exact value the selector requires, or "" (unindexed).
-func (st *store) indexValue(fieldSel string) string {
-	if st.res.WatchIndex == "" || fieldSel == "" {
+func (st *Store) IndexValue(fieldSel string) string {
+	if st.Resource.WatchIndex == "" || fieldSel == "" {
 		return ""
 	}
 	fs, err := fields.ParseSelector(fieldSel)
 	if err != nil {
 		return ""
 	}
-	v, _ := fs.RequiresExactMatch(st.res.WatchIndex)
+	v, _ := fs.RequiresExactMatch(st.Resource.WatchIndex)
 	return v
 }
 
-// predicate compiles the label and field selectors of a list or watch.
-func (st *store) predicate(labelSel, fieldSel string) (storage.Predicate, error) {
+// Predicate compiles the label and field selectors of a list or watch.
+func (st *Store) Predicate(labelSel, fieldSel string) (storage.Predicate, error) {
 	var ls labels.Selector
 	if labelSel != "" {
 		s, err := labels.Parse(labelSel)
@@ -662,7 +672,7 @@ func (st *store) predicate(labelSel, fieldSel string) (storage.Predicate, error)
 		for _, r := range s.Requirements() {
 			if !st.supportsField(r.Field) {
 				return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s (%s supports %s)",
-					r.Field, st.res.GVR.Resource, strings.Join(st.fieldNames(), ", ")))
+					r.Field, st.Resource.GVR.Resource, strings.Join(st.fieldNames(), ", ")))
 			}
 		}
 		fs = s
@@ -680,11 +690,11 @@ func (st *store) predicate(labelSel, fieldSel string) (storage.Predicate, error)
 		}
 		if fs != nil {
 			set := fields.Set{"metadata.name": m.GetName()}
-			if st.res.Namespaced {
+			if st.Resource.Namespaced {
 				set["metadata.namespace"] = m.GetNamespace()
 			}
-			if st.res.Fields != nil {
-				for k, v := range st.res.Fields(obj) {
+			if st.Resource.Fields != nil {
+				for k, v := range st.Resource.Fields(obj) {
 					set[k] = v
 				}
 			}
@@ -696,20 +706,20 @@ func (st *store) predicate(labelSel, fieldSel string) (storage.Predicate, error)
 	}, nil
 }
 
-func (st *store) fieldNames() []string {
+func (st *Store) fieldNames() []string {
 	names := []string{"metadata.name"}
-	if st.res.Namespaced {
+	if st.Resource.Namespaced {
 		names = append(names, "metadata.namespace")
 	}
-	if st.res.Fields != nil {
-		for k := range st.res.Fields(st.res.NewFunc()) {
+	if st.Resource.Fields != nil {
+		for k := range st.Resource.Fields(st.Resource.NewFunc()) {
 			names = append(names, k)
 		}
 	}
 	return names
 }
 
-func (st *store) supportsField(f string) bool {
+func (st *Store) supportsField(f string) bool {
 	for _, n := range st.fieldNames() {
 		if n == f {
 			return true

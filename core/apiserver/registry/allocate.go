@@ -1,4 +1,4 @@
-package apiserver
+package registry
 
 import (
 	"context"
@@ -15,36 +15,33 @@ import (
 	"github.com/wasmkube/wasmkube/core/storage"
 )
 
-// DefaultServiceCIDR is the range service cluster IPs are allocated from.
-const DefaultServiceCIDR = "10.96.0.0/16"
-
 // Node ports are allocated from upstream's default range.
 const (
 	nodePortMin = 30000
 	nodePortMax = 32767
 )
 
-// serviceAllocator hands out cluster IPs and node ports. The set of addresses in use is
+// ServiceAllocator hands out cluster IPs and node ports. The set of addresses in use is
 // read from the stored services at each allocation, under a lock, so the store itself is
 // the allocation table and nothing is leaked when a service is deleted. (With several
 // API servers on one etcd, two could pick the same free address at the same moment; see
 // docs/apiserver.md.)
-type serviceAllocator struct {
+type ServiceAllocator struct {
 	mu   sync.Mutex
 	cidr *net.IPNet
 }
 
-func newServiceAllocator(cidr string) (*serviceAllocator, error) {
+func NewServiceAllocator(cidr string) (*ServiceAllocator, error) {
 	_, n, err := net.ParseCIDR(cidr)
 	if err != nil || n.IP.To4() == nil {
 		return nil, fmt.Errorf("service CIDR %q must be an IPv4 CIDR", cidr)
 	}
-	return &serviceAllocator{cidr: n}, nil
+	return &ServiceAllocator{cidr: n}, nil
 }
 
 // usedByServices lists cluster IPs and node ports in use.
-func usedByServices(ctx context.Context, st *store) (map[string]bool, map[int32]bool, error) {
-	list, err := st.s.List(ctx, storage.Prefix("services", ""), storage.ListOptions{})
+func usedByServices(ctx context.Context, st *Store) (map[string]bool, map[int32]bool, error) {
+	list, err := st.Storage.List(ctx, storage.Prefix("services", ""), storage.ListOptions{})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -66,15 +63,15 @@ func usedByServices(ctx context.Context, st *store) (map[string]bool, map[int32]
 // allocate fills in spec.clusterIP(s) and node ports of a new service, or checks the
 // ones the client asked for. It runs the store's create while holding the lock, so two
 // creates through this server never get the same address.
-func (a *serviceAllocator) allocate(ctx context.Context, st *store, svc *corev1.Service, create func() error) error {
+func (a *ServiceAllocator) allocate(ctx context.Context, st *Store, svc *corev1.Service, create func() error) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	ips, ports, err := usedByServices(ctx, st)
 	if err != nil {
-		return st.apiError(err, svc.Name)
+		return st.APIError(err, svc.Name)
 	}
 	specPath := field.NewPath("spec")
-	gk := st.res.GVK().GroupKind()
+	gk := st.Resource.GVK().GroupKind()
 	if svc.Spec.Type != corev1.ServiceTypeExternalName && svc.Spec.ClusterIP != corev1.ClusterIPNone {
 		switch ip := svc.Spec.ClusterIP; {
 		case ip == "" && len(svc.Spec.ClusterIPs) > 0:
@@ -131,7 +128,7 @@ func (a *serviceAllocator) allocate(ctx context.Context, st *store, svc *corev1.
 
 // freeIP picks a random free address of the range, skipping the network address, the
 // first host (reserved for the API server's own service) and the broadcast address.
-func (a *serviceAllocator) freeIP(used map[string]bool) (string, error) {
+func (a *ServiceAllocator) freeIP(used map[string]bool) (string, error) {
 	base := binary.BigEndian.Uint32(a.cidr.IP.To4())
 	ones, bits := a.cidr.Mask.Size()
 	size := uint32(1) << uint(bits-ones)
