@@ -33,6 +33,12 @@ func Default(obj runtime.Object) {
 	if discovery(obj) { // discovery.go
 		return
 	}
+	if wasmPolicy(obj) { // wasmpolicy.go
+		return
+	}
+	if admissionRegistration(obj) { // admissionregistration.go
+		return
+	}
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		Pod(o)

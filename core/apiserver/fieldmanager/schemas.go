@@ -13,6 +13,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
+
+	policyv1alpha1 "github.com/wasmkube/wasmkube/core/apis/policy/v1alpha1"
 )
 
 // Scheme knows every built-in kind the field manager converts: client-go's types and
@@ -40,13 +42,22 @@ var builtinTypes = sync.OnceValue(func() managedfields.TypeConverter {
 // BuiltinTypeConverter returns the type converter of every built-in kind.
 func BuiltinTypeConverter() managedfields.TypeConverter { return builtinTypes() }
 
-// byGroup sends apiextensions.k8s.io objects to apiextensions-apiserver's schemas and the
-// others to client-go's.
+// byGroup sends apiextensions.k8s.io objects to apiextensions-apiserver's schemas,
+// wasmkube's own groups (policy.wasmkube.io) to a deduced converter, and the others to
+// client-go's.
 type byGroup struct{ core, ext managedfields.TypeConverter }
 
+// ownGroups have no structured-merge-diff schema: their objects' fields are deduced from
+// the object itself (lists atomic), as upstream does for a custom resource without one.
+var ownGroups = map[string]managedfields.TypeConverter{policyv1alpha1.GroupName: managedfields.NewDeducedTypeConverter()}
+
 func (c byGroup) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
-	if obj.GetObjectKind().GroupVersionKind().Group == apiextensionsv1.GroupName {
+	g := obj.GetObjectKind().GroupVersionKind().Group
+	if g == apiextensionsv1.GroupName {
 		return c.ext.ObjectToTyped(obj, opts...)
+	}
+	if tc, ok := ownGroups[g]; ok {
+		return tc.ObjectToTyped(obj, opts...)
 	}
 	return c.core.ObjectToTyped(obj, opts...)
 }

@@ -40,6 +40,12 @@ func Validate(obj runtime.Object) field.ErrorList {
 	if errs, ok := validateDiscovery(obj); ok { // discovery.go
 		return errs
 	}
+	if errs, ok := validateAdmissionRegistration(obj); ok { // admissionregistration.go
+		return errs
+	}
+	if errs, ok := validateWasmPolicy(obj); ok { // wasmpolicy.go
+		return errs
+	}
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		return validatePod(o)
@@ -103,6 +109,9 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 		return errs
 	}
 	if errs, ok := validateDiscoveryUpdate(obj, old); ok { // discovery.go
+		return errs
+	}
+	if errs, ok := validateWasmPolicyUpdate(obj, old); ok { // wasmpolicy.go
 		return errs
 	}
 	switch o := obj.(type) {

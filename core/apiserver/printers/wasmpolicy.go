@@ -1,0 +1,52 @@
+package printers
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	policyv1alpha1 "github.com/wasmkube/wasmkube/core/apis/policy/v1alpha1"
+)
+
+// WasmPolicy's columns: kubectl get wasmpolicies shows HOOK, MODE, READY (n/m), DIGEST, AGE
+// (docs/api-objects.md, "WasmPolicy").
+var wasmPolicyColumns = []metav1.TableColumnDefinition{
+	nameColumn,
+	{Name: "Hook", Type: "string", Description: policyv1alpha1.WasmPolicySpec{}.SwaggerDoc()["hook"]},
+	{Name: "Mode", Type: "string", Description: policyv1alpha1.WasmPolicySpec{}.SwaggerDoc()["mode"]},
+	{Name: "Ready", Type: "string", Description: "Components with the current generation Active, of those that should load the policy."},
+	{Name: "Digest", Type: "string", Description: "The module's digest, shortened to 12 hex digits (the whole one is status.digest)."},
+	ageColumn,
+	{Name: "Image", Type: "string", Priority: 1, Description: policyv1alpha1.ModuleSource{}.SwaggerDoc()["image"]},
+}
+
+func printWasmPolicy(obj runtime.Object, now time.Time) ([]any, []metav1.TableRowCondition, bool) {
+	p, ok := obj.(*policyv1alpha1.WasmPolicy)
+	if !ok {
+		return nil, nil, false
+	}
+	mode := string(p.Spec.Mode)
+	if mode == "" {
+		mode = string(policyv1alpha1.ModeEnforce)
+	}
+	digest := "<none>"
+	if d := p.Status.Digest; d != "" {
+		if hex, ok := strings.CutPrefix(d, "sha256:"); ok && len(hex) > 12 {
+			d = "sha256:" + hex[:12]
+		}
+		digest = d
+	}
+	src := p.Spec.Module.Image
+	if src == "" {
+		src = "file:" + p.Spec.Module.File
+	}
+	ready := fmt.Sprintf("%d/%d", p.Status.ReadyComponents, p.Status.TargetedComponents)
+	return []any{p.Name, string(p.Spec.Hook), mode, ready, digest, age(p.CreationTimestamp, now), src}, nil, true
+}
+
+func init() {
+	register(policyv1alpha1.SchemeGroupVersion.WithKind("WasmPolicy"), wasmPolicyColumns, printWasmPolicy)
+}
