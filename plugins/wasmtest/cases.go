@@ -41,6 +41,8 @@ type Case struct {
 	Objects []json.RawMessage `json:"objects,omitempty"`
 	// Hook makes the case a probe or a preStop call against a fake pod endpoint.
 	Hook *Hook `json:"hook,omitempty"`
+	// Binding makes the case calls of the binding-cycle or queueing entry points.
+	Binding *BindingCase `json:"binding,omitempty"`
 	// Nodes are the cluster's nodes, in the order the batch gets them.
 	Nodes []v1.Node `json:"nodes"`
 	// Pods are pods already on the nodes (spec.nodeName says which); they count in the
@@ -82,6 +84,17 @@ type Expect struct {
 	Success *bool          `json:"success,omitempty"`
 	Reason  string         `json:"reason,omitempty"`
 	Calls   map[string]int `json:"calls,omitempty"`
+
+	// Binding cycle (a case with binding; Reason applies too): Result is the last call's
+	// verdict (Success, Unschedulable, UnschedulableAndUnresolvable, Wait, Error; for a
+	// hint Queue or Skip); WaitGroup the group of a Wait; Released and RejectedWaiting the
+	// UIDs of waiting pods the Permit allowed or rejected (exactly these); Counters the
+	// plugin's shared counters after the calls (exactly these non-zero ones).
+	Result          string           `json:"result,omitempty"`
+	WaitGroup       *string          `json:"waitGroup,omitempty"`
+	Released        []string         `json:"released,omitempty"`
+	RejectedWaiting []string         `json:"rejectedWaiting,omitempty"`
+	Counters        map[string]int64 `json:"counters,omitempty"`
 }
 
 // AdmissionRequest is an API request under admission.
@@ -137,6 +150,8 @@ func (c *Case) kind() string {
 		return "admission"
 	case c.Hook != nil:
 		return "hook"
+	case c.Binding != nil:
+		return "binding"
 	}
 	return "scheduler"
 }
@@ -185,6 +200,18 @@ func ParseFile(name string, b []byte) (*File, error) {
 			}
 		case c.Pod == nil:
 			return nil, fmt.Errorf("%s (%s).pod: required", field, c.Name)
+		case c.Binding != nil:
+			if len(c.Binding.Points) == 0 {
+				return nil, fmt.Errorf("%s (%s).binding.points: at least one of reserve, unreserve, permit, prebind, postbind, hint", field, c.Name)
+			}
+			for j, pt := range c.Binding.Points {
+				if _, ok := pointKinds[pt]; !ok {
+					return nil, fmt.Errorf("%s (%s).binding.points[%d]: %q is not one of reserve, unreserve, permit, prebind, postbind, hint", field, c.Name, j, pt)
+				}
+			}
+			if c.Binding.Node.Name == "" {
+				return nil, fmt.Errorf("%s (%s).binding.node.metadata.name: required", field, c.Name)
+			}
 		case len(c.Nodes) == 0 && c.Expect.Unschedulable == nil:
 			return nil, fmt.Errorf("%s (%s).nodes: at least one node is required", field, c.Name)
 		}

@@ -29,6 +29,8 @@ type ConformanceOptions struct {
 	Calls int
 	// BigBatch is the node count of the large-batch check (default 5000).
 	BigBatch int
+	// MaxPermitWait is the longest Permit wait accepted (default DefaultMaxPermitWait).
+	MaxPermitWait time.Duration
 }
 
 // Check is one conformance check: what docs/plugin-kit.md says it demands, and its test.
@@ -62,6 +64,9 @@ func (p *Plugin) Conformance(ctx context.Context, o ConformanceOptions) []Result
 			r.Skipped, r.Diff = true, []string{skip}
 		}
 		out = append(out, r)
+	}
+	if sched {
+		out = append(out, p.bindingChecks(ctx, o)...)
 	}
 	if len(p.mod.Kinds().Intersect(admitwasm.Kinds)) > 0 {
 		out = append(out, p.kindChecks(ctx, admissionSubject(p), o)...)

@@ -37,6 +37,8 @@ func TestConformancePassesCorrectPlugins(t *testing.T) {
 		{"go:wasm-examples/go/spread-score", ""},
 		{"go:wasm-examples/go/node-resources-fit", ""},
 		{"wat:wasm-examples/wat/drain-filter/drain-filter.wat", ""},
+		{"wat:wasm-examples/wat/coscheduling-permit/coscheduling-permit.wat", ""},
+		{"wat:wasm-examples/wat/binding-limit-reserve/binding-limit-reserve.wat", ""},
 	} {
 		t.Run(tt.src, func(t *testing.T) {
 			rs := open(t, build(t, tt.src)).Conformance(context.Background(), wasmtest.ConformanceOptions{Args: []byte(tt.args)})
@@ -63,6 +65,10 @@ func TestConformanceNamesTheDefect(t *testing.T) {
 		{"wat:plugins/wasmtest/testdata/sidecar.wat", "", "admission: a mutate re-invoked on its own output changes nothing", "changed /spec/containers/2 (added"},
 		{"wat:plugins/wasmtest/testdata/sidecar.wat", "", "admission: a mutate leaves an object that already carries its patch unchanged", "/spec/containers/2 (added"},
 		{"wat:plugins/wasmtest/testdata/countdeny.wat", "", "admission: a validate's verdict does not depend on call count", "call 3 of the same request on the same instance denied"},
+		{"wat:plugins/wasmtest/testdata/binding-defects.wat", "", "Unreserve undoes exactly what Reserve did", "Unreserve must undo exactly what Reserve did"},
+		{"wat:plugins/wasmtest/testdata/binding-defects.wat", "", "Permit waits are bounded", "over the bound of 5m0s"},
+		{"wat:plugins/wasmtest/testdata/binding-defects.wat", "", "Permit waits are bounded", "no Permit call allowed any"},
+		{"wat:plugins/wasmtest/testdata/binding-defects.wat", "", "hints queue every event that helps", "the hint says Skip for Node Add"},
 	} {
 		t.Run(tt.src, func(t *testing.T) {
 			calls := 2000
