@@ -136,6 +136,26 @@ WASMKUBE_IMPORT(response_header) int32_t wasmkube_response_header(const char *na
 /* PreStop only: returns 0, or -WASMKUBE_ETIMEDOUT when the call's time limit cut it short. */
 WASMKUBE_IMPORT(sleep_ms) int32_t wasmkube_sleep_ms(int32_t ms);
 
+/* 4.8 Binding cycle and queueing (docs/abi.md section 1.4): wasmkube_reserve,
+ * wasmkube_unreserve, wasmkube_permit, wasmkube_prebind, wasmkube_postbind, wasmkube_events
+ * and wasmkube_queueing_hint, all () -> int32_t. The chosen node is node 0 of the node
+ * functions (not node_resources). A Permit returns WASMKUBE_WAIT after permit_wait; a hint
+ * WASMKUBE_SUCCESS (Queue) or WASMKUBE_SKIP. */
+enum { WASMKUBE_WAIT = 4 };
+enum { WASMKUBE_EVENT_ADD = 1, WASMKUBE_EVENT_DELETE = 2, WASMKUBE_EVENT_UPDATE = 4 };
+WASMKUBE_IMPORT(pod_uid) int32_t wasmkube_pod_uid(char *buf, int32_t cap);
+WASMKUBE_IMPORT(shared_add) int64_t wasmkube_shared_add(const char *key, int32_t key_len, int64_t delta);
+WASMKUBE_IMPORT(shared_get) int64_t wasmkube_shared_get(const char *key, int32_t key_len);
+WASMKUBE_IMPORT(permit_wait) void wasmkube_permit_wait(int32_t timeout_ms, const char *group, int32_t group_len);
+WASMKUBE_IMPORT(waiting_pods) int32_t wasmkube_waiting_pods(const char *group, int32_t group_len, char *buf, int32_t cap);
+WASMKUBE_IMPORT(waiting_allow) int32_t wasmkube_waiting_allow(const char *uid, int32_t uid_len);
+WASMKUBE_IMPORT(waiting_reject) int32_t wasmkube_waiting_reject(const char *uid, int32_t uid_len, const char *reason, int32_t reason_len);
+WASMKUBE_IMPORT(register_event) void wasmkube_register_event(const char *res, int32_t res_len, int32_t actions);
+WASMKUBE_IMPORT(event_resource) int32_t wasmkube_event_resource(char *buf, int32_t cap);
+WASMKUBE_IMPORT(event_action) int32_t wasmkube_event_action(void);
+WASMKUBE_IMPORT(event_object_json) int32_t wasmkube_event_object_json(char *buf, int32_t cap);
+WASMKUBE_IMPORT(event_old_object_json) int32_t wasmkube_event_old_object_json(char *buf, int32_t cap);
+
 /* WASMKUBE_STR expands a string literal to its (pointer, length) pair. */
 #define WASMKUBE_STR(s) (s), (int32_t)(sizeof(s) - 1)
 

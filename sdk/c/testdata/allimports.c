@@ -30,6 +30,18 @@ WASMKUBE_EXPORT(wasmkube_filter) int32_t filter(int32_t count) {
 		wasmkube_node_score(0, 1);
 		wasmkube_prefilter_node(WASMKUBE_STR("n"));
 		wasmkube_nominate(WASMKUBE_STR("n"));
+		wasmkube_pod_uid(buf, sizeof buf);
+		wasmkube_shared_add(WASMKUBE_STR("k"), 1);
+		wasmkube_shared_get(WASMKUBE_STR("k"));
+		wasmkube_permit_wait(1000, WASMKUBE_STR("g"));
+		wasmkube_waiting_pods(WASMKUBE_STR("g"), buf, sizeof buf);
+		wasmkube_waiting_allow(WASMKUBE_STR("uid"));
+		wasmkube_waiting_reject(WASMKUBE_STR("uid"), WASMKUBE_STR("no"));
+		wasmkube_register_event(WASMKUBE_STR("Node"), WASMKUBE_EVENT_ADD | WASMKUBE_EVENT_UPDATE);
+		wasmkube_event_resource(buf, sizeof buf);
+		wasmkube_event_action();
+		wasmkube_event_object_json(buf, sizeof buf);
+		wasmkube_event_old_object_json(buf, sizeof buf);
 	}
 	/* Exercised by every call: a node named in the log and rejected by name. */
 	int64_t req[WASMKUBE_POD_REQUESTS_LEN];
