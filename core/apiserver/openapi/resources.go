@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -115,6 +116,20 @@ var resources = []resource{
 	{gv: networkingv1.SchemeGroupVersion, plural: "ingressclasses", kind: "IngressClass", obj: &networkingv1.IngressClass{}, list: &networkingv1.IngressClassList{}},
 	{gv: networkingv1.SchemeGroupVersion, plural: "networkpolicies", kind: "NetworkPolicy", namespaced: true, obj: &networkingv1.NetworkPolicy{}, list: &networkingv1.NetworkPolicyList{}},
 	{gv: discoveryv1.SchemeGroupVersion, plural: "endpointslices", kind: "EndpointSlice", namespaced: true, obj: &discoveryv1.EndpointSlice{}, list: &discoveryv1.EndpointSliceList{}},
+	// Admission webhooks and CEL admission policies (issue 29).
+	{gv: admissionregistrationv1.SchemeGroupVersion, plural: "mutatingwebhookconfigurations", kind: "MutatingWebhookConfiguration",
+		obj: &admissionregistrationv1.MutatingWebhookConfiguration{}, list: &admissionregistrationv1.MutatingWebhookConfigurationList{}},
+	{gv: admissionregistrationv1.SchemeGroupVersion, plural: "validatingwebhookconfigurations", kind: "ValidatingWebhookConfiguration",
+		obj: &admissionregistrationv1.ValidatingWebhookConfiguration{}, list: &admissionregistrationv1.ValidatingWebhookConfigurationList{}},
+	{gv: admissionregistrationv1.SchemeGroupVersion, plural: "validatingadmissionpolicies", kind: "ValidatingAdmissionPolicy",
+		obj: &admissionregistrationv1.ValidatingAdmissionPolicy{}, list: &admissionregistrationv1.ValidatingAdmissionPolicyList{},
+		subresources: []subresource{statusOf(admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicy"), &admissionregistrationv1.ValidatingAdmissionPolicy{})}},
+	{gv: admissionregistrationv1.SchemeGroupVersion, plural: "validatingadmissionpolicybindings", kind: "ValidatingAdmissionPolicyBinding",
+		obj: &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, list: &admissionregistrationv1.ValidatingAdmissionPolicyBindingList{}},
+	{gv: admissionregistrationv1.SchemeGroupVersion, plural: "mutatingadmissionpolicies", kind: "MutatingAdmissionPolicy",
+		obj: &admissionregistrationv1.MutatingAdmissionPolicy{}, list: &admissionregistrationv1.MutatingAdmissionPolicyList{}},
+	{gv: admissionregistrationv1.SchemeGroupVersion, plural: "mutatingadmissionpolicybindings", kind: "MutatingAdmissionPolicyBinding",
+		obj: &admissionregistrationv1.MutatingAdmissionPolicyBinding{}, list: &admissionregistrationv1.MutatingAdmissionPolicyBindingList{}},
 	// wasmkube's own (issue 27).
 	{gv: policyv1alpha1.SchemeGroupVersion, plural: "wasmpolicies", kind: "WasmPolicy", obj: &policyv1alpha1.WasmPolicy{}, list: &policyv1alpha1.WasmPolicyList{},
 		subresources: []subresource{statusOf(policyv1alpha1.SchemeGroupVersion.WithKind("WasmPolicy"), &policyv1alpha1.WasmPolicy{})}},
@@ -125,6 +140,7 @@ var resources = []resource{
 var groupVersions = []schema.GroupVersion{
 	corev1.SchemeGroupVersion, appsv1.SchemeGroupVersion, autoscalingv1.SchemeGroupVersion, batchv1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion,
 	rbacv1.SchemeGroupVersion, policyv1.SchemeGroupVersion, schedulingv1.SchemeGroupVersion, networkingv1.SchemeGroupVersion, storagev1.SchemeGroupVersion,
+	admissionregistrationv1.SchemeGroupVersion,
 	policyv1alpha1.SchemeGroupVersion,
 }
 

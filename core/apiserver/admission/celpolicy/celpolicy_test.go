@@ -33,16 +33,16 @@ func (s *source) Policies(context.Context) (celpolicy.Set, error) {
 // put replaces the set, defaulted as the server would.
 func (s *source) put(set celpolicy.Set) {
 	for _, o := range set.Validating {
-		celpolicy.Default(o)
+		defaults.Default(o)
 	}
 	for _, o := range set.ValidatingBindings {
-		celpolicy.Default(o)
+		defaults.Default(o)
 	}
 	for _, o := range set.Mutating {
-		celpolicy.Default(o)
+		defaults.Default(o)
 	}
 	for _, o := range set.MutatingBindings {
-		celpolicy.Default(o)
+		defaults.Default(o)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

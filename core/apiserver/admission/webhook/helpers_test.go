@@ -164,10 +164,10 @@ func (s *source) Configurations(context.Context) ([]*admissionregistrationv1.Mut
 // set replaces the configurations (defaulted as the server would).
 func (s *source) set(mut []*admissionregistrationv1.MutatingWebhookConfiguration, val ...*admissionregistrationv1.ValidatingWebhookConfiguration) {
 	for _, c := range mut {
-		webhook.Default(c)
+		defaults.Default(c)
 	}
 	for _, c := range val {
-		webhook.Default(c)
+		defaults.Default(c)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
