@@ -1,13 +1,20 @@
 package registry
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	"github.com/wasmkube/wasmkube/core/apiserver/admission"
 	"github.com/wasmkube/wasmkube/core/apiserver/fieldmanager"
 )
 
@@ -95,4 +102,58 @@ func (r *Resource) resetFields() map[string]*fieldpath.Set {
 	out["finalize"] = rest
 	out["ephemeralcontainers"] = rest
 	return out
+}
+
+// trackUpdate records a write in managedFields as an Update by rq.Manager (upstream's
+// UpdateNoErrors: obj gets live's entries plus the fields this write changed, or the
+// entries the request set itself when they are valid). live is nil on a create. A
+// resource whose field manager cannot be built keeps live's entries: ownership tracking
+// never fails a write.
+func (st *Store) trackUpdate(rq *WriteRequest, live, obj runtime.Object) runtime.Object {
+	fm, _, err := st.Resource.FieldManager()
+	if err != nil {
+		if live != nil {
+			ObjMeta(obj).SetManagedFields(ObjMeta(live).GetManagedFields())
+		} else {
+			ObjMeta(obj).SetManagedFields(nil)
+		}
+		return obj
+	}
+	sub := rq.Subresource
+	if live == nil {
+		live, sub = fm.New(), ""
+	}
+	return fm.Update(live, obj, rq.Manager, sub)
+}
+
+// admit runs the admission chain and undoes a mutating plugin's change that leaves
+// managedFields undecodable (upstream's ManagedFieldsValidatingAdmissionController), with
+// a warning saying so. Entries a plugin did not touch are not decoded again.
+func (st *Store) admit(ctx context.Context, a *admission.Attributes) error {
+	m := ObjMeta(a.Object)
+	before := slices.Clone(m.GetManagedFields())
+	if err := st.Chain.Admit(ctx, a); err != nil {
+		return err
+	}
+	if after := ObjMeta(a.Object).GetManagedFields(); !sameEntries(before, after) {
+		if w := fieldmanager.KeepValid(a.Object, before); w != "" {
+			a.Warnings = append(a.Warnings, w)
+		}
+	}
+	return nil
+}
+
+func sameEntries(a, b []metav1.ManagedFieldsEntry) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Manager != y.Manager || x.Operation != y.Operation || x.APIVersion != y.APIVersion || x.FieldsType != y.FieldsType ||
+			x.Subresource != y.Subresource || !x.Time.Equal(y.Time) || (x.FieldsV1 == nil) != (y.FieldsV1 == nil) ||
+			x.FieldsV1 != nil && !bytes.Equal(x.FieldsV1.Raw, y.FieldsV1.Raw) {
+			return false
+		}
+	}
+	return true
 }

@@ -47,6 +47,12 @@ type WriteRequest struct {
 	User        admission.UserInfo
 	DryRun      bool
 	Warn        func([]string)
+	// Manager names the writer in managedFields (fieldmanager.ManagerName: the request's
+	// fieldManager, else its user agent's prefix).
+	Manager string
+	// Owned says the change has recorded managedFields itself (a server-side apply, a
+	// scale write): the store does not record the write as an Update too.
+	Owned bool
 }
 
 const OptimisticLockMsg = "the object has been modified; please apply your changes to the latest version and try again"
@@ -209,7 +215,9 @@ func (st *Store) Create(ctx context.Context, rq *WriteRequest, obj runtime.Objec
 	if err := st.setNamespace(m, rq.Namespace); err != nil {
 		return nil, err
 	}
+	requested := m.GetManagedFields() // the request's own, or the apply's (Owned)
 	st.PrepareForCreate(obj, metav1.Now())
+	m.SetManagedFields(requested)
 	generated := m.GetName() == "" && m.GetGenerateName() != ""
 	if generated {
 		m.SetName(m.GetGenerateName() + generateSuffix())
@@ -218,8 +226,12 @@ func (st *Store) Create(ctx context.Context, rq *WriteRequest, obj runtime.Objec
 		return nil, apierrors.NewInvalid(st.Resource.GVK().GroupKind(), "", field.ErrorList{
 			field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
 	}
+	if !rq.Owned {
+		obj = st.trackUpdate(rq, nil, obj)
+		m = ObjMeta(obj)
+	}
 	attrs := st.attrs(rq, admission.Create, obj, nil, m.GetName())
-	err := st.Chain.Admit(ctx, attrs)
+	err := st.admit(ctx, attrs)
 	rq.Warn(attrs.Warnings) // admitted or not: a policy's warnings reach the client
 	if err != nil {
 		return nil, err
@@ -320,8 +332,7 @@ func (st *Store) mergeUpdate(cur, in runtime.Object, mode updateMode) (runtime.O
 		om.SetDeletionTimestamp(cm.GetDeletionTimestamp())
 		om.SetDeletionGracePeriodSeconds(cm.GetDeletionGracePeriodSeconds())
 		om.SetGeneration(cm.GetGeneration())
-		om.SetManagedFields(nil)
-		om.SetSelfLink("")
+		om.SetSelfLink("") // managedFields are in's: the field manager's (fields.go)
 		if st.Resource.HasStatus() {
 			copyStatus(out, cur)
 		}
@@ -337,6 +348,9 @@ func (st *Store) mergeUpdate(cur, in runtime.Object, mode updateMode) (runtime.O
 			// spec.finalizers changes only through /finalize, as upstream.
 			ns.Spec.Finalizers = cur.(*corev1.Namespace).Spec.Finalizers
 		}
+	}
+	if mode != updateMain {
+		ObjMeta(out).SetManagedFields(im.GetManagedFields()) // the field manager's, for this subresource
 	}
 	ObjMeta(out).SetResourceVersion(cm.GetResourceVersion())
 	return out, nil
@@ -399,13 +413,16 @@ func (st *Store) Update(ctx context.Context, rq *WriteRequest, name string, pre 
 		if err := st.setNamespace(im, rq.Namespace); err != nil {
 			return nil, err
 		}
+		if !rq.Owned {
+			in = st.trackUpdate(rq, cur, in)
+		}
 		out, err := st.mergeUpdate(cur, in, mode)
 		if err != nil {
 			return nil, err
 		}
 		// A conflict runs the chain again: only the last run's warnings are sent.
 		last = st.attrs(rq, admission.Update, out, cur, name)
-		if err := st.Chain.Admit(ctx, last); err != nil {
+		if err := st.admit(ctx, last); err != nil {
 			return nil, err
 		}
 		return out, nil
