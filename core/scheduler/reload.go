@@ -3,13 +3,9 @@ package scheduler
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	goruntime "runtime"
 	"sync"
 
@@ -97,14 +93,6 @@ type wasmEntry struct {
 	factory framework.PluginFactory
 }
 
-func wasmKey(spec config.WasmPlugin, file []byte) string {
-	h := sha256.New()
-	b, _ := json.Marshal(spec)
-	h.Write(b)
-	h.Write(file)
-	return fmt.Sprintf("%x", h.Sum(nil))
-}
-
 // build turns config bytes into a profile set, reusing unchanged wasm modules of old. A
 // build whose snapshot a newer change supersedes stops after the loads in progress and
 // returns configwatch.ErrSuperseded.
@@ -136,15 +124,11 @@ func (s *Scheduler) build(ctx context.Context, snap configwatch.Snapshot, old *p
 		if s.opts.WasmLoader == nil {
 			return nil, &config.Error{Field: field, Msg: fmt.Sprintf("wasm plugin %q declared, but this scheduler has no wasm loader", w.Name)}
 		}
-		path := w.Path
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(s.baseDir, path)
-		}
-		file, err := os.ReadFile(path)
+		file, err := w.Resolve(s.baseDir)
 		if err != nil {
 			return nil, &config.Error{Field: field + ".path", Msg: fmt.Sprintf("wasm plugin %q: %v", w.Name, err)}
 		}
-		slots[i] = slot{key: wasmKey(w, file), path: path}
+		slots[i] = slot{key: file.Key(w), path: file.Path}
 		if old != nil {
 			if e, ok := old.wasm[w.Name]; ok && e.key == slots[i].key {
 				slots[i].factory = e.factory
@@ -278,11 +262,7 @@ func (s *Scheduler) watchConfig(ctx context.Context) {
 		Modules: func() []string {
 			var out []string
 			for _, wp := range s.profiles.Load().cfg.WasmPlugins {
-				p := wp.Path
-				if !filepath.IsAbs(p) {
-					p = filepath.Join(s.baseDir, p)
-				}
-				out = append(out, p)
+				out = append(out, wp.AbsPath(s.baseDir))
 			}
 			return out
 		},

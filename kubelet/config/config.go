@@ -15,10 +15,10 @@ import (
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
+
+	"github.com/wasmkube/wasmkube/plugins/wasmhost/modulespec"
 )
 
 // Config is the `kubelet:` section.
@@ -30,23 +30,18 @@ type Config struct {
 }
 
 // HookPlugin declares one wasm module serving probes and/or preStop hooks.
+//
+// Its module keys are the spec every policy kind shares (modulespec.Spec). Name is what
+// pods name in their annotation, and the plugin label of metrics and logs. Timeout caps
+// each call (a probe's own limit is its timeoutSeconds, a preStop's the rest of the grace
+// period); 0: no cap beyond those. MemoryLimit caps each instance's linear memory
+// (default 64Mi). FailurePolicy: Fail (default: a failed call fails the probe) or Ignore
+// (it succeeds). Pool is the most instances (parallel calls) of each kind of the plugin;
+// 0: DefaultProbePool for probes, DefaultPreStopPool for preStop hooks.
 type HookPlugin struct {
-	// Name is what pods name in their annotation; also the plugin label of metrics and logs.
-	Name string `json:"name"`
-	// Path of the .wasm file, relative to the config file's folder.
-	Path string `json:"path"`
-	// Timeout caps each call (a probe's own limit is its timeoutSeconds, a preStop's the
-	// rest of the grace period). 0: no cap beyond those.
-	Timeout metav1.Duration `json:"timeout,omitempty"`
-	// MemoryLimit caps each instance's linear memory (default 64Mi).
-	MemoryLimit resource.Quantity `json:"memoryLimit,omitempty"`
-	// FailurePolicy: Fail (default: a failed call fails the probe) or Ignore (it succeeds).
-	FailurePolicy string `json:"failurePolicy,omitempty"`
+	modulespec.Spec `json:",inline"`
 	// Args is the JSON the guest reads with the args host function.
 	Args json.RawMessage `json:"args,omitempty"`
-	// Pool is the most instances (parallel calls) of each kind of the plugin; 0:
-	// DefaultProbePool for probes, DefaultPreStopPool for preStop hooks.
-	Pool int `json:"pool,omitempty"`
 }
 
 // Selector attaches Plugin as the Kind hook of the containers of the pods it selects. An
@@ -169,7 +164,7 @@ func decodeList[T any](field string, raw json.RawMessage) ([]T, error) {
 			}
 			var te *json.UnmarshalTypeError
 			if errors.As(err, &te) {
-				return nil, &Error{Field: f + "." + te.Field, Msg: fmt.Sprintf("cannot use %s as %s", te.Value, te.Type)}
+				return nil, &Error{Field: f + "." + modulespec.FieldPath(te.Field), Msg: fmt.Sprintf("cannot use %s as %s", te.Value, te.Type)}
 			}
 			return nil, &Error{Field: f, Msg: strings.TrimPrefix(msg, "json: ")}
 		}
@@ -195,30 +190,8 @@ func (c *Config) Validate() error {
 	names := map[string]bool{}
 	for i, p := range c.HookPlugins {
 		f := fmt.Sprintf("kubelet.hookPlugins[%d]", i)
-		if p.Name == "" {
-			return &Error{Field: f + ".name", Msg: "required"}
-		}
-		if errs := validation.IsDNS1123Subdomain(p.Name); len(errs) > 0 {
-			return &Error{Field: f + ".name", Msg: fmt.Sprintf("%q: %s (it is an annotation value pods name)", p.Name, strings.Join(errs, "; "))}
-		}
-		if names[p.Name] {
-			return &Error{Field: f + ".name", Msg: fmt.Sprintf("duplicate plugin %q", p.Name)}
-		}
-		names[p.Name] = true
-		if p.Path == "" {
-			return &Error{Field: f + ".path", Msg: "required (the .wasm file, relative to the config file's folder)"}
-		}
-		if p.Timeout.Duration < 0 {
-			return &Error{Field: f + ".timeout", Msg: fmt.Sprintf("%s must not be negative", p.Timeout.Duration)}
-		}
-		if p.MemoryLimit.Sign() < 0 {
-			return &Error{Field: f + ".memoryLimit", Msg: fmt.Sprintf("%s must not be negative", p.MemoryLimit.String())}
-		}
-		if p.FailurePolicy != Fail && p.FailurePolicy != Ignore {
-			return &Error{Field: f + ".failurePolicy", Msg: fmt.Sprintf("%q: must be Fail or Ignore", p.FailurePolicy)}
-		}
-		if p.Pool < 0 {
-			return &Error{Field: f + ".pool", Msg: fmt.Sprintf("%d must not be negative", p.Pool)}
+		if err := p.Validate(modulespec.RowOf("kubelet"), names); err != nil {
+			return &Error{Field: f + "." + err.Field, Msg: err.Msg}
 		}
 		if p.Args != nil && !json.Valid(p.Args) {
 			return &Error{Field: f + ".args", Msg: "not valid JSON"}

@@ -6,15 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
-	"time"
 
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
+
+	"github.com/wasmkube/wasmkube/plugins/wasmhost/modulespec"
 )
 
 // Config is the `admission:` section of the wasmkube config file (docs/config.md).
@@ -24,18 +23,14 @@ type Config struct {
 }
 
 // PolicySpec declares one wasm admission policy.
+//
+// Its module keys are the spec every policy kind shares (modulespec.Spec): FailurePolicy
+// is Fail (default: a failed call refuses the request with 500) or Ignore (the policy is
+// skipped); Timeout of one call (default 10s, at most 30s), MemoryLimit of one instance
+// (default 64Mi), Pool the number of instances, so of parallel calls (default
+// DefaultPoolSize).
 type PolicySpec struct {
-	Name string `json:"name"`
-	// Path of the .wasm file, relative to the config file's folder.
-	Path string `json:"path"`
-	// FailurePolicy is Fail (default: a failed call refuses the request with 500) or
-	// Ignore (the policy is skipped).
-	FailurePolicy string `json:"failurePolicy,omitempty"`
-	// Timeout of one call (default 10s, at most 30s), MemoryLimit of one instance (default 64Mi), Pool
-	// the number of instances, so of parallel calls (default DefaultPoolSize).
-	Timeout     metav1.Duration   `json:"timeout,omitempty"`
-	MemoryLimit resource.Quantity `json:"memoryLimit,omitempty"`
-	Pool        int               `json:"pool,omitempty"`
+	modulespec.Spec `json:",inline"`
 	// Args are handed to the guest as JSON (`args` host function, wasmkube_init).
 	Args json.RawMessage `json:"args,omitempty"`
 	// Rules say which requests the policy sees; it sees nothing it does not name.
@@ -119,7 +114,7 @@ func ParseSection(section json.RawMessage) (*Config, error) {
 		if err := json.Unmarshal(section, cfg); err != nil {
 			var te *json.UnmarshalTypeError
 			if errors.As(err, &te) {
-				return nil, &ConfigError{Field: "admission." + te.Field, Msg: fmt.Sprintf("cannot use %s as %s", te.Value, te.Type)}
+				return nil, &ConfigError{Field: "admission." + modulespec.FieldPath(te.Field), Msg: fmt.Sprintf("cannot use %s as %s", te.Value, te.Type)}
 			}
 			return nil, &ConfigError{Field: "admission", Msg: err.Error()}
 		}
@@ -158,15 +153,23 @@ func unknownFields(v any, t reflect.Type, path string) error {
 		case reflect.Struct:
 			fields := map[string]reflect.Type{}
 			var names []string
-			for i := range t.NumField() {
-				f := t.Field(i)
-				name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-				if name == "" || name == "-" {
-					continue
+			var add func(t reflect.Type)
+			add = func(t reflect.Type) {
+				for i := range t.NumField() {
+					f := t.Field(i)
+					name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+					if f.Anonymous && name == "" {
+						add(f.Type) // an inline spec: its keys are the struct's own
+						continue
+					}
+					if name == "" || name == "-" {
+						continue
+					}
+					fields[name] = f.Type
+					names = append(names, name)
 				}
-				fields[name] = f.Type
-				names = append(names, name)
 			}
+			add(t)
 			for _, k := range slices.Sorted(mapKeys(x)) {
 				ft, ok := fields[k]
 				if !ok {
@@ -256,10 +259,7 @@ func (c *Config) Default() {
 	}
 }
 
-var (
-	policyName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
-	operations = []string{"CREATE", "UPDATE", "DELETE", "CONNECT", "*"}
-)
+var operations = []string{"CREATE", "UPDATE", "DELETE", "CONNECT", "*"}
 
 // Validate checks what can be checked without loading the modules.
 func (c *Config) Validate() error {
@@ -269,27 +269,12 @@ func (c *Config) Validate() error {
 		fail := func(key, msg string, args ...any) error {
 			return &ConfigError{Field: f + key, Msg: fmt.Sprintf(msg, args...)}
 		}
-		switch {
-		case p.Name == "":
-			return fail(".name", "required")
-		case len(p.Name) > 63 || !policyName.MatchString(p.Name):
-			return fail(".name", "%q: must be lowercase letters, digits, '-' and '.', at most 63 characters", p.Name)
-		case names[p.Name]:
-			return fail(".name", "duplicate policy %q", p.Name)
-		case p.Path == "":
-			return fail(".path", "required")
-		case p.FailurePolicy != Fail && p.FailurePolicy != Ignore:
-			return fail(".failurePolicy", "%q: must be Fail or Ignore", p.FailurePolicy)
-		case p.Timeout.Duration < 0 || p.Timeout.Duration > 30*time.Second:
-			return fail(".timeout", "%s: must be between 0 and 30s", p.Timeout.Duration)
-		case p.MemoryLimit.Sign() < 0:
-			return fail(".memoryLimit", "%s: must be positive", p.MemoryLimit.String())
-		case p.Pool < 0 || p.Pool > 256:
-			return fail(".pool", "%d: must be between 1 and 256", p.Pool)
-		case len(p.Rules) == 0:
+		if err := p.Spec.Validate(modulespec.RowOf("admission"), names); err != nil {
+			return fail("."+err.Field, "%s", err.Msg)
+		}
+		if len(p.Rules) == 0 {
 			return fail(".rules", "required: a policy matches nothing it does not name")
 		}
-		names[p.Name] = true
 		if len(p.Args) > 0 && !json.Valid(p.Args) {
 			return fail(".args", "not valid JSON")
 		}

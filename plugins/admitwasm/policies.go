@@ -3,8 +3,6 @@ package admitwasm
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -191,15 +189,11 @@ func (o *Policies) build(ctx context.Context, snap configwatch.Snapshot, old *po
 	slots := make([]slot, len(cfg.Policies))
 	for i, spec := range cfg.Policies {
 		field := fmt.Sprintf("admission.policies[%d]", i)
-		path := spec.Path
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(o.baseDir, path)
-		}
-		bin, err := os.ReadFile(path)
+		file, err := spec.Resolve(o.baseDir)
 		if err != nil {
 			return nil, &ConfigError{Field: field + ".path", Msg: fmt.Sprintf("policy %q: %v", spec.Name, err)}
 		}
-		s := slot{spec: spec, path: path, bin: bin, key: policyKey(spec, bin)}
+		s := slot{spec: spec, path: file.Path, bin: file.Wasm, key: file.Key(spec)}
 		if old != nil {
 			if q, ok := old.byName[spec.Name]; ok && q.key == s.key {
 				s.p = q
@@ -270,14 +264,6 @@ func (o *Policies) build(ctx context.Context, snap configwatch.Snapshot, old *po
 		}
 	}
 	return ps, nil
-}
-
-func policyKey(spec PolicySpec, file []byte) string {
-	h := sha256.New()
-	b, _ := json.Marshal(spec)
-	h.Write(b)
-	h.Write(file)
-	return fmt.Sprintf("%x", h.Sum(nil))
 }
 
 // Reload builds the policies of a whole config file's bytes and, if every one loads,
@@ -385,11 +371,7 @@ func (o *Policies) watchConfig(ctx context.Context) {
 		Modules: func() []string {
 			var out []string
 			for _, p := range o.set.Load().cfg.Policies {
-				path := p.Path
-				if !filepath.IsAbs(path) {
-					path = filepath.Join(o.baseDir, path)
-				}
-				out = append(out, path)
+				out = append(out, p.AbsPath(o.baseDir))
 			}
 			return out
 		},

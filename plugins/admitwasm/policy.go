@@ -221,7 +221,7 @@ func (o *Policies) newPolicy(ctx context.Context, spec PolicySpec, path string, 
 			}
 		}
 	}
-	lo := wasmhost.LoadOptions{Name: spec.Name, Path: path, Wasm: bin, Timeout: spec.Timeout.Duration, MemoryLimit: uint64(spec.MemoryLimit.Value())}
+	lo := wasmhost.LoadOptions{Name: spec.Name, Path: path, Wasm: bin, Timeout: spec.Timeout.Duration, MemoryLimit: spec.MemoryBytes()}
 	if len(spec.Capabilities) > 0 {
 		lo.Capabilities = []string{CapabilityObjects}
 	}

@@ -17,12 +17,12 @@ import (
 	"github.com/wasmkube/wasmkube/plugins/nodewasm"
 	"github.com/wasmkube/wasmkube/plugins/nodewasm/nodewasmtest"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost/modulespec"
 )
 
 func loadBad(t *testing.T, mode int, policy string) *nodewasmtest.Plugin {
 	t.Helper()
-	p, err := nodewasmtest.LoadSpec(t, config.HookPlugin{Name: "bad", Path: wat(t, "bad.wat"), Args: []byte(fmt.Sprint(mode)),
-		FailurePolicy: policy, MemoryLimit: resource.MustParse("1Mi")})
+	p, err := nodewasmtest.LoadSpec(t, config.HookPlugin{Spec: modulespec.Spec{Name: "bad", Path: wat(t, "bad.wat"), FailurePolicy: policy, MemoryLimit: resource.MustParse("1Mi")}, Args: []byte(fmt.Sprint(mode))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestMisbehavingPreStopEndsAtTheGracePeriod(t *testing.T) {
 // preStop that sleeps to the end of its grace period, another pod's preStop does not wait
 // past its own grace period for one: it fails at it, naming why.
 func TestPreStopWaitingForAnInstanceEndsAtTheGracePeriod(t *testing.T) {
-	p, err := nodewasmtest.LoadSpec(t, config.HookPlugin{Name: "bad", Path: wat(t, "bad.wat"), Args: []byte("6"), Pool: 1})
+	p, err := nodewasmtest.LoadSpec(t, config.HookPlugin{Spec: modulespec.Spec{Name: "bad", Path: wat(t, "bad.wat"), Pool: 1}, Args: []byte("6")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -159,11 +159,11 @@ func (hk *Hooks) Apply(ctx context.Context, cfg *config.Config, baseDir string) 
 
 // specKey is the key Load would give spec, from the module file as it is now.
 func specKey(spec config.HookPlugin, baseDir string) (string, error) {
-	bin, err := readModule(spec.Path, baseDir)
+	file, err := spec.Resolve(baseDir)
 	if err != nil {
 		return "", err
 	}
-	return pluginKey(spec, bin), nil
+	return file.Key(spec), nil
 }
 
 // Plugins are the names of the plugins in force.

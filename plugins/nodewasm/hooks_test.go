@@ -19,6 +19,7 @@ import (
 	"github.com/wasmkube/wasmkube/kubelet/probe"
 	"github.com/wasmkube/wasmkube/plugins/nodewasm"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost/modulespec"
 )
 
 // fallback records that the built-in runner was used.
@@ -63,7 +64,7 @@ func TestHooksPickThePodsPlugin(t *testing.T) {
 	port := serve(t, "127.0.0.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, body.Load()) }))
 	hk := newHooks(t)
 	cfg := &config.Config{
-		HookPlugins: []config.HookPlugin{{Name: "health", Path: wat(t, "get.wat"), Args: []byte(fmt.Sprint(port)), FailurePolicy: config.Fail}},
+		HookPlugins: []config.HookPlugin{{Spec: modulespec.Spec{Name: "health", Path: wat(t, "get.wat"), FailurePolicy: config.Fail}, Args: []byte(fmt.Sprint(port))}},
 		Selectors: []config.Selector{{Plugin: "health", Kind: config.KindLiveness,
 			PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "web"}}}},
 	}
@@ -122,7 +123,7 @@ func TestApplyKeepsTheLastGoodPlugins(t *testing.T) {
 	mod := filepath.Join(dir, "probe.wasm")
 	copyFile(t, wat(t, "get.wat"), mod)
 	hk := newHooks(t)
-	decl := config.HookPlugin{Name: "p", Path: "probe.wasm", Args: []byte(fmt.Sprint(port)), FailurePolicy: config.Fail}
+	decl := config.HookPlugin{Spec: modulespec.Spec{Name: "p", Path: "probe.wasm", FailurePolicy: config.Fail}, Args: []byte(fmt.Sprint(port))}
 	cfg := &config.Config{HookPlugins: []config.HookPlugin{decl}}
 	if err := hk.Apply(context.Background(), cfg, dir); err != nil {
 		t.Fatal(err)
@@ -184,7 +185,7 @@ func copyFile(t *testing.T, from, to string) {
 func TestSwapsDoNotFailProbesInFlight(t *testing.T) {
 	port := serve(t, "127.0.0.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
 	hk := newHooks(t)
-	decl := config.HookPlugin{Name: "p", Path: wat(t, "get.wat"), Args: []byte(fmt.Sprint(port)), FailurePolicy: config.Fail}
+	decl := config.HookPlugin{Spec: modulespec.Spec{Name: "p", Path: wat(t, "get.wat"), FailurePolicy: config.Fail}, Args: []byte(fmt.Sprint(port))}
 	if err := hk.Apply(context.Background(), &config.Config{HookPlugins: []config.HookPlugin{decl}}, ""); err != nil {
 		t.Fatal(err)
 	}

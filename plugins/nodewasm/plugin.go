@@ -2,12 +2,8 @@ package nodewasm
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -16,6 +12,7 @@ import (
 	"github.com/wasmkube/wasmkube/kubelet/config"
 	"github.com/wasmkube/wasmkube/kubelet/probe"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost/modulespec"
 )
 
 // DefaultLimit is the time limit of a call whose caller gives none (a preStop without a
@@ -111,24 +108,17 @@ func (p *Plugin) Close() {
 // smoke-calls it. Every error names the plugin and path.
 func Load(ctx context.Context, h *wasmhost.Host, spec config.HookPlugin, baseDir string) (*Plugin, error) {
 	lerr := func(err error) error { return &wasmhost.LoadError{Plugin: spec.Name, Path: spec.Path, Err: err} }
-	bin, err := readModule(spec.Path, baseDir)
+	if err := spec.Validate(modulespec.RowOf("kubelet"), nil); err != nil {
+		return nil, lerr(err)
+	}
+	file, err := spec.Resolve(baseDir)
 	if err != nil {
 		return nil, lerr(err)
 	}
-	policy := spec.FailurePolicy
-	if policy == "" {
-		policy = config.Fail
-	}
-	if policy != config.Fail && policy != config.Ignore {
-		return nil, lerr(fmt.Errorf("failurePolicy %q: must be Fail or Ignore", policy))
-	}
-	limit := spec.Timeout.Duration
-	if limit <= 0 {
-		limit = DefaultLimit
-	}
+	policy := spec.Policy()
 	mod, err := h.Load(ctx, wasmhost.LoadOptions{
-		Name: spec.Name, Path: spec.Path, Wasm: bin, Timeout: limit,
-		MemoryLimit: uint64(max(spec.MemoryLimit.Value(), 0)), Capabilities: []string{NetworkCapability},
+		Name: spec.Name, Path: spec.Path, Wasm: file.Wasm, Timeout: spec.TimeoutOr(DefaultLimit),
+		MemoryLimit: spec.MemoryBytes(), Capabilities: []string{NetworkCapability},
 	})
 	if err != nil {
 		return nil, err
@@ -141,7 +131,7 @@ func Load(ctx context.Context, h *wasmhost.Host, spec config.HookPlugin, baseDir
 	if len(args) == 0 || string(args) == "null" {
 		args = nil
 	}
-	p := &Plugin{name: spec.Name, path: spec.Path, policy: policy, cap: spec.Timeout.Duration, pools: map[*wasmhost.Kind]*wasmhost.Pool{}, key: pluginKey(spec, bin)}
+	p := &Plugin{name: spec.Name, path: spec.Path, policy: policy, cap: spec.Timeout.Duration, pools: map[*wasmhost.Kind]*wasmhost.Pool{}, key: file.Key(spec)}
 	fail := func(err error) (*Plugin, error) {
 		for _, pool := range p.pools {
 			pool.Close()
@@ -171,24 +161,6 @@ func Load(ctx context.Context, h *wasmhost.Host, spec config.HookPlugin, baseDir
 		break
 	}
 	return p, nil
-}
-
-// readModule reads the module file path, relative to baseDir.
-func readModule(path, baseDir string) ([]byte, error) {
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(baseDir, path)
-	}
-	return os.ReadFile(path)
-}
-
-// pluginKey identifies a declaration and module bytes: a reload that leaves both unchanged
-// keeps the loaded plugin.
-func pluginKey(spec config.HookPlugin, bin []byte) string {
-	h := sha256.New()
-	b, _ := json.Marshal(spec)
-	h.Write(b)
-	h.Write(bin)
-	return fmt.Sprintf("%x", h.Sum(nil))
 }
 
 // limit is a call's time limit: what the caller's deadline leaves (the probe's

@@ -13,6 +13,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/scheduler/plugins/noderesources"
 	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost/modulespec"
 )
 
 const benchNodes = 5000
@@ -42,7 +43,7 @@ func BenchmarkFilterScore(b *testing.B) {
 	}
 	l := NewLoader(h)
 	mk := func(name, dir string) framework.Plugin {
-		f, err := l.Load(ctx, config.WasmPlugin{Name: name, Path: wasmbuild.Go(b, dir)}, "")
+		f, err := l.Load(ctx, config.WasmPlugin{Spec: modulespec.Spec{Name: name, Path: wasmbuild.Go(b, dir)}}, "")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -100,7 +101,7 @@ func BenchmarkCallOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	f, err := NewLoader(h).Load(ctx, config.WasmPlugin{Name: "drain", Path: wasmbuild.WAT(b, "wasm-examples/wat/drain-filter/drain-filter.wat")}, "")
+	f, err := NewLoader(h).Load(ctx, config.WasmPlugin{Spec: modulespec.Spec{Name: "drain", Path: wasmbuild.WAT(b, "wasm-examples/wat/drain-filter/drain-filter.wat")}}, "")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/scheduler/framework"
 	"github.com/wasmkube/wasmkube/core/scheduler/plugins"
 	"github.com/wasmkube/wasmkube/core/scheduler/runtime"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost/modulespec"
 )
 
 // bindingProfile builds a profile whose only non-default plugin is the module of
@@ -55,7 +56,7 @@ func bindingProfile(t *testing.T, l *Loader, spec config.WasmPlugin) (*runtime.F
 
 func TestReserveUnreservePreBindPostBind(t *testing.T) {
 	l := newLoader(t)
-	f, p := bindingProfile(t, l, config.WasmPlugin{Name: "binding"})
+	f, p := bindingProfile(t, l, config.WasmPlugin{Spec: modulespec.Spec{Name: "binding"}})
 	ctx := context.Background()
 	ok := pod("ok", "1", "1Gi")
 	state := framework.NewCycleState()
@@ -89,14 +90,14 @@ func TestReserveUnreservePreBindPostBind(t *testing.T) {
 		t.Fatalf("counters %v, want prebound and bound 1", p.shared.Snapshot())
 	}
 	// The counters are the plugin's, kept by the loader across a rebuild (a config swap).
-	_, again := bindingProfile(t, l, config.WasmPlugin{Name: "binding"})
+	_, again := bindingProfile(t, l, config.WasmPlugin{Spec: modulespec.Spec{Name: "binding"}})
 	if again.shared != p.shared {
 		t.Fatal("a rebuilt plugin got counters of its own")
 	}
 }
 
 func TestPermitWaitsAndALaterPermitAllowsByUID(t *testing.T) {
-	f, _ := bindingProfile(t, newLoader(t), config.WasmPlugin{Name: "binding"})
+	f, _ := bindingProfile(t, newLoader(t), config.WasmPlugin{Spec: modulespec.Spec{Name: "binding"}})
 	ctx := context.Background()
 	w1, w2 := pod("w1", "1", "1Gi"), pod("w2", "1", "1Gi")
 	for _, p := range []*v1.Pod{w1, w2} {
@@ -131,7 +132,7 @@ func TestBindingPointFailures(t *testing.T) {
 	short := metav1.Duration{Duration: 20 * time.Millisecond}
 	for _, policy := range []string{"Fail", "Ignore"} {
 		name := "binding-" + strings.ToLower(policy)
-		f, _ := bindingProfile(t, l, config.WasmPlugin{Name: name, FailurePolicy: policy, Timeout: short})
+		f, _ := bindingProfile(t, l, config.WasmPlugin{Spec: modulespec.Spec{Name: name, FailurePolicy: policy, Timeout: short}})
 		for _, tc := range []struct{ pod, reason, kind string }{
 			{"trap", "trap", "reserve"}, {"loop", "timeout", "reserve"},
 			{"trap", "trap", "permit"}, {"loop", "timeout", "permit"}, {"nowait", "garbage result", "permit"},
@@ -177,7 +178,7 @@ func TestBindingPointFailures(t *testing.T) {
 }
 
 func TestQueueingHintOfAWasmPlugin(t *testing.T) {
-	f, p := bindingProfile(t, newLoader(t), config.WasmPlugin{Name: "binding"})
+	f, p := bindingProfile(t, newLoader(t), config.WasmPlugin{Spec: modulespec.Spec{Name: "binding"}})
 	ctx := context.Background()
 	evs, err := p.EventsToRegister(ctx)
 	if err != nil || len(evs) != 1 || evs[0].Event != (framework.ClusterEvent{Resource: "Node", Action: framework.Add | framework.Update}) || evs[0].QueueingHintFn == nil {

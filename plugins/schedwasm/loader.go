@@ -11,8 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	goruntime "runtime"
 	"sync"
 
@@ -23,6 +21,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/scheduler/config"
 	"github.com/wasmkube/wasmkube/core/scheduler/framework"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost/modulespec"
 )
 
 // DefaultPoolSize is the pool size when neither the spec nor the framework handle gives
@@ -47,35 +46,17 @@ func NewLoader(h *wasmhost.Host) *Loader { return &Loader{host: h} }
 // failure there fails the factory, so a broken module never replaces a working one.
 func (l *Loader) Load(ctx context.Context, spec config.WasmPlugin, baseDir string) (framework.PluginFactory, error) {
 	lerr := func(err error) error { return &wasmhost.LoadError{Plugin: spec.Name, Path: spec.Path, Err: err} }
-	policy := FailurePolicy(spec.FailurePolicy)
-	switch policy {
-	case "":
-		policy = Fail
-	case Fail, Ignore:
-	default:
-		return nil, lerr(fmt.Errorf("failurePolicy %q: must be Fail or Ignore", spec.FailurePolicy))
+	if err := spec.Validate(modulespec.RowOf("scheduler"), nil); err != nil {
+		return nil, lerr(err)
 	}
-	if spec.Path == "" {
-		return nil, lerr(fmt.Errorf("path: required"))
-	}
-	path := spec.Path
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(baseDir, path)
-	}
-	bin, err := os.ReadFile(path)
+	policy := FailurePolicy(spec.Policy())
+	file, err := spec.Resolve(baseDir)
 	if err != nil {
 		return nil, lerr(err)
 	}
-	if spec.Timeout.Duration < 0 {
-		return nil, lerr(fmt.Errorf("timeout %s: must be positive", spec.Timeout.Duration))
-	}
-	mem := spec.MemoryLimit.Value()
-	if mem < 0 {
-		return nil, lerr(fmt.Errorf("memoryLimit %s: must be positive", spec.MemoryLimit.String()))
-	}
 	mod, err := l.host.Load(ctx, wasmhost.LoadOptions{
-		Name: spec.Name, Path: spec.Path, Wasm: bin,
-		Timeout: spec.Timeout.Duration, MemoryLimit: uint64(mem),
+		Name: spec.Name, Path: spec.Path, Wasm: file.Wasm,
+		Timeout: spec.Timeout.Duration, MemoryLimit: spec.MemoryBytes(),
 	})
 	if err != nil {
 		return nil, err

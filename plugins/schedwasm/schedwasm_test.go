@@ -21,6 +21,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/scheduler/runtime"
 	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost/modulespec"
 )
 
 func newLoader(t *testing.T) *Loader {
@@ -89,13 +90,13 @@ func TestLoaderErrorsNameThePluginAndCause(t *testing.T) {
 		args string
 		want string
 	}{
-		{config.WasmPlugin{Name: "gone", Path: "missing/plugin.wasm"}, "", "", "plugin gone: missing/plugin.wasm: open base/missing/plugin.wasm: no such file or directory"},
-		{config.WasmPlugin{Name: "pack"}, "wat:plugins/testdata/v2.wat", "", "exports wasmkube_abi_version 2, this host supports 1"},
-		{config.WasmPlugin{Name: "pol", FailurePolicy: "Sometimes"}, "wat:plugins/testdata/trap.wat", "", `failurePolicy "Sometimes": must be Fail or Ignore`},
-		{config.WasmPlugin{Name: "zones"}, "go:wasm-examples/go/zone-filter", "", `plugin zones: `},
-		{config.WasmPlugin{Name: "zones"}, "go:wasm-examples/go/zone-filter", `{"zones": []}`, "wasmkube_init rejected the plugin (code 1): args.zones: at least one zone is required"},
-		{config.WasmPlugin{Name: "zones"}, "go:wasm-examples/go/zone-filter", `{"zones": 3}`, "wasmkube_init rejected the plugin (code 1): args: json: cannot unmarshal number"},
-		{config.WasmPlugin{Name: "broken"}, "wat:plugins/testdata/alwaystrap.wat", "", "smoke call of wasmkube_score: wasm plugin broken: score: trap: wasm error: unreachable"},
+		{config.WasmPlugin{Spec: modulespec.Spec{Name: "gone", Path: "missing/plugin.wasm"}}, "", "", "plugin gone: missing/plugin.wasm: open base/missing/plugin.wasm: no such file or directory"},
+		{config.WasmPlugin{Spec: modulespec.Spec{Name: "pack"}}, "wat:plugins/testdata/v2.wat", "", "exports wasmkube_abi_version 2, this host supports 1"},
+		{config.WasmPlugin{Spec: modulespec.Spec{Name: "pol", FailurePolicy: "Sometimes"}}, "wat:plugins/testdata/trap.wat", "", `failurePolicy: "Sometimes": must be Fail or Ignore`},
+		{config.WasmPlugin{Spec: modulespec.Spec{Name: "zones"}}, "go:wasm-examples/go/zone-filter", "", `plugin zones: `},
+		{config.WasmPlugin{Spec: modulespec.Spec{Name: "zones"}}, "go:wasm-examples/go/zone-filter", `{"zones": []}`, "wasmkube_init rejected the plugin (code 1): args.zones: at least one zone is required"},
+		{config.WasmPlugin{Spec: modulespec.Spec{Name: "zones"}}, "go:wasm-examples/go/zone-filter", `{"zones": 3}`, "wasmkube_init rejected the plugin (code 1): args: json: cannot unmarshal number"},
+		{config.WasmPlugin{Spec: modulespec.Spec{Name: "broken"}}, "wat:plugins/testdata/alwaystrap.wat", "", "smoke call of wasmkube_score: wasm plugin broken: score: trap: wasm error: unreachable"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec.Name+tt.args, func(t *testing.T) {
@@ -135,7 +136,7 @@ func TestPluginImplementsExactlyItsExports(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {
-			p := mustPlugin(t, l, config.WasmPlugin{Name: "p"}, tt.src, tt.args)
+			p := mustPlugin(t, l, config.WasmPlugin{Spec: modulespec.Spec{Name: "p"}}, tt.src, tt.args)
 			for _, point := range []string{config.PreFilter, config.Filter, config.PostFilter, config.PreScore, config.Score, config.Reserve, config.Bind} {
 				want := false
 				for _, w := range tt.points {
@@ -176,7 +177,7 @@ func TestFailurePolicy(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("filter/Fail rejects the batch with the reason", func(t *testing.T) {
-		p := mustPlugin(t, l, config.WasmPlugin{Name: "trap-fail", FailurePolicy: "Fail"}, "wat:plugins/testdata/trap.wat", "").(framework.BatchFilterPlugin)
+		p := mustPlugin(t, l, config.WasmPlugin{Spec: modulespec.Spec{Name: "trap-fail", FailurePolicy: "Fail"}}, "wat:plugins/testdata/trap.wat", "").(framework.BatchFilterPlugin)
 		st := make([]*framework.Status, 2)
 		p.FilterBatch(ctx, framework.NewCycleState(), bad, nodes, st)
 		for i, s := range st {
@@ -189,7 +190,7 @@ func TestFailurePolicy(t *testing.T) {
 		}
 	})
 	t.Run("filter/Ignore passes the batch", func(t *testing.T) {
-		p := mustPlugin(t, l, config.WasmPlugin{Name: "trap-ignore", FailurePolicy: "Ignore"}, "wat:plugins/testdata/trap.wat", "").(framework.BatchFilterPlugin)
+		p := mustPlugin(t, l, config.WasmPlugin{Spec: modulespec.Spec{Name: "trap-ignore", FailurePolicy: "Ignore"}}, "wat:plugins/testdata/trap.wat", "").(framework.BatchFilterPlugin)
 		st := make([]*framework.Status, 2)
 		p.FilterBatch(ctx, framework.NewCycleState(), bad, nodes, st)
 		if st[0] != nil || st[1] != nil {
@@ -200,7 +201,7 @@ func TestFailurePolicy(t *testing.T) {
 		}
 	})
 	t.Run("score/Fail fails the cycle", func(t *testing.T) {
-		p := mustPlugin(t, l, config.WasmPlugin{Name: "garbage-fail"}, "wat:plugins/testdata/garbage.wat", "").(framework.BatchScorePlugin)
+		p := mustPlugin(t, l, config.WasmPlugin{Spec: modulespec.Spec{Name: "garbage-fail"}}, "wat:plugins/testdata/garbage.wat", "").(framework.BatchScorePlugin)
 		scores := []int64{-1, -1}
 		s := p.ScoreBatch(ctx, framework.NewCycleState(), bad, nodes, scores)
 		if s.Code() != framework.Error || !strings.Contains(s.Message(), "score 1000 for node n0 is outside [0, 100]") {
@@ -208,7 +209,7 @@ func TestFailurePolicy(t *testing.T) {
 		}
 	})
 	t.Run("score/Ignore scores 0", func(t *testing.T) {
-		p := mustPlugin(t, l, config.WasmPlugin{Name: "garbage-ignore", FailurePolicy: "Ignore"}, "wat:plugins/testdata/garbage.wat", "").(framework.BatchScorePlugin)
+		p := mustPlugin(t, l, config.WasmPlugin{Spec: modulespec.Spec{Name: "garbage-ignore", FailurePolicy: "Ignore"}}, "wat:plugins/testdata/garbage.wat", "").(framework.BatchScorePlugin)
 		scores := []int64{-1, -1}
 		if s := p.ScoreBatch(ctx, framework.NewCycleState(), bad, nodes, scores); s != nil || scores[0] != 0 || scores[1] != 0 {
 			t.Errorf("status %v scores %v, want nil and [0 0]", s, scores)
@@ -221,7 +222,7 @@ func TestFailurePolicy(t *testing.T) {
 }
 
 func TestDrainFilterWAT(t *testing.T) {
-	p := mustPlugin(t, newLoader(t), config.WasmPlugin{Name: "drain"}, "wat:wasm-examples/wat/drain-filter/drain-filter.wat", "").(framework.BatchFilterPlugin)
+	p := mustPlugin(t, newLoader(t), config.WasmPlugin{Spec: modulespec.Spec{Name: "drain"}}, "wat:wasm-examples/wat/drain-filter/drain-filter.wat", "").(framework.BatchFilterPlugin)
 	nodes := []*framework.NodeInfo{node("n0", "", "4", "8Gi"), node("n1", "", "4", "8Gi"), node("n2", "", "4", "8Gi")}
 	nodes[1].Node().Labels["wasmkube.io/drain"] = ""
 	st := make([]*framework.Status, 3)
@@ -245,8 +246,8 @@ func TestProfileMixesWasmAndNativePlugins(t *testing.T) {
 		t.Run(tt.score, func(t *testing.T) {
 			registry := plugins.NewInTreeRegistry()
 			for _, w := range []config.WasmPlugin{
-				{Name: "zone", Path: wasmbuild.Go(t, "wasm-examples/go/zone-filter")},
-				{Name: "policy", Path: wasmbuild.Go(t, "wasm-examples/go/"+tt.score)},
+				{Spec: modulespec.Spec{Name: "zone", Path: wasmbuild.Go(t, "wasm-examples/go/zone-filter")}},
+				{Spec: modulespec.Spec{Name: "policy", Path: wasmbuild.Go(t, "wasm-examples/go/"+tt.score)}},
 			} {
 				f, err := l.Load(context.Background(), w, "")
 				if err != nil {
@@ -306,7 +307,7 @@ func TestProfileMixesWasmAndNativePlugins(t *testing.T) {
 // One loaded module serves two configurations (two profiles) with different args.
 func TestOneModuleTwoConfigurations(t *testing.T) {
 	l := newLoader(t)
-	f, err := l.Load(context.Background(), config.WasmPlugin{Name: "zone", Path: wasmbuild.Go(t, "wasm-examples/go/zone-filter")}, "")
+	f, err := l.Load(context.Background(), config.WasmPlugin{Spec: modulespec.Spec{Name: "zone", Path: wasmbuild.Go(t, "wasm-examples/go/zone-filter")}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,8 +335,7 @@ func TestMisbehavingPluginInAProfile(t *testing.T) {
 	for _, wat := range []string{"loop.wat", "trap.wat", "grow.wat", "garbage.wat", "badindex.wat", "badptr.wat", "exit.wat"} {
 		for _, policy := range []string{"Fail", "Ignore"} {
 			t.Run(wat+"/"+policy, func(t *testing.T) {
-				spec := config.WasmPlugin{Name: "bad", Path: wasmbuild.WAT(t, "plugins/testdata/"+wat), FailurePolicy: policy,
-					Timeout: metav1.Duration{Duration: 50 * time.Millisecond}, MemoryLimit: resource.MustParse("2Mi")}
+				spec := config.WasmPlugin{Spec: modulespec.Spec{Name: "bad", Path: wasmbuild.WAT(t, "plugins/testdata/"+wat), FailurePolicy: policy, Timeout: metav1.Duration{Duration: 50 * time.Millisecond}, MemoryLimit: resource.MustParse("2Mi")}}
 				f, err := l.Load(context.Background(), spec, "")
 				if err != nil {
 					t.Fatal(err)
@@ -381,7 +381,7 @@ func TestMisbehavingPluginInAProfile(t *testing.T) {
 func TestCancellationIsNeitherRejectionNorPass(t *testing.T) {
 	l := newLoader(t)
 	for _, policy := range []string{"Fail", "Ignore"} {
-		p := mustPlugin(t, l, config.WasmPlugin{Name: "loop-" + policy, FailurePolicy: policy, Timeout: metav1.Duration{Duration: time.Hour}},
+		p := mustPlugin(t, l, config.WasmPlugin{Spec: modulespec.Spec{Name: "loop-" + policy, FailurePolicy: policy, Timeout: metav1.Duration{Duration: time.Hour}}},
 			"wat:plugins/testdata/loop.wat", "").(framework.BatchFilterPlugin)
 		bad := pod("bad", "1", "1Gi")
 		bad.Labels = map[string]string{"bad": ""}
@@ -399,5 +399,5 @@ func TestCancellationIsNeitherRejectionNorPass(t *testing.T) {
 // PreFilter's cycle state gets it, and a Score that its PreScore's Skip leaves out of
 // every cycle is not called. Both used to reject plugins that follow docs/abi.md.
 func TestSmokeCallFollowsTheCycle(t *testing.T) {
-	mustPlugin(t, newLoader(t), config.WasmPlugin{Name: "cycle"}, "wat:plugins/testdata/cycle.wat", "")
+	mustPlugin(t, newLoader(t), config.WasmPlugin{Spec: modulespec.Spec{Name: "cycle"}}, "wat:plugins/testdata/cycle.wat", "")
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/wasmkube/wasmkube/plugins/schedwasm"
 	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost/modulespec"
 )
 
 func TestHeaderMatchesTheHost(t *testing.T) {
@@ -37,7 +38,7 @@ func TestHeaderMatchesTheHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := schedwasm.NewLoader(h).Load(ctx, config.WasmPlugin{Name: "all", Path: out}, "")
+	f, err := schedwasm.NewLoader(h).Load(ctx, config.WasmPlugin{Spec: modulespec.Spec{Name: "all", Path: out}}, "")
 	if err != nil {
 		t.Fatalf("a module importing every host function of wasmkube.h: %v", err)
 	}

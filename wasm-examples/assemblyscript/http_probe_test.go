@@ -13,6 +13,7 @@ import (
 	"github.com/wasmkube/wasmkube/kubelet/config"
 	"github.com/wasmkube/wasmkube/plugins/nodewasm/nodewasmtest"
 	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost/modulespec"
 )
 
 // http-probe passes on 2xx and 3xx, fails with the status and the body's start otherwise
@@ -29,7 +30,7 @@ func TestHTTPProbeThroughTheHost(t *testing.T) {
 		{`{"port": 80, "path": "healthz"}`, "args.path"},
 		{`{"port": 80, "path": "//evil/healthz"}`, "args.path"},
 	} {
-		if _, err := nodewasmtest.LoadSpec(t, config.HookPlugin{Path: path, Args: json.RawMessage(bad.args)}); err == nil || !strings.Contains(err.Error(), bad.err) {
+		if _, err := nodewasmtest.LoadSpec(t, config.HookPlugin{Spec: modulespec.Spec{Path: path}, Args: json.RawMessage(bad.args)}); err == nil || !strings.Contains(err.Error(), bad.err) {
 			t.Errorf("args %s: %v, want the init's rejection containing %q", bad.args, err, bad.err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/wasmkube/wasmkube/kubelet/config"
 	"github.com/wasmkube/wasmkube/plugins/nodewasm/nodewasmtest"
 	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost/modulespec"
 	"github.com/wasmkube/wasmkube/wasm-examples/go/threshold-liveness/thresholdtest"
 )
 
@@ -26,7 +27,7 @@ func TestThresholdLivenessSameVerdictsAsGo(t *testing.T) {
 		{`{"port": 8080, "path": "/metrics", "metric": "errors_total", "maximum": 10}`, `unknown field "maximum"`},
 		{`[8080]`, "not a JSON object"},
 	} {
-		_, err := nodewasmtest.LoadSpec(t, config.HookPlugin{Path: c, Args: json.RawMessage(bad.args)})
+		_, err := nodewasmtest.LoadSpec(t, config.HookPlugin{Spec: modulespec.Spec{Path: c}, Args: json.RawMessage(bad.args)})
 		if err == nil || !strings.Contains(err.Error(), bad.err) {
 			t.Errorf("args %s: %v, want the init's rejection containing %q", bad.args, err, bad.err)
 		}

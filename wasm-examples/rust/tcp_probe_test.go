@@ -12,6 +12,7 @@ import (
 	"github.com/wasmkube/wasmkube/kubelet/config"
 	"github.com/wasmkube/wasmkube/plugins/nodewasm/nodewasmtest"
 	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost/modulespec"
 )
 
 // tcp-probe passes while something listens on its port and fails with the reason once
@@ -19,7 +20,7 @@ import (
 func TestTCPProbeThroughTheHost(t *testing.T) {
 	path := wasmbuild.Script(t, "wasm-examples/rust/tcp-probe")
 	for _, bad := range []string{``, `{"port": 0}`, `{"port": 70000}`, `{"port": "80"}`} {
-		if _, err := nodewasmtest.LoadSpec(t, config.HookPlugin{Path: path, Args: json.RawMessage(bad)}); err == nil || !strings.Contains(err.Error(), "args.port") {
+		if _, err := nodewasmtest.LoadSpec(t, config.HookPlugin{Spec: modulespec.Spec{Path: path}, Args: json.RawMessage(bad)}); err == nil || !strings.Contains(err.Error(), "args.port") {
 			t.Errorf("args %q: %v, want the init's rejection naming args.port", bad, err)
 		}
 	}

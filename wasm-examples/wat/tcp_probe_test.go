@@ -12,6 +12,7 @@ import (
 	"github.com/wasmkube/wasmkube/kubelet/config"
 	"github.com/wasmkube/wasmkube/plugins/nodewasm/nodewasmtest"
 	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost/modulespec"
 )
 
 // tcp-probe passes while something listens on its port of the pod's IP and fails with the
@@ -19,7 +20,7 @@ import (
 func TestTCPProbeThroughTheHost(t *testing.T) {
 	path := wasmbuild.WAT(t, "wasm-examples/wat/tcp-probe/tcp-probe.wat")
 	for _, bad := range []string{``, `{"port": 0}`, `{"port": 65536}`, `{"port": 99999999999999}`, `{"host": "x"}`} {
-		_, err := nodewasmtest.LoadSpec(t, config.HookPlugin{Path: path, Args: json.RawMessage(bad)})
+		_, err := nodewasmtest.LoadSpec(t, config.HookPlugin{Spec: modulespec.Spec{Path: path}, Args: json.RawMessage(bad)})
 		if err == nil || !strings.Contains(err.Error(), "args.port: a port 1..65535 is required") {
 			t.Errorf("args %q: %v, want the init's rejection", bad, err)
 		}

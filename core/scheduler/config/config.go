@@ -15,9 +15,9 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/wasmkube/wasmkube/plugins/wasmhost/modulespec"
 )
 
 // DefaultSchedulerName is the profile pods get when spec.schedulerName is empty.
@@ -92,16 +92,12 @@ type PluginConfig struct {
 // WasmPlugin declares a wasm module that becomes a plugin named Name. The loader
 // (plugins/, through scheduler.Options.WasmLoader) compiles, checks and smoke-runs it;
 // zero values of Timeout, MemoryLimit and Pool mean the loader's defaults.
+//
+// Its keys are the module spec every policy kind shares (modulespec.Spec: name, path,
+// failurePolicy, timeout, memoryLimit, pool). FailurePolicy "Fail" (the default) makes an
+// error or trap reject the node/pod; "Ignore" treats the plugin as having allowed it.
 type WasmPlugin struct {
-	Name string `json:"name"`
-	// Path of the .wasm file, relative to the config file's folder.
-	Path string `json:"path"`
-	// FailurePolicy is "Fail" (default: an error or trap rejects the node/pod) or
-	// "Ignore" (the plugin is treated as having allowed it).
-	FailurePolicy string            `json:"failurePolicy,omitempty"`
-	Timeout       metav1.Duration   `json:"timeout,omitempty"`
-	MemoryLimit   resource.Quantity `json:"memoryLimit,omitempty"`
-	Pool          int               `json:"pool,omitempty"`
+	modulespec.Spec `json:",inline"`
 }
 
 // Extension point names, as in config keys, metrics and explanations.
@@ -205,7 +201,7 @@ func decodeError(err error) error {
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return &Error{Field: "scheduler." + te.Field, Msg: fmt.Sprintf("cannot use %s as %s", te.Value, te.Type)}
+		return &Error{Field: "scheduler." + modulespec.FieldPath(te.Field), Msg: fmt.Sprintf("cannot use %s as %s", te.Value, te.Type)}
 	}
 	return &Error{Field: "scheduler", Msg: msg}
 }
@@ -283,28 +279,8 @@ func (c *Config) Validate() error {
 	}
 	wn := map[string]bool{}
 	for i, w := range c.WasmPlugins {
-		f := fmt.Sprintf("scheduler.wasmPlugins[%d]", i)
-		if w.Name == "" {
-			return &Error{Field: f + ".name", Msg: "required"}
-		}
-		if wn[w.Name] {
-			return &Error{Field: f + ".name", Msg: fmt.Sprintf("duplicate wasm plugin %q", w.Name)}
-		}
-		wn[w.Name] = true
-		if w.Path == "" {
-			return &Error{Field: f + ".path", Msg: "required"}
-		}
-		if w.FailurePolicy != "Fail" && w.FailurePolicy != "Ignore" {
-			return &Error{Field: f + ".failurePolicy", Msg: fmt.Sprintf("must be Fail or Ignore, got %q", w.FailurePolicy)}
-		}
-		if w.Pool < 0 {
-			return &Error{Field: f + ".pool", Msg: fmt.Sprintf("must not be negative, got %d", w.Pool)}
-		}
-		if w.Timeout.Duration < 0 {
-			return &Error{Field: f + ".timeout", Msg: "must not be negative"}
-		}
-		if w.MemoryLimit.Sign() < 0 {
-			return &Error{Field: f + ".memoryLimit", Msg: "must not be negative"}
+		if err := w.Validate(modulespec.RowOf("scheduler"), wn); err != nil {
+			return &Error{Field: fmt.Sprintf("scheduler.wasmPlugins[%d].%s", i, err.Field), Msg: err.Msg}
 		}
 	}
 	return nil

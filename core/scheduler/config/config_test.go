@@ -55,7 +55,7 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		{"scheduler: {percentageOfNodesToScore: 101}", "scheduler.percentageOfNodesToScore: must be between 0 and 100"},
 		{"scheduler: {parallelism: x}", "scheduler.parallelism"},
 		{"scheduler: {wasmPlugins: [{name: a}]}", "scheduler.wasmPlugins[0].path: required"},
-		{"scheduler: {wasmPlugins: [{name: a, path: a.wasm, failurePolicy: Maybe}]}", "scheduler.wasmPlugins[0].failurePolicy: must be Fail or Ignore"},
+		{"scheduler: {wasmPlugins: [{name: a, path: a.wasm, failurePolicy: Maybe}]}", `scheduler.wasmPlugins[0].failurePolicy: "Maybe": must be Fail or Ignore`},
 		{"scheduler: {wasmPlugins: [{name: a, path: a.wasm, timeout: soon}]}", "scheduler"},
 		{"scheduler: {profiles: [{schedulerName: a, plugins: {score: {enabled: [{name: '*'}]}}}]}", `only valid in disabled`},
 		{"[1, 2]", "mapping of sections"},

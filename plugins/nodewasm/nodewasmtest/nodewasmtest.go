@@ -18,6 +18,7 @@ import (
 	"github.com/wasmkube/wasmkube/kubelet/config"
 	"github.com/wasmkube/wasmkube/plugins/nodewasm"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost/modulespec"
 )
 
 // PodIP is the pod IP of every call.
@@ -45,7 +46,7 @@ type Result struct {
 // smoke-called. It fails the test if the kubelet would refuse the module.
 func Load(t testing.TB, path, args string) *Plugin {
 	t.Helper()
-	spec := config.HookPlugin{Name: "test", Path: path}
+	spec := config.HookPlugin{Spec: modulespec.Spec{Name: "test", Path: path}}
 	if args != "" {
 		spec.Args = json.RawMessage(args)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/scheduler/framework"
 	"github.com/wasmkube/wasmkube/plugins/schedwasm"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost/modulespec"
 )
 
 // Load compiles the module at path on a fresh host (its compilation cache in a test
@@ -24,7 +25,7 @@ func Load(t testing.TB, name, path string) framework.PluginFactory {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := schedwasm.NewLoader(h).Load(context.Background(), config.WasmPlugin{Name: name, Path: path}, "")
+	f, err := schedwasm.NewLoader(h).Load(context.Background(), config.WasmPlugin{Spec: modulespec.Spec{Name: name, Path: path}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/wasmkube/wasmkube/plugins/nodewasm/nodewasmtest"
 	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost/modulespec"
 	sdk "github.com/wasmkube/wasmkube/sdk/go"
 )
 
@@ -142,7 +143,7 @@ func (a *app) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // pod does not, it gives up at the call's time limit (the rest of the grace period).
 func TestModuleThroughTheHost(t *testing.T) {
 	path := wasmbuild.Go(t, "wasm-examples/go/drain-prestop")
-	if _, err := nodewasmtest.LoadSpec(t, config.HookPlugin{Path: path, Args: []byte(`{"port": 8080, "drainPath": "drain", "inflightPath": "/inflight"}`)}); err == nil || !strings.Contains(err.Error(), "args.drainPath") {
+	if _, err := nodewasmtest.LoadSpec(t, config.HookPlugin{Spec: modulespec.Spec{Path: path}, Args: []byte(`{"port": 8080, "drainPath": "drain", "inflightPath": "/inflight"}`)}); err == nil || !strings.Contains(err.Error(), "args.drainPath") {
 		t.Errorf("a bad drainPath: %v, want the init's rejection naming args.drainPath", err)
 	}
 	a := &app{inflight: 3}

@@ -14,6 +14,7 @@ import (
 	"github.com/wasmkube/wasmkube/kubelet/config"
 	"github.com/wasmkube/wasmkube/plugins/nodewasm/nodewasmtest"
 	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost/modulespec"
 	sdk "github.com/wasmkube/wasmkube/sdk/go"
 )
 
@@ -90,7 +91,7 @@ func TestDecide(t *testing.T) {
 func TestModuleThroughTheHost(t *testing.T) {
 	path := wasmbuild.Go(t, "wasm-examples/go/json-health-probe")
 	for _, bad := range []string{``, `{"port": 8080, "path": "/health", "field": "status"}`} {
-		if _, err := nodewasmtest.LoadSpec(t, config.HookPlugin{Path: path, Args: []byte(bad)}); err == nil || !strings.Contains(err.Error(), "args") {
+		if _, err := nodewasmtest.LoadSpec(t, config.HookPlugin{Spec: modulespec.Spec{Path: path}, Args: []byte(bad)}); err == nil || !strings.Contains(err.Error(), "args") {
 			t.Errorf("args %q: %v, want the init's rejection", bad, err)
 		}
 	}

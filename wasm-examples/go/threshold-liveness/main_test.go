@@ -10,6 +10,7 @@ import (
 	"github.com/wasmkube/wasmkube/kubelet/config"
 	"github.com/wasmkube/wasmkube/plugins/nodewasm/nodewasmtest"
 	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost/modulespec"
 	sdk "github.com/wasmkube/wasmkube/sdk/go"
 	"github.com/wasmkube/wasmkube/wasm-examples/go/threshold-liveness/thresholdtest"
 )
@@ -55,7 +56,7 @@ func TestDecide(t *testing.T) {
 
 func TestModuleThroughTheHost(t *testing.T) {
 	path := wasmbuild.Go(t, "wasm-examples/go/threshold-liveness")
-	if _, err := nodewasmtest.LoadSpec(t, config.HookPlugin{Path: path, Args: json.RawMessage(`{"port": 8080, "path": "/metrics", "metric": "errors_total"}`)}); err == nil || !strings.Contains(err.Error(), "args.max") {
+	if _, err := nodewasmtest.LoadSpec(t, config.HookPlugin{Spec: modulespec.Spec{Path: path}, Args: json.RawMessage(`{"port": 8080, "path": "/metrics", "metric": "errors_total"}`)}); err == nil || !strings.Contains(err.Error(), "args.max") {
 		t.Errorf("args without max: %v, want the init's rejection naming args.max", err)
 	}
 	thresholdtest.Check(t, path)
