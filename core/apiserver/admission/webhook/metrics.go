@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"errors"
 	"strconv"
 	"time"
 
@@ -48,8 +49,18 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.duration, m.rejection, m.failOpen, m.requests} {
-		if err := reg.Register(c); err != nil {
+	// A second plugin on one registerer (a server restarted in the same process) shares
+	// the first one's series.
+	var are prometheus.AlreadyRegisteredError
+	if err := reg.Register(m.duration); errors.As(err, &are) {
+		m.duration = are.ExistingCollector.(*prometheus.HistogramVec)
+	} else if err != nil {
+		return nil, err
+	}
+	for _, c := range []**prometheus.CounterVec{&m.rejection, &m.failOpen, &m.requests} {
+		if err := reg.Register(*c); errors.As(err, &are) {
+			*c = are.ExistingCollector.(*prometheus.CounterVec)
+		} else if err != nil {
 			return nil, err
 		}
 	}

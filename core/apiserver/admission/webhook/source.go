@@ -36,6 +36,9 @@ type Served struct{ Reader admission.ObjectReader }
 func (s Served) Configurations(ctx context.Context) ([]*admissionregistrationv1.MutatingWebhookConfiguration, []*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
 	var mut []*admissionregistrationv1.MutatingWebhookConfiguration
 	var val []*admissionregistrationv1.ValidatingWebhookConfiguration
+	if _, _, ok := s.Reader.Resource("mutatingwebhookconfigurations"); !ok {
+		return nil, nil, nil // a server that does not serve them has none
+	}
 	objs, err := s.Reader.List(ctx, "mutatingwebhookconfigurations", "")
 	if err != nil {
 		return nil, nil, fmt.Errorf("list mutating webhook configurations: %w", err)
