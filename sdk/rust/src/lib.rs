@@ -34,6 +34,7 @@ pub mod json;
 pub mod sys;
 
 pub mod admission;
+pub mod binding;
 pub mod kubelet;
 mod sched;
 
@@ -77,6 +78,8 @@ impl Code {
     pub const UNRESOLVABLE: Code = Code(3);
     /// PreFilter and PreScore: nothing to do for this pod; its Filter/Score are skipped.
     pub const SKIP: Code = Code(5);
+    /// Permit: hold the pod (after [`binding::permit_wait`]) until a later Permit allows it.
+    pub const WAIT: Code = Code(4);
 }
 
 /// The longest formatted reason a [`Status`] keeps (the host keeps 1 KiB of any reason;
@@ -323,6 +326,7 @@ pub mod __rt {
     pub use crate::admission::{run_mutate, run_validate};
     pub use crate::kubelet::{run_prestop, run_probe};
     pub use crate::sched::{run_filter, run_normalizescore, run_postfilter, run_prefilter, run_prescore, run_score};
+    pub use crate::binding::{run_events, run_hint, run_node_point, run_unreserve};
 
     /// Reports st as the entry point's own status.
     pub fn finish(st: crate::Status) -> i32 {
@@ -474,6 +478,82 @@ macro_rules! export_prestop {
         #[export_name = "wasmkube_prestop"]
         pub extern "C" fn __wasmkube_prestop() -> i32 {
             $crate::__rt::run_prestop($f)
+        }
+    };
+}
+
+/// Exports `wasmkube_reserve` and `wasmkube_unreserve` (docs/abi.md 1.4): `fn(&Pod, &Node)
+/// -> Status` and `fn(&Pod, &Node)`, for the chosen node. Unreserve runs whenever the pod
+/// does not end bound, also when this Reserve refused or never ran: undo exactly what it
+/// did (keep a marker in [`state`] before counting).
+#[macro_export]
+macro_rules! export_reserve {
+    ($reserve:expr, $unreserve:expr) => {
+        #[export_name = "wasmkube_reserve"]
+        pub extern "C" fn __wasmkube_reserve() -> i32 {
+            $crate::__rt::run_node_point($reserve)
+        }
+        #[export_name = "wasmkube_unreserve"]
+        pub extern "C" fn __wasmkube_unreserve() -> i32 {
+            $crate::__rt::run_unreserve($unreserve)
+        }
+    };
+}
+
+/// Exports `wasmkube_permit`: `fn(&Pod, &Node) -> Status`. Return `Status::OK`, a
+/// rejection, or [`binding::wait`]'s status after naming the timeout and group.
+#[macro_export]
+macro_rules! export_permit {
+    ($f:expr) => {
+        #[export_name = "wasmkube_permit"]
+        pub extern "C" fn __wasmkube_permit() -> i32 {
+            $crate::__rt::run_node_point($f)
+        }
+    };
+}
+
+/// Exports `wasmkube_prebind`: `fn(&Pod, &Node) -> Status`; `Status::reject` sends the pod
+/// back to the queue as unschedulable ("not now").
+#[macro_export]
+macro_rules! export_prebind {
+    ($f:expr) => {
+        #[export_name = "wasmkube_prebind"]
+        pub extern "C" fn __wasmkube_prebind() -> i32 {
+            $crate::__rt::run_node_point($f)
+        }
+    };
+}
+
+/// Exports `wasmkube_postbind`: `fn(&Pod, &Node)`, once the binding is written.
+#[macro_export]
+macro_rules! export_postbind {
+    ($f:expr) => {
+        #[export_name = "wasmkube_postbind"]
+        pub extern "C" fn __wasmkube_postbind() -> i32 {
+            $crate::__rt::run_unreserve($f)
+        }
+    };
+}
+
+/// Exports `wasmkube_events`: `fn()` that calls [`binding::register_event`] for each event
+/// that may help a pod this plugin rejected.
+#[macro_export]
+macro_rules! export_events {
+    ($f:expr) => {
+        #[export_name = "wasmkube_events"]
+        pub extern "C" fn __wasmkube_events() -> i32 {
+            $crate::__rt::run_events($f)
+        }
+    };
+}
+
+/// Exports `wasmkube_queueing_hint`: `fn(&Pod, &binding::Event) -> binding::Hint`.
+#[macro_export]
+macro_rules! export_queueing_hint {
+    ($f:expr) => {
+        #[export_name = "wasmkube_queueing_hint"]
+        pub extern "C" fn __wasmkube_queueing_hint() -> i32 {
+            $crate::__rt::run_hint($f)
         }
     };
 }

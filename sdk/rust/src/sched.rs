@@ -111,6 +111,9 @@ pub struct Node {
 }
 
 impl Node {
+    pub(crate) const fn at(index: i32) -> Node {
+        Node { index }
+    }
     /// The node's index in the batch (0 .. count-1).
     pub fn index(&self) -> i32 {
         self.index

@@ -44,6 +44,20 @@ extern "C" {
     // 4.5 Logging
     pub fn log(level: i32, p: *const u8, l: i32);
 
+    // 4.8 Binding cycle and queueing
+    pub fn pod_uid(buf: *mut u8, cap: i32) -> i32;
+    pub fn shared_add(key: *const u8, key_len: i32, delta: i64) -> i64;
+    pub fn shared_get(key: *const u8, key_len: i32) -> i64;
+    pub fn permit_wait(timeout_ms: i32, group: *const u8, group_len: i32);
+    pub fn waiting_pods(group: *const u8, group_len: i32, buf: *mut u8, cap: i32) -> i32;
+    pub fn waiting_allow(uid: *const u8, uid_len: i32) -> i32;
+    pub fn waiting_reject(uid: *const u8, uid_len: i32, reason: *const u8, reason_len: i32) -> i32;
+    pub fn register_event(res: *const u8, res_len: i32, actions: i32);
+    pub fn event_resource(buf: *mut u8, cap: i32) -> i32;
+    pub fn event_action() -> i32;
+    pub fn event_object_json(buf: *mut u8, cap: i32) -> i32;
+    pub fn event_old_object_json(buf: *mut u8, cap: i32) -> i32;
+
     // 4.6 Admission
     pub fn request_json(buf: *mut u8, cap: i32) -> i32;
     pub fn request_operation(buf: *mut u8, cap: i32) -> i32;

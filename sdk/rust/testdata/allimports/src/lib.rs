@@ -5,6 +5,7 @@
 
 use wasmkube::admission::Request;
 use wasmkube::kubelet::Container;
+use wasmkube::binding::{self, Event, Hint};
 use wasmkube::{state, Level, Node, Nodes, Pod, Scores, Status};
 
 fn pod_all(p: &Pod) {
@@ -128,3 +129,53 @@ wasmkube::export_validate!(validate);
 wasmkube::export_mutate!(mutate);
 wasmkube::export_probe!(probe);
 wasmkube::export_prestop!(prestop);
+
+fn reserve(p: &Pod, n: &Node) -> Status {
+    let mut b = [0u8; 64];
+    let _ = p.uid(&mut b);
+    let _ = n.name(&mut b);
+    binding::shared_add("k", 1);
+    let _ = binding::shared_get("k");
+    Status::OK
+}
+
+fn unreserve(_: &Pod, _: &Node) {}
+
+fn permit(_: &Pod, _: &Node) -> Status {
+    let mut b = [0u8; 256];
+    if let Ok(lines) = binding::waiting_pods("g", &mut b) {
+        let _ = lines.count();
+    }
+    binding::allow_waiting("u");
+    binding::reject_waiting("u", "no");
+    binding::wait(1000, "g")
+}
+
+fn prebind(_: &Pod, _: &Node) -> Status {
+    Status::OK
+}
+
+fn postbind(_: &Pod, _: &Node) {}
+
+fn events() {
+    binding::register_event("Node", binding::action::ADD | binding::action::UPDATE);
+}
+
+fn hint(_: &Pod, e: &Event) -> Hint {
+    let mut b = [0u8; 64];
+    let _ = e.resource(&mut b);
+    let _ = e.object_json(&mut b);
+    let _ = e.old_object_json(&mut b);
+    if e.action() == binding::action::ADD {
+        Hint::Queue
+    } else {
+        Hint::Skip
+    }
+}
+
+wasmkube::export_reserve!(reserve, unreserve);
+wasmkube::export_permit!(permit);
+wasmkube::export_prebind!(prebind);
+wasmkube::export_postbind!(postbind);
+wasmkube::export_events!(events);
+wasmkube::export_queueing_hint!(hint);
