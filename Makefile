@@ -8,10 +8,10 @@ DATA ?= _data
 CONFIG ?= examples/wasmkube.yaml
 GOTEST_FLAGS ?= -count=1 -timeout 25m
 # The packages with concurrency, run again under the race detector by `make test`: the
-# storage watch cache, the scheduler queue and cache, and (only their concurrent tests:
+# storage watch cache, the scheduler queue and cache, the wasm module fetch cache, and (only their concurrent tests:
 # the others assert millisecond limits the race detector's slowdown breaks) the wasm
 # instance pool and the kubelet's pod workers.
-RACE_PKGS := ./core/storage/ ./core/scheduler/queue/ ./core/scheduler/cache/ ./internal/configwatch/ ./core/controller/nodeipam/ ./kubelet/overlay/
+RACE_PKGS := ./core/storage/ ./core/scheduler/queue/ ./core/scheduler/cache/ ./internal/configwatch/ ./core/controller/nodeipam/ ./kubelet/overlay/ ./plugins/wasmoci/
 RACE_WASMHOST_RUN := TestPoolHammer|TestCycleStateIsSharedByInstances|TestCallerCancellation|TestClosedPool|TestRunawayLoop|TestObjectCache|TestModulesShareCompiledCodeByContent
 RACE_KUBELET_RUN := TestWorkerOrderingOnFakeRuntime|TestStatusOnlyChange|TestImageNeverPullReason
 
