@@ -39,10 +39,35 @@ type Hooks struct {
 	cur     atomic.Pointer[pluginSet]
 }
 
-// pluginSet is one applied config.
+// pluginSet is one applied config. Probes and preStop hooks acquire its lease for their
+// call; Apply retires the set it replaces (docs/plugins.md, "Lifetimes").
 type pluginSet struct {
 	plugins   map[string]*Plugin
 	selectors []selector
+	lease     *wasmhost.Set
+}
+
+// newPluginSet is a set of plugins without selectors.
+func newPluginSet(plugins map[string]*Plugin) *pluginSet {
+	return &pluginSet{plugins: plugins, lease: leaseOf(plugins)}
+}
+
+// leaseOf holds plugins for as long as their set is in force or used.
+func leaseOf(plugins map[string]*Plugin) *wasmhost.Set {
+	var loaded []*wasmhost.Loaded
+	for _, p := range plugins {
+		loaded = append(loaded, p.loaded)
+	}
+	return wasmhost.NewSet(loaded...)
+}
+
+// acquire returns the set in force with a use registered; release it with lease.Release.
+func (hk *Hooks) acquire() *pluginSet {
+	for {
+		if set := hk.cur.Load(); set.lease.Acquire() {
+			return set
+		}
+	}
 }
 
 type selector struct {
@@ -56,7 +81,7 @@ func New(h *wasmhost.Host, log *slog.Logger) *Hooks {
 		log = slog.Default()
 	}
 	hk := &Hooks{host: h, log: log}
-	hk.cur.Store(&pluginSet{plugins: map[string]*Plugin{}})
+	hk.cur.Store(newPluginSet(map[string]*Plugin{}))
 	return hk
 }
 
@@ -69,7 +94,7 @@ func (hk *Hooks) Apply(ctx context.Context, cfg *config.Config, baseDir string) 
 	hk.applyMu.Lock()
 	defer hk.applyMu.Unlock()
 	old := hk.cur.Load()
-	next := &pluginSet{plugins: map[string]*Plugin{}}
+	next := &pluginSet{plugins: map[string]*Plugin{}} // its lease is taken once it is complete
 	var loaded []*Plugin
 	fail := func(err error) error {
 		for _, p := range loaded {
@@ -143,12 +168,9 @@ func (hk *Hooks) Apply(ctx context.Context, cfg *config.Config, baseDir string) 
 	if snap.Superseded() {
 		return fail(configwatch.ErrSuperseded)
 	}
+	next.lease = leaseOf(next.plugins)
 	hk.cur.Store(next)
-	for name, p := range old.plugins {
-		if next.plugins[name] != p {
-			p.retire()
-		}
-	}
+	old.lease.Retire() // its plugins that next does not keep close after their last call
 	names := make([]string, 0, len(next.plugins))
 	for _, spec := range cfg.HookPlugins {
 		names = append(names, spec.Name)
@@ -179,9 +201,7 @@ func (hk *Hooks) Plugins() []string {
 func (hk *Hooks) Close() {
 	hk.applyMu.Lock()
 	defer hk.applyMu.Unlock()
-	for _, p := range hk.cur.Swap(&pluginSet{plugins: map[string]*Plugin{}}).plugins {
-		p.retire()
-	}
+	hk.cur.Swap(newPluginSet(map[string]*Plugin{})).lease.Retire()
 }
 
 // NamespaceLabels returns the labels of a namespace, for selectors with a
@@ -193,7 +213,11 @@ type NamespaceLabels = func(ctx context.Context, namespace string) (map[string]s
 // "kubelet.selectors[i]"); "" when the pod's own handler applies. A named plugin that is
 // not in force is returned as a name with a nil plugin.
 func (hk *Hooks) Lookup(ctx context.Context, pod *v1.Pod, container, kind string, nsLabels NamespaceLabels) (name, via string, p *Plugin) {
-	set := hk.cur.Load()
+	return hk.lookupIn(ctx, hk.cur.Load(), pod, container, kind, nsLabels)
+}
+
+// lookupIn is Lookup in one set.
+func (hk *Hooks) lookupIn(ctx context.Context, set *pluginSet, pod *v1.Pod, container, kind string, nsLabels NamespaceLabels) (name, via string, p *Plugin) {
 	key := Annotation(kind, container)
 	if v, ok := pod.Annotations[key]; ok {
 		name, via = strings.TrimSpace(v), "annotation "+key
@@ -265,20 +289,17 @@ type Prober struct {
 // reports the missing plugin with an event when the container starts).
 func (pr *Prober) Probe(ctx context.Context, t probe.Target, h *v1.ProbeHandler) (probe.Result, string, error) {
 	kind := strings.ToLower(string(t.Kind))
-	for {
-		name, via, p := pr.hooks.Lookup(ctx, t.Pod, t.Container.Name, kind, pr.ns)
-		switch {
-		case name == "":
-			return pr.fallback.Probe(ctx, t, h)
-		case p == nil:
-			return probe.Unknown, "", missing(name, via)
-		case !p.hold():
-			continue // replaced since the lookup: the new set has it
-		}
-		r, msg := p.Probe(ctx, t.Pod, t.Container.Name, kind, t.PodIP)
-		p.release()
-		return r, msg, nil
+	set := pr.hooks.acquire()
+	defer set.lease.Release()
+	name, via, p := pr.hooks.lookupIn(ctx, set, t.Pod, t.Container.Name, kind, pr.ns)
+	switch {
+	case name == "":
+		return pr.fallback.Probe(ctx, t, h)
+	case p == nil:
+		return probe.Unknown, "", missing(name, via)
 	}
+	r, msg := p.Probe(ctx, t.Pod, t.Container.Name, kind, t.PodIP)
+	return r, msg, nil
 }
 
 // PreStopRunner is a hook.PreStopRunner running a pod's wasm preStop plugin, or the
@@ -292,18 +313,14 @@ type PreStopRunner struct {
 // PreStop implements hook.PreStopRunner. A pod naming a plugin that is not in force gets
 // an error (a FailedPreStopHook event naming it), and termination goes on.
 func (pr *PreStopRunner) PreStop(ctx context.Context, t probe.Target, h *v1.LifecycleHandler) error {
-	for {
-		name, via, p := pr.hooks.Lookup(ctx, t.Pod, t.Container.Name, config.KindPreStop, pr.ns)
-		switch {
-		case name == "":
-			return pr.fallback.PreStop(ctx, t, h)
-		case p == nil:
-			return missing(name, via)
-		case !p.hold():
-			continue // replaced since the lookup: the new set has it
-		}
-		err := p.PreStop(ctx, t.Pod, t.Container.Name, t.PodIP)
-		p.release()
-		return err
+	set := pr.hooks.acquire()
+	defer set.lease.Release()
+	name, via, p := pr.hooks.lookupIn(ctx, set, t.Pod, t.Container.Name, config.KindPreStop, pr.ns)
+	switch {
+	case name == "":
+		return pr.fallback.PreStop(ctx, t, h)
+	case p == nil:
+		return missing(name, via)
 	}
+	return p.PreStop(ctx, t.Pod, t.Container.Name, t.PodIP)
 }

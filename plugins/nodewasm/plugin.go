@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -28,45 +27,9 @@ type Plugin struct {
 	cap        time.Duration
 	pools      map[*wasmhost.Kind]*wasmhost.Pool
 	key        string
-
-	// Calls in flight hold the plugin; a plugin retired by a config swap closes when the
-	// last of them returns, so no call ever meets a closed pool.
-	mu      sync.Mutex
-	users   int
-	retired bool
-}
-
-// hold registers a call; false when the plugin was retired (look it up again).
-func (p *Plugin) hold() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.retired {
-		return false
-	}
-	p.users++
-	return true
-}
-
-// release ends a call registered with hold.
-func (p *Plugin) release() {
-	p.mu.Lock()
-	p.users--
-	last := p.retired && p.users == 0
-	p.mu.Unlock()
-	if last {
-		p.Close()
-	}
-}
-
-// retire closes the plugin once its calls in flight have returned.
-func (p *Plugin) retire() {
-	p.mu.Lock()
-	p.retired = true
-	idle := p.users == 0
-	p.mu.Unlock()
-	if idle {
-		p.Close()
-	}
+	// loaded closes the pools and the module: when the last set of Hooks holding the
+	// plugin lets go, or at once (Close) for one that never went in force.
+	loaded *wasmhost.Loaded
 }
 
 // Name is the plugin's name.
@@ -91,17 +54,8 @@ func (p *Plugin) Kinds() wasmhost.Kinds {
 }
 
 // Close closes the plugin's instances and module at once; calls in flight finish, later
-// calls fail.
-func (p *Plugin) Close() {
-	var mod *wasmhost.Module
-	for _, pool := range p.pools {
-		pool.Close()
-		mod = pool.Module()
-	}
-	if mod != nil {
-		_ = mod.Close(context.Background())
-	}
-}
+// calls fail. Hooks closes the plugins it put in force itself, after their last call.
+func (p *Plugin) Close() { p.loaded.Close() }
 
 // Load reads, compiles and checks the module of spec (Path relative to baseDir), with the
 // network capability granted, builds its pool with the args (running wasmkube_init) and
@@ -131,12 +85,9 @@ func Load(ctx context.Context, h *wasmhost.Host, spec config.HookPlugin, baseDir
 	if len(args) == 0 || string(args) == "null" {
 		args = nil
 	}
-	p := &Plugin{name: spec.Name, path: spec.Path, policy: policy, cap: spec.Timeout.Duration, pools: map[*wasmhost.Kind]*wasmhost.Pool{}, key: file.Key(spec)}
+	p := &Plugin{name: spec.Name, path: spec.Path, policy: policy, cap: spec.Timeout.Duration, pools: map[*wasmhost.Kind]*wasmhost.Pool{}, key: file.Key(spec), loaded: wasmhost.NewLoaded(mod)}
 	fail := func(err error) (*Plugin, error) {
-		for _, pool := range p.pools {
-			pool.Close()
-		}
-		_ = mod.Close(ctx)
+		p.loaded.Close()
 		return nil, err
 	}
 	for _, k := range mod.Kinds().Intersect(Kinds) {
@@ -147,7 +98,7 @@ func Load(ctx context.Context, h *wasmhost.Host, spec config.HookPlugin, baseDir
 				size = config.DefaultPreStopPool
 			}
 		}
-		pool, err := mod.NewPool(ctx, args, size)
+		pool, err := p.loaded.NewPool(ctx, args, size)
 		if err != nil {
 			return fail(err)
 		}
