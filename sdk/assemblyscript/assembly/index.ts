@@ -19,5 +19,6 @@ import "./env";
 export * from "./core";
 export * from "./admission";
 export * from "./kubelet";
+export * from "./binding";
 export { lastResult } from "./buf";
 export { JSONValue, JSONKind, parseJSON } from "./json";

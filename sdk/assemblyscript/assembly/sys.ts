@@ -38,6 +38,20 @@
 // 4.5 Logging
 @external("wasmkube", "log") export declare function log(level: i32, p: usize, l: i32): void;
 
+// 4.8 Binding cycle and queueing
+@external("wasmkube", "pod_uid") export declare function pod_uid(buf: usize, cap: i32): i32;
+@external("wasmkube", "shared_add") export declare function shared_add(key: usize, keyLen: i32, delta: i64): i64;
+@external("wasmkube", "shared_get") export declare function shared_get(key: usize, keyLen: i32): i64;
+@external("wasmkube", "permit_wait") export declare function permit_wait(timeoutMs: i32, group: usize, groupLen: i32): void;
+@external("wasmkube", "waiting_pods") export declare function waiting_pods(group: usize, groupLen: i32, buf: usize, cap: i32): i32;
+@external("wasmkube", "waiting_allow") export declare function waiting_allow(uid: usize, uidLen: i32): i32;
+@external("wasmkube", "waiting_reject") export declare function waiting_reject(uid: usize, uidLen: i32, reason: usize, reasonLen: i32): i32;
+@external("wasmkube", "register_event") export declare function register_event(res: usize, resLen: i32, actions: i32): void;
+@external("wasmkube", "event_resource") export declare function event_resource(buf: usize, cap: i32): i32;
+@external("wasmkube", "event_action") export declare function event_action(): i32;
+@external("wasmkube", "event_object_json") export declare function event_object_json(buf: usize, cap: i32): i32;
+@external("wasmkube", "event_old_object_json") export declare function event_old_object_json(buf: usize, cap: i32): i32;
+
 // 4.6 Admission
 @external("wasmkube", "request_json") export declare function request_json(buf: usize, cap: i32): i32;
 @external("wasmkube", "request_operation") export declare function request_operation(buf: usize, cap: i32): i32;

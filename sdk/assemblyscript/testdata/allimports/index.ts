@@ -4,6 +4,8 @@
 // echoes the args through parseJSON (as canonical JSON, in the rejection's reason) so the
 // test can check the parser.
 import {
+  ClusterEvent, EVENT_ADD, QUEUE, SKIP_EVENT, allowWaiting, podUID, registerEvent, rejectWaiting,
+  runEvents, runHint, runNodeNotice, runNodePoint, sharedAdd, sharedGet, wait, waitingPods,
   Container, JSONKind, JSONValue, Node, Nodes, Pod, Request, Scores, Status, args, log, nominate,
   normalizeMinMax, parseJSON, restrictTo, runFilter, runInit, runMutate, runNormalizeScore,
   runPostfilter, runPrefilter, runPreStop, runPrescore, runProbe, runScore, runValidate, state,
@@ -77,3 +79,23 @@ export function wasmkube_validate(): i32 { return runValidate(validate); }
 export function wasmkube_mutate(): i32 { return runMutate(mutate); }
 export function wasmkube_probe(): i32 { return runProbe(probe); }
 export function wasmkube_prestop(): i32 { return runPreStop(prestop); }
+
+function reserve(p: Pod, n: Node): Status { podUID(); n.name(); sharedAdd("k", 1); sharedGet("k"); return Status.OK; }
+function unreserve(p: Pod, n: Node): void {}
+function permit(p: Pod, n: Node): Status {
+  let w = waitingPods("g");
+  if (w.length > 0) { allowWaiting(w[0]); rejectWaiting(w[0], "no"); }
+  return wait(1000, "g");
+}
+function events(): void { registerEvent("Node", EVENT_ADD); }
+function hint(p: Pod, e: ClusterEvent): i32 {
+  e.resource(); e.objectJSON(); e.oldObjectJSON();
+  return e.action() == EVENT_ADD ? QUEUE : SKIP_EVENT;
+}
+export function wasmkube_reserve(): i32 { return runNodePoint(reserve); }
+export function wasmkube_unreserve(): i32 { return runNodeNotice(unreserve); }
+export function wasmkube_permit(): i32 { return runNodePoint(permit); }
+export function wasmkube_prebind(): i32 { return runNodePoint(reserve); }
+export function wasmkube_postbind(): i32 { return runNodeNotice(unreserve); }
+export function wasmkube_events(): i32 { return runEvents(events); }
+export function wasmkube_queueing_hint(): i32 { return runHint(hint); }
