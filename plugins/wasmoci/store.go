@@ -170,6 +170,7 @@ func (c *client) remoteOptions(ctx context.Context) []remote.Option {
 
 // Resolve asks the registry which manifest ref names (one HEAD request) and returns it by
 // digest. A reference that already has a digest is returned as it is, without a request.
+// Nothing is cached: Pull remembers a tag's digest once its module is.
 func (s *Store) Resolve(ctx context.Context, ref string) (name.Digest, error) {
 	fail := func(err error) (name.Digest, error) { return name.Digest{}, &FetchError{Ref: ref, Err: err} }
 	r, err := s.ParseReference(ref)
@@ -186,11 +187,7 @@ func (s *Store) Resolve(ctx context.Context, ref string) (name.Digest, error) {
 	if desc.Size > s.opts.MaxManifestBytes {
 		return fail(&TooLargeError{What: "manifest " + desc.Digest.String(), Size: desc.Size, Limit: s.opts.MaxManifestBytes})
 	}
-	d := r.Context().Digest(desc.Digest.String())
-	if err := writeJSON(s, filepath.Join(s.tagDir(), tagFile(r)), tagEntry{Ref: r.Name(), Digest: d.DigestStr()}); err != nil {
-		return fail(err)
-	}
-	return d, nil
+	return r.Context().Digest(desc.Digest.String()), nil
 }
 
 // Pull resolves ref as policy says and fetches its module.
@@ -228,7 +225,14 @@ func (s *Store) Pull(ctx context.Context, ref string, policy PullPolicy) (*Modul
 		// Name the tag the user wrote as well as the digest it stood for.
 		return nil, &FetchError{Ref: r.Name() + "@" + d.DigestStr(), Err: fe.Err}
 	}
-	return m, err
+	if err != nil {
+		return nil, err
+	}
+	// Remembered for IfNotPresent only once its module is cached.
+	if err := writeJSON(s, filepath.Join(s.tagDir(), tagFile(r)), tagEntry{Ref: r.Name(), Digest: d.DigestStr()}); err != nil {
+		return nil, &FetchError{Ref: ref, Err: err}
+	}
+	return m, nil
 }
 
 // Fetch returns the module of the manifest d: from the cache, or fetched, verified and
