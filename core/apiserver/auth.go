@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
-	"github.com/wasmkube/wasmkube/core/apiserver/registry"
+	"github.com/wasmkube/wasmkube/core/apiserver/handlers"
 )
 
 // Well-known identities.
@@ -30,24 +30,14 @@ func bearerToken(h string) string {
 	return ""
 }
 
-// requestInfo is what authorization and admission need to know about a request.
-type requestInfo struct {
-	resourceRequest bool
-	verb            string // get list watch create update patch delete deletecollection
-	res             *registry.Resource
-	namespace       string
-	name            string
-	subresource     string
-}
-
 // attrsOf is the authorization question of a parsed request. A list or watch whose field
 // selector names one object (metadata.name=x) is asked about that object, as upstream's
 // RequestInfoFactory does, so resourceNames rules and the node authorizer apply to it.
-func attrsOf(u admission.UserInfo, ri *requestInfo, fieldSelector string) *authzAttrs {
-	a := &authzAttrs{user: u, verb: ri.verb, resourceRequest: ri.resourceRequest, namespace: ri.namespace, name: ri.name,
-		subresource: ri.subresource, fieldSelector: fieldSelector}
-	if ri.res != nil {
-		a.group, a.resource = ri.res.GVR.Group, ri.res.GVR.Resource
+func attrsOf(u admission.UserInfo, ri *handlers.RequestInfo, fieldSelector string) *authzAttrs {
+	a := &authzAttrs{user: u, verb: ri.Verb, resourceRequest: ri.ResourceRequest, namespace: ri.Namespace, name: ri.Name,
+		subresource: ri.Subresource, fieldSelector: fieldSelector}
+	if ri.Resource != nil {
+		a.group, a.resource = ri.Resource.GVR.Group, ri.Resource.GVR.Resource
 	}
 	// As upstream's RequestInfoFactory: a request for one namespace (/api/v1/namespaces/a,
 	// and its subresources) is in that namespace, so a RoleBinding in namespace a that

@@ -1,38 +1,10 @@
 package apiserver
 
 import (
-	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-func TestNegotiate(t *testing.T) {
-	cases := []struct {
-		accept string
-		want   outputFormat
-		err    bool
-	}{
-		{"", outJSON, false},
-		{"application/json", outJSON, false},
-		{"application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json", outTable, false},
-		{"application/vnd.kubernetes.protobuf,application/json", outProtobuf, false},
-		{"application/vnd.kubernetes.protobuf;as=Table,application/json", outJSON, false},
-		{"application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json", outPartial, false},
-		{"application/json;as=Table;v=v2;g=meta.k8s.io,application/json", outJSON, false},
-		{"application/yaml", outYAML, false},
-		{"*/*", outJSON, false},
-		{"text/html", 0, true},
-	}
-	for _, c := range cases {
-		got, err := negotiate(c.accept)
-		if (err != nil) != c.err || got != c.want {
-			t.Errorf("negotiate(%q) = %v, %v; want %v (err %v)", c.accept, got, err, c.want, c.err)
-		}
-	}
-}
 
 // RBAC rule matching as upstream's RuleAllows, and the fixed rules every node has.
 func TestRuleAllowsAndNodeRules(t *testing.T) {
@@ -100,26 +72,6 @@ func TestRuleAllowsAndNodeRules(t *testing.T) {
 	} {
 		if got := node(c.a); got != c.want {
 			t.Errorf("node rules on %s %s/%s: %v, want %v", c.a.verb, c.a.resource, c.a.subresource, got, c.want)
-		}
-	}
-}
-
-// A table row carries PartialObjectMetadata by default, the object for includeObject=Object,
-// and nothing for None; tables of lists and of /scale share this.
-func TestTableRowObject(t *testing.T) {
-	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Spec: corev1.PodSpec{NodeName: "n1"}}
-	for include, want := range map[string]string{
-		"":       `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"p","namespace":"ns"}}`,
-		"Object": `"nodeName":"n1"`,
-		"None":   "",
-	} {
-		got, err := tableRowObject(pod, include)
-		if err != nil {
-			t.Fatalf("includeObject=%q: %v", include, err)
-		}
-		if want == "" && got.Raw != nil || want != "" && !strings.Contains(string(got.Raw), want) {
-			t.Errorf("includeObject=%q: row object %s, want it to contain %s", include, got.Raw, want)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 
+	"github.com/wasmkube/wasmkube/core/apiserver/handlers"
 	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 )
 
@@ -100,11 +101,11 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, path str
 	}
 	switch {
 	case path == "/api":
-		writeJSON(w, http.StatusOK, &metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"},
-			ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: s.ln.Addr().String()}}}, outJSON)
+		handlers.WriteJSON(w, http.StatusOK, &metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"},
+			ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: s.ln.Addr().String()}}}, handlers.OutJSON)
 		return true
 	case path == "/api/v1":
-		writeJSON(w, http.StatusOK, resourceList(schema.GroupVersion{Version: "v1"}, served), outJSON)
+		handlers.WriteJSON(w, http.StatusOK, resourceList(schema.GroupVersion{Version: "v1"}, served), handlers.OutJSON)
 		return true
 	case path == "/apis":
 		gl := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
@@ -116,24 +117,24 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, path str
 			seen[gv.Group] = true
 			gl.Groups = append(gl.Groups, *apiGroup(gv.Group, served))
 		}
-		writeJSON(w, http.StatusOK, gl, outJSON)
+		handlers.WriteJSON(w, http.StatusOK, gl, handlers.OutJSON)
 		return true
 	}
 	parts := strings.Split(strings.TrimPrefix(path, "/apis/"), "/")
 	g := apiGroup(parts[0], served)
 	if g == nil || parts[0] == "" {
-		writeError(w, errNotFoundPath)
+		handlers.WriteError(w, errNotFoundPath)
 		return true
 	}
 	if len(parts) == 1 {
-		writeJSON(w, http.StatusOK, g, outJSON)
+		handlers.WriteJSON(w, http.StatusOK, g, handlers.OutJSON)
 		return true
 	}
 	l := resourceList(schema.GroupVersion{Group: parts[0], Version: parts[1]}, served)
 	if len(l.APIResources) == 0 {
-		writeError(w, errNotFoundPath)
+		handlers.WriteError(w, errNotFoundPath)
 		return true
 	}
-	writeJSON(w, http.StatusOK, l, outJSON)
+	handlers.WriteJSON(w, http.StatusOK, l, handlers.OutJSON)
 	return true
 }

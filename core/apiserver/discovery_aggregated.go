@@ -9,6 +9,7 @@ import (
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/wasmkube/wasmkube/core/apiserver/handlers"
 	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 )
 
@@ -88,7 +89,7 @@ func aggregatedDiscovery(core bool, served []*registry.Resource) *apidiscoveryv2
 func writeAggregated(w http.ResponseWriter, core bool, served []*registry.Resource) {
 	b, err := json.Marshal(aggregatedDiscovery(core, served))
 	if err != nil {
-		writeError(w, err)
+		handlers.WriteError(w, err)
 		return
 	}
 	w.Header().Set("Content-Type", aggregatedContentType)

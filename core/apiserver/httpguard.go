@@ -4,9 +4,12 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/handlers"
 )
 
 // Connection and request limits (docs/apiserver.md, "HTTP limits"). A client that
@@ -106,6 +109,9 @@ func (b *trackedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if errors.Is(err, io.EOF) && !b.done.Swap(true) {
 		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		err = &handlers.BodyTimeoutError{After: bodyReadTimeout, Err: err}
 	}
 	return n, err
 }

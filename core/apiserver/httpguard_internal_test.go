@@ -19,6 +19,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/handlers"
 )
 
 // shorten sets *v to d for the test.
@@ -38,11 +40,11 @@ func guardedServer(t *testing.T, h2 bool) *httptest.Server {
 		w, r, done := s.guardRequest(w, r)
 		defer done()
 		if bearerToken(r.Header.Get("Authorization")) != "ok" {
-			writeError(w, apierrors.NewUnauthorized("Unauthorized"))
+			handlers.WriteError(w, apierrors.NewUnauthorized("Unauthorized"))
 			return
 		}
-		if _, err := readBody(w, r); err != nil {
-			writeError(w, err)
+		if _, err := handlers.ReadBody(w, r); err != nil {
+			handlers.WriteError(w, err)
 			return
 		}
 		w.WriteHeader(http.StatusCreated)
@@ -183,7 +185,7 @@ func TestIdleConnectionClosed(t *testing.T) {
 func TestRequestTooLargeHasStatusBody(t *testing.T) {
 	for _, h2 := range []bool{false, true} {
 		ts := guardedServer(t, h2)
-		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/api/v1/namespaces/default/configmaps", bytes.NewReader(make([]byte, maxBodyBytes+1<<20)))
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/api/v1/namespaces/default/configmaps", bytes.NewReader(make([]byte, handlers.MaxBodyBytes+1<<20)))
 		req.Header.Set("Authorization", "Bearer ok")
 		resp, err := ts.Client().Do(req)
 		if err != nil {

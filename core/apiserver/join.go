@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/apiserver/handlers"
 )
 
 // The node credential endpoints (docs/security.md, "Node credentials"):
@@ -59,7 +60,7 @@ var credentialsResource = schema.GroupResource{Group: "wasmkube", Resource: "nod
 // an admin revokes it.
 func (s *Server) serveJoin(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
-		writeError(w, apierrors.NewMethodNotSupported(schema.GroupResource{Group: "wasmkube", Resource: "join"}, strings.ToLower(r.Method)))
+		handlers.WriteError(w, apierrors.NewMethodNotSupported(schema.GroupResource{Group: "wasmkube", Resource: "join"}, strings.ToLower(r.Method)))
 		return
 	}
 	src := sourceIP(r)
@@ -73,7 +74,7 @@ func (s *Server) serveJoin(w http.ResponseWriter, r *http.Request) {
 			writeTooManyFailures(w, "join", wait)
 			return
 		}
-		writeError(w, apierrors.NewUnauthorized("Unauthorized: join with the secret after '::' in the server's join-token"))
+		handlers.WriteError(w, apierrors.NewUnauthorized("Unauthorized: join with the secret after '::' in the server's join-token"))
 		return
 	}
 	jr, ok := readJoinRequest(w, r)
@@ -83,7 +84,7 @@ func (s *Server) serveJoin(w http.ResponseWriter, r *http.Request) {
 	cred, err := s.auth.join(jr.NodeName)
 	if errors.Is(err, errNodeHasCredential) {
 		s.log.Warn("join refused: node has a credential", "node", jr.NodeName, "remote", r.RemoteAddr)
-		writeError(w, &apierrors.StatusError{ErrStatus: metav1.Status{
+		handlers.WriteError(w, &apierrors.StatusError{ErrStatus: metav1.Status{
 			Status: metav1.StatusFailure, Code: http.StatusConflict, Reason: metav1.StatusReasonAlreadyExists,
 			Details: &metav1.StatusDetails{Group: credentialsResource.Group, Kind: credentialsResource.Resource, Name: jr.NodeName},
 			Message: fmt.Sprintf("node %q already has a valid credential: a kubelet keeps and renews the one it joined with; "+
@@ -92,11 +93,11 @@ func (s *Server) serveJoin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		writeError(w, apierrors.NewInternalError(fmt.Errorf("issue credential for node %s: %w", jr.NodeName, err)))
+		handlers.WriteError(w, apierrors.NewInternalError(fmt.Errorf("issue credential for node %s: %w", jr.NodeName, err)))
 		return
 	}
 	s.log.Info("node joined", "node", jr.NodeName, "remote", r.RemoteAddr, "expires", cred.Expires)
-	writeJSON(w, http.StatusOK, s.joinResponse(cred), outJSON)
+	handlers.WriteJSON(w, http.StatusOK, s.joinResponse(cred), handlers.OutJSON)
 }
 
 func (s *Server) joinResponse(c nodeCred) JoinResponse {
@@ -106,19 +107,19 @@ func (s *Server) joinResponse(c nodeCred) JoinResponse {
 // readJoinRequest decodes and validates a {"nodeName": ...} body; it answers the error.
 func readJoinRequest(w http.ResponseWriter, r *http.Request) (JoinRequest, bool) {
 	var jr JoinRequest
-	body, err := readBody(w, r)
+	body, err := handlers.ReadBody(w, r)
 	if err != nil {
-		writeError(w, err)
+		handlers.WriteError(w, err)
 		return jr, false
 	}
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&jr); err != nil {
-		writeError(w, apierrors.NewBadRequest("malformed node credential request: "+err.Error()))
+		handlers.WriteError(w, apierrors.NewBadRequest("malformed node credential request: "+err.Error()))
 		return jr, false
 	}
 	if err := validNodeName(field.NewPath("nodeName"), jr.NodeName); err != nil {
-		writeError(w, apierrors.NewBadRequest("invalid node credential request: "+err.Error()))
+		handlers.WriteError(w, apierrors.NewBadRequest("invalid node credential request: "+err.Error()))
 		return jr, false
 	}
 	return jr, true
@@ -135,14 +136,14 @@ func (s *Server) authenticateLimited(w http.ResponseWriter, r *http.Request) (ad
 		writeTooManyFailures(w, "authentication", wait)
 		return u, false
 	}
-	writeError(w, apierrors.NewUnauthorized("Unauthorized: a valid bearer token is required (see admin.kubeconfig in the server's data dir)"))
+	handlers.WriteError(w, apierrors.NewUnauthorized("Unauthorized: a valid bearer token is required (see admin.kubeconfig in the server's data dir)"))
 	return u, false
 }
 
 // serveRenew gives a node, authenticated by its current token, its next credential.
 func (s *Server) serveRenew(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
-		writeError(w, apierrors.NewMethodNotSupported(schema.GroupResource{Group: "wasmkube", Resource: "renew"}, strings.ToLower(r.Method)))
+		handlers.WriteError(w, apierrors.NewMethodNotSupported(schema.GroupResource{Group: "wasmkube", Resource: "renew"}, strings.ToLower(r.Method)))
 		return
 	}
 	u, ok := s.authenticateLimited(w, r)
@@ -151,26 +152,26 @@ func (s *Server) serveRenew(w http.ResponseWriter, r *http.Request) {
 	}
 	node := admission.NodeName(u)
 	if node == "" {
-		writeError(w, apierrors.NewForbidden(credentialsResource, "", fmt.Errorf("user %q is not a node: only a node renews its own credential", u.Name)))
+		handlers.WriteError(w, apierrors.NewForbidden(credentialsResource, "", fmt.Errorf("user %q is not a node: only a node renews its own credential", u.Name)))
 		return
 	}
 	cred, err := s.auth.rotate(node, bearerToken(r.Header.Get("Authorization")))
 	if errors.Is(err, errNotCurrent) {
-		writeError(w, apierrors.NewUnauthorized(fmt.Sprintf("Unauthorized: renew node %s with its current credential", node)))
+		handlers.WriteError(w, apierrors.NewUnauthorized(fmt.Sprintf("Unauthorized: renew node %s with its current credential", node)))
 		return
 	}
 	if err != nil {
-		writeError(w, apierrors.NewInternalError(fmt.Errorf("renew credential of node %s: %w", node, err)))
+		handlers.WriteError(w, apierrors.NewInternalError(fmt.Errorf("renew credential of node %s: %w", node, err)))
 		return
 	}
 	s.log.Info("node credential renewed", "node", node, "remote", r.RemoteAddr, "expires", cred.Expires)
-	writeJSON(w, http.StatusOK, s.joinResponse(cred), outJSON)
+	handlers.WriteJSON(w, http.StatusOK, s.joinResponse(cred), handlers.OutJSON)
 }
 
 // serveRevoke drops a node's credential (admin only); the name can then join again.
 func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
-		writeError(w, apierrors.NewMethodNotSupported(schema.GroupResource{Group: "wasmkube", Resource: "revoke"}, strings.ToLower(r.Method)))
+		handlers.WriteError(w, apierrors.NewMethodNotSupported(schema.GroupResource{Group: "wasmkube", Resource: "revoke"}, strings.ToLower(r.Method)))
 		return
 	}
 	u, ok := s.authenticateLimited(w, r)
@@ -178,7 +179,7 @@ func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !u.InGroup(mastersGroup) {
-		writeError(w, apierrors.NewForbidden(credentialsResource, "", fmt.Errorf("user %q may not revoke node credentials: that takes group %s", u.Name, mastersGroup)))
+		handlers.WriteError(w, apierrors.NewForbidden(credentialsResource, "", fmt.Errorf("user %q may not revoke node credentials: that takes group %s", u.Name, mastersGroup)))
 		return
 	}
 	jr, ok := readJoinRequest(w, r)
@@ -187,15 +188,15 @@ func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
 	}
 	found, err := s.auth.revoke(jr.NodeName)
 	if err != nil {
-		writeError(w, apierrors.NewInternalError(fmt.Errorf("revoke credential of node %s: %w", jr.NodeName, err)))
+		handlers.WriteError(w, apierrors.NewInternalError(fmt.Errorf("revoke credential of node %s: %w", jr.NodeName, err)))
 		return
 	}
 	if !found {
-		writeError(w, apierrors.NewNotFound(credentialsResource, jr.NodeName))
+		handlers.WriteError(w, apierrors.NewNotFound(credentialsResource, jr.NodeName))
 		return
 	}
 	s.log.Info("node credential revoked", "node", jr.NodeName, "by", u.Name)
-	writeJSON(w, http.StatusOK, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess,
+	handlers.WriteJSON(w, http.StatusOK, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess,
 		Code: http.StatusOK, Details: &metav1.StatusDetails{Group: credentialsResource.Group, Kind: credentialsResource.Resource, Name: jr.NodeName},
-		Message: fmt.Sprintf("credential of node %q revoked", jr.NodeName)}, outJSON)
+		Message: fmt.Sprintf("credential of node %q revoked", jr.NodeName)}, handlers.OutJSON)
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/handlers"
 )
 
 // apiMetrics are upstream's request metrics. They are registered once per process on
@@ -68,13 +70,13 @@ func (l requestLabels) values() []string {
 // labelsFor describes a resource request as upstream does: scope is "resource" for a
 // named object or a create, "namespace" for a collection in a namespace, "cluster" for a
 // cluster-wide collection; dry_run is the sorted, comma-joined dryRun values.
-func labelsFor(verb string, ri *requestInfo, dryRun []string) requestLabels {
-	l := requestLabels{verb: verb, group: ri.res.GVR.Group, version: ri.res.GVR.Version,
-		resource: ri.res.GVR.Resource, subresource: ri.subresource}
+func labelsFor(verb string, ri *handlers.RequestInfo, dryRun []string) requestLabels {
+	l := requestLabels{verb: verb, group: ri.Resource.GVR.Group, version: ri.Resource.GVR.Version,
+		resource: ri.Resource.GVR.Resource, subresource: ri.Subresource}
 	switch {
-	case ri.name != "" || ri.verb == "create":
+	case ri.Name != "" || ri.Verb == "create":
 		l.scope = "resource"
-	case ri.namespace != "":
+	case ri.Namespace != "":
 		l.scope = "namespace"
 	default:
 		l.scope = "cluster"

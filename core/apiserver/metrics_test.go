@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/wasmkube/wasmkube/core/apiserver/handlers"
 	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 )
 
@@ -16,19 +17,19 @@ func TestMetricLabelsFollowUpstream(t *testing.T) {
 	cases := []struct {
 		name   string
 		verb   string
-		ri     requestInfo
+		ri     handlers.RequestInfo
 		dryRun []string
 		want   requestLabels
 	}{
-		{"get named pod", "GET", requestInfo{verb: "get", res: pods, namespace: "a", name: "p"}, nil,
+		{"get named pod", "GET", handlers.RequestInfo{Verb: "get", Resource: pods, Namespace: "a", Name: "p"}, nil,
 			requestLabels{verb: "GET", version: "v1", resource: "pods", scope: "resource"}},
-		{"create is resource scoped", "POST", requestInfo{verb: "create", res: pods, namespace: "a"}, []string{"All"},
+		{"create is resource scoped", "POST", handlers.RequestInfo{Verb: "create", Resource: pods, Namespace: "a"}, []string{"All"},
 			requestLabels{verb: "POST", dryRun: "All", version: "v1", resource: "pods", scope: "resource"}},
-		{"list in a namespace", "LIST", requestInfo{verb: "list", res: deploys, namespace: "a"}, nil,
+		{"list in a namespace", "LIST", handlers.RequestInfo{Verb: "list", Resource: deploys, Namespace: "a"}, nil,
 			requestLabels{verb: "LIST", group: "apps", version: "v1", resource: "deployments", scope: "namespace"}},
-		{"watch across namespaces", "WATCH", requestInfo{verb: "watch", res: pods}, nil,
+		{"watch across namespaces", "WATCH", handlers.RequestInfo{Verb: "watch", Resource: pods}, nil,
 			requestLabels{verb: "WATCH", version: "v1", resource: "pods", scope: "cluster"}},
-		{"node status", "PATCH", requestInfo{verb: "patch", res: nodes, name: "n1", subresource: "status"}, nil,
+		{"node status", "PATCH", handlers.RequestInfo{Verb: "patch", Resource: nodes, Name: "n1", Subresource: "status"}, nil,
 			requestLabels{verb: "PATCH", version: "v1", resource: "nodes", subresource: "status", scope: "resource"}},
 	}
 	for _, c := range cases {

@@ -18,6 +18,7 @@ import (
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
+	"github.com/wasmkube/wasmkube/core/apiserver/handlers"
 	"github.com/wasmkube/wasmkube/core/storage"
 )
 
@@ -163,15 +164,15 @@ func usage(cpu *statsv1alpha1.CPUStats, mem *statsv1alpha1.MemoryStats) (corev1.
 }
 
 // serveMetrics answers get and list of metrics.k8s.io nodes and pods.
-func (s *Server) serveMetrics(ctx context.Context, rq *request) error {
-	info := rq.info
-	switch info.res.GVR.Resource {
+func (s *Server) serveMetrics(ctx context.Context, rq *handlers.Request) error {
+	info := rq.Info
+	switch info.Resource.GVR.Resource {
 	case "nodes":
 		return s.serveNodeMetrics(ctx, rq)
 	case "pods":
 		return s.servePodMetrics(ctx, rq)
 	}
-	return apierrors.NewMethodNotSupported(info.res.GVR.GroupResource(), info.verb)
+	return apierrors.NewMethodNotSupported(info.Resource.GVR.GroupResource(), info.Verb)
 }
 
 func (s *Server) listObjects(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, q url.Values) ([]any, error) {
@@ -191,7 +192,7 @@ func (s *Server) listObjects(ctx context.Context, gvr schema.GroupVersionResourc
 	if err != nil {
 		return nil, st.APIError(err, "")
 	}
-	items, err := listItems(list)
+	items, err := handlers.ListItems(list)
 	if err != nil {
 		return nil, err
 	}
@@ -202,11 +203,11 @@ func (s *Server) listObjects(ctx context.Context, gvr schema.GroupVersionResourc
 	return out, nil
 }
 
-func (s *Server) serveNodeMetrics(ctx context.Context, rq *request) error {
-	objs, err := s.listObjects(ctx, corev1.SchemeGroupVersion.WithResource("nodes"), "", rq.info.name, rq.query)
+func (s *Server) serveNodeMetrics(ctx context.Context, rq *handlers.Request) error {
+	objs, err := s.listObjects(ctx, corev1.SchemeGroupVersion.WithResource("nodes"), "", rq.Info.Name, rq.Query)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return apierrors.NewNotFound(nodeMetricsGVR.GroupResource(), rq.info.name)
+			return apierrors.NewNotFound(nodeMetricsGVR.GroupResource(), rq.Info.Name)
 		}
 		return err
 	}
@@ -230,20 +231,20 @@ func (s *Server) serveNodeMetrics(ctx context.Context, rq *request) error {
 			Timestamp:  ns.sum.Node.CPU.Time, Window: metav1.Duration{Duration: ns.window}, Usage: u,
 		})
 	}
-	if rq.info.name != "" {
+	if rq.Info.Name != "" {
 		if len(list.Items) == 0 {
-			return apierrors.NewNotFound(nodeMetricsGVR.GroupResource(), rq.info.name)
+			return apierrors.NewNotFound(nodeMetricsGVR.GroupResource(), rq.Info.Name)
 		}
-		return s.respond(rq, http.StatusOK, &list.Items[0])
+		return handlers.Respond(rq, http.StatusOK, &list.Items[0])
 	}
-	return s.respond(rq, http.StatusOK, list)
+	return handlers.Respond(rq, http.StatusOK, list)
 }
 
-func (s *Server) servePodMetrics(ctx context.Context, rq *request) error {
-	objs, err := s.listObjects(ctx, corev1.SchemeGroupVersion.WithResource("pods"), rq.info.namespace, rq.info.name, rq.query)
+func (s *Server) servePodMetrics(ctx context.Context, rq *handlers.Request) error {
+	objs, err := s.listObjects(ctx, corev1.SchemeGroupVersion.WithResource("pods"), rq.Info.Namespace, rq.Info.Name, rq.Query)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return apierrors.NewNotFound(podMetricsGVR.GroupResource(), rq.info.name)
+			return apierrors.NewNotFound(podMetricsGVR.GroupResource(), rq.Info.Name)
 		}
 		return err
 	}
@@ -271,13 +272,13 @@ func (s *Server) servePodMetrics(ctx context.Context, rq *request) error {
 			list.Items = append(list.Items, *pm)
 		}
 	}
-	if rq.info.name != "" {
+	if rq.Info.Name != "" {
 		if len(list.Items) == 0 {
-			return apierrors.NewNotFound(podMetricsGVR.GroupResource(), rq.info.name)
+			return apierrors.NewNotFound(podMetricsGVR.GroupResource(), rq.Info.Name)
 		}
-		return s.respond(rq, http.StatusOK, &list.Items[0])
+		return handlers.Respond(rq, http.StatusOK, &list.Items[0])
 	}
-	return s.respond(rq, http.StatusOK, list)
+	return handlers.Respond(rq, http.StatusOK, list)
 }
 
 // podMetrics is pod's entry in its node's summary, or nil when the kubelet has no rate for

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/wasmkube/wasmkube/core/apiserver/handlers"
 	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 )
 
@@ -23,9 +24,9 @@ var proxyVerbs = map[string]string{
 // PATH (stats/summary, metrics, healthz, containerLogs/...), as upstream's node proxy does:
 // authorized as nodes/proxy with the method's verb, sent over the kubelet client
 // certificate the log, exec and metrics proxies use (reverseProxy).
-func (s *Server) serveNodeProxy(rq *request, st *registry.Store) error {
-	ctx := rq.r.Context()
-	name := rq.info.name
+func (s *Server) serveNodeProxy(rq *handlers.Request, st *registry.Store) error {
+	ctx := rq.Req.Context()
+	name := rq.Info.Name
 	obj, err := st.Storage.Get(ctx, st.Key("", name))
 	if err != nil {
 		return st.APIError(err, name)
@@ -39,14 +40,14 @@ func (s *Server) serveNodeProxy(rq *request, st *registry.Store) error {
 		return apierrors.NewServiceUnavailable(err.Error())
 	}
 	prefix := "/api/v1/nodes/" + name + "/proxy"
-	path, ok := strings.CutPrefix(rq.r.URL.Path, prefix)
+	path, ok := strings.CutPrefix(rq.Req.URL.Path, prefix)
 	if !ok {
-		return apierrors.NewBadRequest(fmt.Sprintf("nodes/proxy: path %q does not start with %s", rq.r.URL.Path, prefix))
+		return apierrors.NewBadRequest(fmt.Sprintf("nodes/proxy: path %q does not start with %s", rq.Req.URL.Path, prefix))
 	}
 	if path == "" {
 		path = "/"
 	}
-	target := &url.URL{Scheme: "https", Host: addr, Path: path, RawQuery: rq.r.URL.RawQuery}
+	target := &url.URL{Scheme: "https", Host: addr, Path: path, RawQuery: rq.Req.URL.RawQuery}
 	if err := reverseProxy(rq, target, tr); err != nil {
 		return apierrors.NewServiceUnavailable(fmt.Sprintf("reach kubelet of node %s at %s: %v", name, addr, err))
 	}
@@ -57,7 +58,7 @@ func (s *Server) serveNodeProxy(rq *request, st *registry.Store) error {
 // back as the backend wrote it; the caller's credentials for the API server are left out.
 // It returns the error that kept the backend from answering, nil when the client went
 // away. nodes/proxy, pods/proxy and services/proxy share it.
-func reverseProxy(rq *request, target *url.URL, tr http.RoundTripper) error {
+func reverseProxy(rq *handlers.Request, target *url.URL, tr http.RoundTripper) error {
 	var proxyErr error
 	p := &httputil.ReverseProxy{
 		Transport: tr,
@@ -78,8 +79,8 @@ func reverseProxy(rq *request, target *url.URL, tr http.RoundTripper) error {
 			proxyErr = err
 		},
 	}
-	p.ServeHTTP(rq.w, rq.r)
-	if proxyErr != nil && rq.r.Context().Err() == nil {
+	p.ServeHTTP(rq.W, rq.Req)
+	if proxyErr != nil && rq.Req.Context().Err() == nil {
 		return proxyErr
 	}
 	return nil

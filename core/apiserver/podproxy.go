@@ -16,6 +16,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/wasmkube/wasmkube/core/apiserver/handlers"
 	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 	"github.com/wasmkube/wasmkube/core/storage"
 )
@@ -32,7 +33,7 @@ import (
 // and other nodes' pods through the routes the network backend installs (kubelet/overlay).
 
 // serveProxy answers the proxy subresource of nodes (nodeproxy.go), pods and services.
-func (s *Server) serveProxy(rq *request, st *registry.Store) error {
+func (s *Server) serveProxy(rq *handlers.Request, st *registry.Store) error {
 	switch st.Resource.GVR.Resource {
 	case "pods":
 		return s.servePodProxy(rq, st)
@@ -79,13 +80,13 @@ func proxyableIP(ip string) error {
 }
 
 // servePodProxy answers pods/proxy.
-func (s *Server) servePodProxy(rq *request, st *registry.Store) error {
-	ns, id := rq.info.namespace, rq.info.name
+func (s *Server) servePodProxy(rq *handlers.Request, st *registry.Store) error {
+	ns, id := rq.Info.Namespace, rq.Info.Name
 	scheme, name, port, ok := splitSchemeNamePort(id)
 	if !ok {
 		return apierrors.NewBadRequest(fmt.Sprintf("invalid pod request %q", id))
 	}
-	obj, err := st.Storage.Get(rq.r.Context(), st.Key(ns, name))
+	obj, err := st.Storage.Get(rq.Req.Context(), st.Key(ns, name))
 	if err != nil {
 		return st.APIError(err, name)
 	}
@@ -107,9 +108,9 @@ func (s *Server) servePodProxy(rq *request, st *registry.Store) error {
 }
 
 // serveServiceProxy answers services/proxy through a ready endpoint, picked at random.
-func (s *Server) serveServiceProxy(rq *request, st *registry.Store) error {
-	ctx := rq.r.Context()
-	ns, id := rq.info.namespace, rq.info.name
+func (s *Server) serveServiceProxy(rq *handlers.Request, st *registry.Store) error {
+	ctx := rq.Req.Context()
+	ns, id := rq.Info.Namespace, rq.Info.Name
 	scheme, name, port, ok := splitSchemeNamePort(id)
 	if !ok {
 		return apierrors.NewBadRequest(fmt.Sprintf("invalid service request %q", id))
@@ -172,15 +173,15 @@ func (s *Server) serveServiceProxy(rq *request, st *registry.Store) error {
 }
 
 // proxyTo sends the request to scheme://host/<path after prefix>.
-func (s *Server) proxyTo(rq *request, prefix, scheme, host, what string) error {
-	path, ok := strings.CutPrefix(rq.r.URL.Path, prefix)
+func (s *Server) proxyTo(rq *handlers.Request, prefix, scheme, host, what string) error {
+	path, ok := strings.CutPrefix(rq.Req.URL.Path, prefix)
 	if !ok {
-		return apierrors.NewBadRequest(fmt.Sprintf("proxy: path %q does not start with %s", rq.r.URL.Path, prefix))
+		return apierrors.NewBadRequest(fmt.Sprintf("proxy: path %q does not start with %s", rq.Req.URL.Path, prefix))
 	}
 	if path == "" {
 		path = "/"
 	}
-	target := &url.URL{Scheme: scheme, Host: host, Path: path, RawQuery: rq.r.URL.RawQuery}
+	target := &url.URL{Scheme: scheme, Host: host, Path: path, RawQuery: rq.Req.URL.RawQuery}
 	if err := reverseProxy(rq, target, workloadTransport()); err != nil {
 		return apierrors.NewServiceUnavailable(fmt.Sprintf("reach %s at %s: %v", what, host, err))
 	}

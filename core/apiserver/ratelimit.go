@@ -11,6 +11,8 @@ import (
 
 	"golang.org/x/time/rate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/handlers"
 )
 
 // failureLimiter budgets failed authentication attempts per source IP: burst failures at
@@ -97,5 +99,5 @@ func writeTooManyFailures(w http.ResponseWriter, what string, wait time.Duration
 		secs = 1
 	}
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	writeError(w, apierrors.NewTooManyRequests(fmt.Sprintf("too many failed %s attempts from this address: retry after %d s", what, secs), secs))
+	handlers.WriteError(w, apierrors.NewTooManyRequests(fmt.Sprintf("too many failed %s attempts from this address: retry after %d s", what, secs), secs))
 }

@@ -12,11 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/apiserver/handlers"
 )
 
 // ---- selfsubjectreviews (kubectl auth whoami) ----
 
-func (s *Server) serveSelfSubjectReview(rq *request) error {
+func (s *Server) serveSelfSubjectReview(rq *handlers.Request) error {
 	res := s.reg[authenticationv1.SchemeGroupVersion.WithResource("selfsubjectreviews")]
 	obj, err := s.decodeAs(rq, res)
 	if err != nil {
@@ -24,14 +25,14 @@ func (s *Server) serveSelfSubjectReview(rq *request) error {
 	}
 	r := obj.(*authenticationv1.SelfSubjectReview)
 	r.CreationTimestamp = metav1.Now()
-	r.Status.UserInfo = authenticationv1.UserInfo{Username: rq.user.Name, Groups: rq.user.Groups}
-	writeJSON(rq.w, http.StatusCreated, r, rq.format)
+	r.Status.UserInfo = authenticationv1.UserInfo{Username: rq.User.Name, Groups: rq.User.Groups}
+	handlers.WriteJSON(rq.W, http.StatusCreated, r, rq.Format)
 	return nil
 }
 
 // ---- selfsubjectaccessreviews (kubectl auth can-i) ----
 
-func (s *Server) serveSelfSubjectAccessReview(rq *request) error {
+func (s *Server) serveSelfSubjectAccessReview(rq *handlers.Request) error {
 	res := s.reg[authorizationv1.SchemeGroupVersion.WithResource("selfsubjectaccessreviews")]
 	obj, err := s.decodeAs(rq, res)
 	if err != nil {
@@ -42,8 +43,8 @@ func (s *Server) serveSelfSubjectAccessReview(rq *request) error {
 		return apierrors.NewInvalid(res.GVK().GroupKind(), "", errs)
 	}
 	r.CreationTimestamp = metav1.Now()
-	r.Status = s.accessReview(rq.r.Context(), rq.user, r.Spec.ResourceAttributes, r.Spec.NonResourceAttributes)
-	writeJSON(rq.w, http.StatusCreated, r, rq.format)
+	r.Status = s.accessReview(rq.Req.Context(), rq.User, r.Spec.ResourceAttributes, r.Spec.NonResourceAttributes)
+	handlers.WriteJSON(rq.W, http.StatusCreated, r, rq.Format)
 	return nil
 }
 
@@ -83,7 +84,7 @@ func (s *Server) accessReview(ctx context.Context, u admission.UserInfo, ra *aut
 
 // ---- subjectaccessreviews and localsubjectaccessreviews (asking about someone else) ----
 
-func (s *Server) serveSubjectAccessReview(rq *request) error {
+func (s *Server) serveSubjectAccessReview(rq *handlers.Request) error {
 	res := s.reg[authorizationv1.SchemeGroupVersion.WithResource("subjectaccessreviews")]
 	obj, err := s.decodeAs(rq, res)
 	if err != nil {
@@ -96,12 +97,12 @@ func (s *Server) serveSubjectAccessReview(rq *request) error {
 		return apierrors.NewInvalid(res.GVK().GroupKind(), "", errs)
 	}
 	r.CreationTimestamp = metav1.Now()
-	r.Status = s.accessReview(rq.r.Context(), reviewedUser(r.Spec), r.Spec.ResourceAttributes, r.Spec.NonResourceAttributes)
-	writeJSON(rq.w, http.StatusCreated, r, rq.format)
+	r.Status = s.accessReview(rq.Req.Context(), reviewedUser(r.Spec), r.Spec.ResourceAttributes, r.Spec.NonResourceAttributes)
+	handlers.WriteJSON(rq.W, http.StatusCreated, r, rq.Format)
 	return nil
 }
 
-func (s *Server) serveLocalSubjectAccessReview(rq *request) error {
+func (s *Server) serveLocalSubjectAccessReview(rq *handlers.Request) error {
 	res := s.reg[authorizationv1.SchemeGroupVersion.WithResource("localsubjectaccessreviews")]
 	obj, err := s.decodeAs(rq, res)
 	if err != nil {
@@ -116,18 +117,18 @@ func (s *Server) serveLocalSubjectAccessReview(rq *request) error {
 	case r.Spec.NonResourceAttributes != nil:
 		errs = append(errs, field.Invalid(p.Child("nonResourceAttributes"), r.Spec.NonResourceAttributes, "disallowed on this kind of request"))
 	case r.Spec.ResourceAttributes.Namespace == "":
-		r.Spec.ResourceAttributes.Namespace = rq.info.namespace
-	case r.Spec.ResourceAttributes.Namespace != rq.info.namespace:
+		r.Spec.ResourceAttributes.Namespace = rq.Info.Namespace
+	case r.Spec.ResourceAttributes.Namespace != rq.Info.Namespace:
 		errs = append(errs, field.Invalid(p.Child("resourceAttributes", "namespace"), r.Spec.ResourceAttributes.Namespace,
-			"must match the namespace of the request ("+rq.info.namespace+")"))
+			"must match the namespace of the request ("+rq.Info.Namespace+")"))
 	}
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(res.GVK().GroupKind(), "", errs)
 	}
-	r.Namespace = rq.info.namespace
+	r.Namespace = rq.Info.Namespace
 	r.CreationTimestamp = metav1.Now()
-	r.Status = s.accessReview(rq.r.Context(), reviewedUser(r.Spec), r.Spec.ResourceAttributes, nil)
-	writeJSON(rq.w, http.StatusCreated, r, rq.format)
+	r.Status = s.accessReview(rq.Req.Context(), reviewedUser(r.Spec), r.Spec.ResourceAttributes, nil)
+	handlers.WriteJSON(rq.W, http.StatusCreated, r, rq.Format)
 	return nil
 }
 
@@ -144,7 +145,7 @@ func reviewedUser(spec authorizationv1.SubjectAccessReviewSpec) admission.UserIn
 
 // ---- selfsubjectrulesreviews (kubectl auth can-i --list) ----
 
-func (s *Server) serveSelfSubjectRulesReview(rq *request) error {
+func (s *Server) serveSelfSubjectRulesReview(rq *handlers.Request) error {
 	res := s.reg[authorizationv1.SchemeGroupVersion.WithResource("selfsubjectrulesreviews")]
 	obj, err := s.decodeAs(rq, res)
 	if err != nil {
@@ -155,12 +156,12 @@ func (s *Server) serveSelfSubjectRulesReview(rq *request) error {
 		return apierrors.NewInvalid(res.GVK().GroupKind(), "", field.ErrorList{field.Required(field.NewPath("spec", "namespace"), "")})
 	}
 	r.CreationTimestamp = metav1.Now()
-	st, err := s.rulesReview(rq.r.Context(), rq.user, r.Spec.Namespace)
+	st, err := s.rulesReview(rq.Req.Context(), rq.User, r.Spec.Namespace)
 	if err != nil {
 		return err
 	}
 	r.Status = st
-	writeJSON(rq.w, http.StatusCreated, r, rq.format)
+	handlers.WriteJSON(rq.W, http.StatusCreated, r, rq.Format)
 	return nil
 }
 

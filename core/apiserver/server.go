@@ -74,6 +74,10 @@ type Options struct {
 	EventTTL time.Duration
 	// CompactionInterval of etcd history; storage's default when zero.
 	CompactionInterval time.Duration
+	// RestartProcess is storage.Config.RestartProcess: how the command restarts the
+	// process after the embedded etcd failed a write for good (a full disk) and its disk
+	// has room again. Nil: writes stay refused, asking for a restart.
+	RestartProcess func(reason string)
 	// EncryptionConfig is the path of an EncryptionConfiguration (upstream's
 	// --encryption-provider-config). Empty: DataDir/encryption-config.yaml, created on
 	// first start with a fresh AES-GCM key for secrets (docs/security.md).
@@ -180,6 +184,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.backend, err = storage.NewBackend(ctx, storage.Config{
 		DataDir: opts.DataDir, Endpoints: opts.EtcdEndpoints, CompactionInterval: opts.CompactionInterval, Logger: opts.Logger,
+		RestartProcess: opts.RestartProcess,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)

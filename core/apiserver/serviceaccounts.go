@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/apiserver/handlers"
 	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 	"github.com/wasmkube/wasmkube/core/apiserver/serviceaccount"
 	"github.com/wasmkube/wasmkube/core/apiserver/validation"
@@ -102,13 +103,13 @@ func (s *Server) authenticateServiceAccount(ctx context.Context, token string, a
 
 // serveTokenRequest is POST serviceaccounts/NAME/token: a signed token for the account,
 // bound to a pod, secret or node when the request says so.
-func (s *Server) serveTokenRequest(ctx context.Context, rq *request, st *registry.Store) error {
+func (s *Server) serveTokenRequest(ctx context.Context, rq *handlers.Request, st *registry.Store) error {
 	obj, err := s.decodeAs(rq, tokenRequestRes)
 	if err != nil {
 		return err
 	}
 	tr := obj.(*authenticationv1.TokenRequest)
-	name, ns := rq.info.name, rq.info.namespace
+	name, ns := rq.Info.Name, rq.Info.Namespace
 	if tr.Spec.ExpirationSeconds == nil {
 		e := int64(defaultTokenSeconds)
 		tr.Spec.ExpirationSeconds = &e
@@ -125,7 +126,7 @@ func (s *Server) serveTokenRequest(ctx context.Context, rq *request, st *registr
 	}
 	sa := saObj.(*corev1.ServiceAccount)
 	claims := serviceaccount.Claims{Namespace: ns, ServiceAccount: serviceaccount.Ref{Name: sa.Name, UID: string(sa.UID)}, Audiences: tr.Spec.Audiences}
-	node := admission.NodeName(rq.user)
+	node := admission.NodeName(rq.User)
 	if b := tr.Spec.BoundObjectRef; b != nil {
 		res := map[string]string{"Pod": "pods", "Secret": "secrets", "Node": "nodes"}[b.Kind]
 		bst := s.stores[corev1.SchemeGroupVersion.WithResource(res)]
@@ -166,14 +167,14 @@ func (s *Server) serveTokenRequest(ctx context.Context, rq *request, st *registr
 	claims.IssuedAt, claims.Expiry = now, now.Add(time.Duration(*tr.Spec.ExpirationSeconds)*time.Second)
 	tr.ObjectMeta = metav1.ObjectMeta{Name: name, Namespace: ns, CreationTimestamp: metav1.NewTime(now)}
 	tr.TypeMeta = metav1.TypeMeta{Kind: "TokenRequest", APIVersion: authenticationv1.SchemeGroupVersion.String()}
-	if !rq.dryRun {
+	if !rq.DryRun {
 		tok, err := s.saTokens.Sign(claims)
 		if err != nil {
 			return apierrors.NewInternalError(fmt.Errorf("sign token for %s/%s: %w", ns, name, err))
 		}
 		tr.Status = authenticationv1.TokenRequestStatus{Token: tok, ExpirationTimestamp: metav1.NewTime(claims.Expiry)}
 	}
-	writeJSON(rq.w, http.StatusCreated, tr, rq.format)
+	handlers.WriteJSON(rq.W, http.StatusCreated, tr, rq.Format)
 	return nil
 }
 

@@ -26,6 +26,7 @@ import (
 	proxy "k8s.io/apiserver/pkg/util/proxy"
 	"k8s.io/streaming/pkg/httpstream/wsstream"
 
+	"github.com/wasmkube/wasmkube/core/apiserver/handlers"
 	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 )
 
@@ -122,10 +123,10 @@ type streamError struct{}
 func (streamError) Error(w http.ResponseWriter, _ *http.Request, err error) {
 	var se *apierrors.StatusError
 	if errors.As(err, &se) {
-		writeError(w, se)
+		handlers.WriteError(w, se)
 		return
 	}
-	writeError(w, apierrors.NewServiceUnavailable(err.Error()))
+	handlers.WriteError(w, apierrors.NewServiceUnavailable(err.Error()))
 }
 
 // queryBool reads a kubectl-style boolean query parameter (stdin=true, tty=1).
@@ -144,16 +145,16 @@ func queryBool(q url.Values, name string) (bool, error) {
 // serveStream proxies pods/exec, pods/attach and pods/portforward to the pod's kubelet.
 // Both GET (WebSocket) and POST (SPDY) are authorized as create, as upstream does since
 // websocket upgrades of these subresources became the default (1.30+).
-func (s *Server) serveStream(rq *request, st *registry.Store) error {
-	ctx := rq.r.Context()
-	sub, name, ns := rq.info.subresource, rq.info.name, rq.info.namespace
+func (s *Server) serveStream(rq *handlers.Request, st *registry.Store) error {
+	ctx := rq.Req.Context()
+	sub, name, ns := rq.Info.Subresource, rq.Info.Name, rq.Info.Namespace
 	t0 := time.Now()
 	obj, err := st.Storage.Get(ctx, st.Key(ns, name))
 	if err != nil {
 		return st.APIError(err, name)
 	}
 	pod := obj.(*corev1.Pod)
-	q := rq.query
+	q := rq.Query
 	kq := url.Values{}
 	var path string
 	var opts proxy.Options
@@ -234,10 +235,10 @@ func (s *Server) serveStream(rq *request, st *registry.Store) error {
 	}
 	// The user's credentials stay here: the kubelet authenticates the API server by its
 	// client certificate.
-	r := rq.r.Clone(s.streamContext(ctx))
+	r := rq.Req.Clone(s.streamContext(ctx))
 	r.Header.Del("Authorization")
 	tProxy := time.Now()
-	h.ServeHTTP(rq.w, r)
+	h.ServeHTTP(rq.W, r)
 	// Where a stream's time goes, at debug level (docs/benchmarks.md, kubectl exec round trip).
 	s.log.Debug("stream", "subresource", sub, "pod", ns+"/"+name, "lookup", tProxy.Sub(t0), "proxied", time.Since(tProxy))
 	return nil

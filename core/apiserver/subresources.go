@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/wasmkube/wasmkube/core/apiserver/handlers"
 	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 	"github.com/wasmkube/wasmkube/core/apiserver/serviceaccount"
 	"github.com/wasmkube/wasmkube/core/storage"
@@ -44,18 +45,18 @@ func init() {
 	}
 }
 
-func (s *Server) decodeAs(rq *request, res *registry.Resource) (runtime.Object, error) {
-	return s.decodeRequest(rq, res)
+func (s *Server) decodeAs(rq *handlers.Request, res *registry.Resource) (runtime.Object, error) {
+	return handlers.DecodeRequest(rq, res)
 }
 
 // serveBinding sets spec.nodeName of an unbound pod (the scheduler's bind).
-func (s *Server) serveBinding(ctx context.Context, rq *request, st *registry.Store) error {
+func (s *Server) serveBinding(ctx context.Context, rq *handlers.Request, st *registry.Store) error {
 	obj, err := s.decodeAs(rq, bindingRes)
 	if err != nil {
 		return err
 	}
 	b := obj.(*corev1.Binding)
-	name := rq.info.name
+	name := rq.Info.Name
 	if b.Name != "" && b.Name != name {
 		return apierrors.NewBadRequest(fmt.Sprintf("the name of the binding (%s) does not match the pod name on the URL (%s)", b.Name, name))
 	}
@@ -65,8 +66,8 @@ func (s *Server) serveBinding(ctx context.Context, rq *request, st *registry.Sto
 	if b.Target.Kind != "" && b.Target.Kind != "Node" {
 		return apierrors.NewInvalid(bindingRes.GVK().GroupKind(), name, field.ErrorList{field.NotSupported(field.NewPath("target", "kind"), b.Target.Kind, []string{"Node"})})
 	}
-	if rq.dryRun {
-		writeStatusSuccess(rq.w, http.StatusCreated, nil)
+	if rq.DryRun {
+		handlers.WriteStatusSuccess(rq.W, http.StatusCreated, nil)
 		return nil
 	}
 	var pre *storage.Preconditions
@@ -74,7 +75,7 @@ func (s *Server) serveBinding(ctx context.Context, rq *request, st *registry.Sto
 		uid := b.UID
 		pre = &storage.Preconditions{UID: &uid}
 	}
-	_, err = st.Storage.GuaranteedUpdate(ctx, st.Key(rq.info.namespace, name), pre, func(cur runtime.Object) (runtime.Object, error) {
+	_, err = st.Storage.GuaranteedUpdate(ctx, st.Key(rq.Info.Namespace, name), pre, func(cur runtime.Object) (runtime.Object, error) {
 		pod := cur.DeepCopyObject().(*corev1.Pod)
 		if pod.DeletionTimestamp != nil {
 			return nil, apierrors.NewConflict(st.Resource.GVR.GroupResource(), name, errors.New("pod is being deleted, cannot be assigned to a host"))
@@ -97,7 +98,7 @@ func (s *Server) serveBinding(ctx context.Context, rq *request, st *registry.Sto
 	if err != nil {
 		return st.APIError(err, name)
 	}
-	writeStatusSuccess(rq.w, http.StatusCreated, nil)
+	handlers.WriteStatusSuccess(rq.W, http.StatusCreated, nil)
 	return nil
 }
 
@@ -116,30 +117,30 @@ func setPodScheduled(pod *corev1.Pod) {
 }
 
 // serveEviction deletes a pod as requested by an Eviction, if its disruption budget allows.
-func (s *Server) serveEviction(ctx context.Context, rq *request, st *registry.Store) error {
+func (s *Server) serveEviction(ctx context.Context, rq *handlers.Request, st *registry.Store) error {
 	obj, err := s.decodeAs(rq, evictionRes)
 	if err != nil {
 		return err
 	}
 	ev := obj.(*policyv1.Eviction)
-	if ev.Name != "" && ev.Name != rq.info.name {
+	if ev.Name != "" && ev.Name != rq.Info.Name {
 		return apierrors.NewBadRequest(fmt.Sprintf("name in URL does not match name in Eviction object"))
 	}
 	opts := ev.DeleteOptions
 	if opts == nil {
 		opts = &metav1.DeleteOptions{}
 	}
-	if err := s.checkDisruptionBudget(ctx, st, rq.info.namespace, rq.info.name, rq.dryRun); err != nil { // eviction.go
+	if err := s.checkDisruptionBudget(ctx, st, rq.Info.Namespace, rq.Info.Name, rq.DryRun); err != nil { // eviction.go
 		return err
 	}
 	irq := *rq
-	ii := *rq.info
-	ii.subresource, ii.verb = "", "delete"
-	irq.info = &ii
-	if _, _, err := st.Delete(ctx, irq.write(), rq.info.name, opts); err != nil {
+	ii := *rq.Info
+	ii.Subresource, ii.Verb = "", "delete"
+	irq.Info = &ii
+	if _, _, err := st.Delete(ctx, irq.ForStore(), rq.Info.Name, opts); err != nil {
 		return err
 	}
-	writeStatusSuccess(rq.w, http.StatusCreated, nil)
+	handlers.WriteStatusSuccess(rq.W, http.StatusCreated, nil)
 	return nil
 }
 
@@ -199,12 +200,12 @@ func scaleOf(obj runtime.Object) *autoscalingv1.Scale {
 }
 
 // serveScale serves the autoscaling/v1 Scale of deployments, replicasets and statefulsets.
-func (s *Server) serveScale(ctx context.Context, rq *request, st *registry.Store) error {
-	name := rq.info.name
+func (s *Server) serveScale(ctx context.Context, rq *handlers.Request, st *registry.Store) error {
+	name := rq.Info.Name
 	var toScale func(cur runtime.Object) (*autoscalingv1.Scale, error)
-	switch rq.info.verb {
+	switch rq.Info.Verb {
 	case "get":
-		obj, err := st.Storage.Get(ctx, st.Key(rq.info.namespace, name))
+		obj, err := st.Storage.Get(ctx, st.Key(rq.Info.Namespace, name))
 		if err != nil {
 			return st.APIError(err, name)
 		}
@@ -217,7 +218,7 @@ func (s *Server) serveScale(ctx context.Context, rq *request, st *registry.Store
 		in := obj.(*autoscalingv1.Scale)
 		toScale = func(runtime.Object) (*autoscalingv1.Scale, error) { return in, nil }
 	case "patch":
-		apply, err := s.patcher(rq, scaleRes)
+		apply, err := handlers.Patcher(rq, scaleRes)
 		if err != nil {
 			return err
 		}
@@ -229,13 +230,13 @@ func (s *Server) serveScale(ctx context.Context, rq *request, st *registry.Store
 			return out.(*autoscalingv1.Scale), nil
 		}
 	default:
-		return apierrors.NewMethodNotSupported(st.Resource.GVR.GroupResource(), rq.info.verb)
+		return apierrors.NewMethodNotSupported(st.Resource.GVR.GroupResource(), rq.Info.Verb)
 	}
 	irq := *rq
-	ii := *rq.info
-	ii.subresource = ""
-	irq.info = &ii
-	out, err := st.Update(ctx, irq.write(), name, nil, func(cur runtime.Object) (runtime.Object, error) {
+	ii := *rq.Info
+	ii.Subresource = ""
+	irq.Info = &ii
+	out, err := st.Update(ctx, irq.ForStore(), name, nil, func(cur runtime.Object) (runtime.Object, error) {
 		sc, err := toScale(cur)
 		if err != nil {
 			return nil, err
@@ -259,12 +260,12 @@ func (s *Server) serveScale(ctx context.Context, rq *request, st *registry.Store
 
 // writeScale writes a Scale, or upstream's Table of it (NAME DESIRED AVAILABLE) for
 // `kubectl get --subresource=scale`.
-func writeScale(rq *request, sc *autoscalingv1.Scale) error {
-	if rq.format != outTable {
-		writeJSON(rq.w, http.StatusOK, sc, rq.format)
+func writeScale(rq *handlers.Request, sc *autoscalingv1.Scale) error {
+	if rq.Format != handlers.OutTable {
+		handlers.WriteJSON(rq.W, http.StatusOK, sc, rq.Format)
 		return nil
 	}
-	row, err := tableRowObject(sc, rq.query.Get("includeObject"))
+	row, err := handlers.TableRowObject(sc, rq.Query.Get("includeObject"))
 	if err != nil {
 		return err
 	}
@@ -278,13 +279,13 @@ func writeScale(rq *request, sc *autoscalingv1.Scale) error {
 		},
 		Rows: []metav1.TableRow{{Cells: []any{sc.Name, sc.Spec.Replicas, sc.Status.Replicas}, Object: row}},
 	}
-	writeJSON(rq.w, http.StatusOK, t, rq.format)
+	handlers.WriteJSON(rq.W, http.StatusOK, t, rq.Format)
 	return nil
 }
 
 // ---- tokenreviews ----
 
-func (s *Server) serveTokenReview(rq *request) error {
+func (s *Server) serveTokenReview(rq *handlers.Request) error {
 	obj, err := s.decodeAs(rq, tokenReviewRes)
 	if err != nil {
 		return err
@@ -303,7 +304,7 @@ func (s *Server) serveTokenReview(rq *request) error {
 		if len(want) == 0 {
 			want = s.apiAudiences()
 		}
-		u, auds, saErr = s.authenticateServiceAccount(rq.r.Context(), tr.Spec.Token, want)
+		u, auds, saErr = s.authenticateServiceAccount(rq.Req.Context(), tr.Spec.Token, want)
 		ok = saErr == nil
 	}
 	tr.Status = authenticationv1.TokenReviewStatus{Authenticated: ok}
@@ -316,7 +317,7 @@ func (s *Server) serveTokenReview(rq *request) error {
 		tr.Status.Error = "invalid bearer token"
 	}
 	tr.Spec.Token = ""
-	writeJSON(rq.w, http.StatusCreated, tr, rq.format)
+	handlers.WriteJSON(rq.W, http.StatusCreated, tr, rq.Format)
 	return nil
 }
 
@@ -355,14 +356,14 @@ var logQueryParams = []string{"follow", "previous", "tailLines", "timestamps", "
 
 // servePodLog proxies GET pods/<name>/log to the pod's kubelet at
 // /containerLogs/<ns>/<pod>/<container>, streaming the answer.
-func (s *Server) servePodLog(ctx context.Context, rq *request, st *registry.Store) error {
-	name, ns := rq.info.name, rq.info.namespace
+func (s *Server) servePodLog(ctx context.Context, rq *handlers.Request, st *registry.Store) error {
+	name, ns := rq.Info.Name, rq.Info.Namespace
 	obj, err := st.Storage.Get(ctx, st.Key(ns, name))
 	if err != nil {
 		return st.APIError(err, name)
 	}
 	pod := obj.(*corev1.Pod)
-	container := rq.query.Get("container")
+	container := rq.Query.Get("container")
 	if container == "" {
 		if len(pod.Spec.Containers) != 1 {
 			names := make([]string, len(pod.Spec.Containers))
@@ -389,7 +390,7 @@ func (s *Server) servePodLog(ctx context.Context, rq *request, st *registry.Stor
 	}
 	q := url.Values{}
 	for _, p := range logQueryParams {
-		if v := rq.query.Get(p); v != "" {
+		if v := rq.Query.Get(p); v != "" {
 			q.Set(p, v)
 		}
 	}
@@ -429,14 +430,14 @@ func (s *Server) servePodLog(ctx context.Context, rq *request, st *registry.Stor
 			Status: metav1.StatusFailure, Code: int32(code), Reason: logReason(code), Message: text,
 		}}
 	}
-	rq.w.Header().Set("Content-Type", "text/plain")
-	rq.w.WriteHeader(http.StatusOK)
-	flusher, _ := rq.w.(http.Flusher)
+	rq.W.Header().Set("Content-Type", "text/plain")
+	rq.W.WriteHeader(http.StatusOK)
+	flusher, _ := rq.W.(http.Flusher)
 	buf := make([]byte, 32<<10)
 	for {
 		n, rerr := resp.Body.Read(buf)
 		if n > 0 {
-			if _, werr := rq.w.Write(buf[:n]); werr != nil {
+			if _, werr := rq.W.Write(buf[:n]); werr != nil {
 				return nil
 			}
 			if flusher != nil {

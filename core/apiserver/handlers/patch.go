@@ -1,4 +1,4 @@
-package apiserver
+package handlers
 
 import (
 	"bytes"
@@ -33,13 +33,13 @@ const (
 	maxJSONPatchOperations = 10000
 )
 
-// patcher returns a function applying the request's patch to the current object.
-func (s *Server) patcher(rq *request, res *registry.Resource) (func(cur runtime.Object) (runtime.Object, error), error) {
-	body, err := readBody(rq.w, rq.r)
+// Patcher returns a function applying the request's patch to the current object.
+func Patcher(rq *Request, res *registry.Resource) (func(cur runtime.Object) (runtime.Object, error), error) {
+	body, err := ReadBody(rq.W, rq.Req)
 	if err != nil {
 		return nil, err
 	}
-	pt := types.PatchType(strings.TrimSpace(strings.Split(rq.r.Header.Get("Content-Type"), ";")[0]))
+	pt := types.PatchType(strings.TrimSpace(strings.Split(rq.Req.Header.Get("Content-Type"), ";")[0]))
 	switch pt {
 	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
 		if err := checkPatchDepth(body, maxPatchDepth); err != nil {
@@ -58,7 +58,7 @@ func (s *Server) patcher(rq *request, res *registry.Resource) (func(cur runtime.
 				"the JSON patch has %d operations; the limit is %d", len(p), maxJSONPatchOperations))
 		}
 		opts := jsonpatch.NewApplyOptions()
-		opts.AccumulatedCopySizeLimit = maxBodyBytes
+		opts.AccumulatedCopySizeLimit = MaxBodyBytes
 		apply = func(cur []byte) ([]byte, error) { return p.ApplyWithOptions(cur, opts) }
 	case types.MergePatchType:
 		patch, err := decodeJSONValue(body)
@@ -99,11 +99,11 @@ func (s *Server) patcher(rq *request, res *registry.Resource) (func(cur runtime.
 		}
 		patched, err := apply(curJSON)
 		if err != nil {
-			return nil, apierrors.NewInvalid(res.GVK().GroupKind(), rq.info.name, field.ErrorList{
+			return nil, apierrors.NewInvalid(res.GVK().GroupKind(), rq.Info.Name, field.ErrorList{
 				field.Invalid(field.NewPath("patch"), truncate(string(body), 256), err.Error())})
 		}
 		obj := res.NewFunc()
-		warnings, err := decodeInto(patched, res, res.Kind, res.GVR.GroupVersion(), obj, rq.fv)
+		warnings, err := decodeInto(patched, res, res.Kind, res.GVR.GroupVersion(), obj, rq.FieldValidation)
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package apiserver
+package handlers
 
 import (
 	"fmt"
@@ -116,11 +116,11 @@ func fieldErrors(errs field.ErrorList) error {
 	return errs.ToAggregate()
 }
 
-// validateQuery checks every known parameter of q against its grammar (400 BadRequest
+// ValidateQuery checks every known parameter of q against its grammar (400 BadRequest
 // naming the first bad one, in name order), then, for list, watch and deletecollection,
 // the combinations upstream forbids (resourceVersionMatch without resourceVersion, ...)
 // with upstream's own ListOptions validation (422 Invalid, as upstream answers).
-func validateQuery(verb string, q url.Values) error {
+func ValidateQuery(verb string, q url.Values) error {
 	names := make([]string, 0, len(q))
 	for name := range q {
 		names = append(names, name)

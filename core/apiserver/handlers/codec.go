@@ -1,4 +1,4 @@
-package apiserver
+package handlers
 
 import (
 	"bytes"
@@ -8,8 +8,8 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"os"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,8 +24,8 @@ import (
 	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 )
 
-// maxBodyBytes is the largest request body accepted (as upstream: 3 MiB).
-const maxBodyBytes = 3 << 20
+// MaxBodyBytes is the largest request body accepted (as upstream: 3 MiB).
+const MaxBodyBytes = 3 << 20
 
 // fieldValidation is the request's fieldValidation directive.
 type fieldValidation int
@@ -36,7 +36,7 @@ const (
 	fvIgnore
 )
 
-func parseFieldValidation(v string) (fieldValidation, error) {
+func ParseFieldValidation(v string) (fieldValidation, error) {
 	switch v {
 	case "", "Warn":
 		return fvWarn, nil
@@ -56,12 +56,12 @@ var protoSerializer = protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
 // decodeBody reads the request body (JSON, YAML or protobuf) into obj, an empty object
 // of res. Strictness (fieldValidation) applies to JSON and YAML; protobuf cannot carry
 // unknown or duplicate fields in the same way.
-func decodeBody(rq *request, res *registry.Resource, obj runtime.Object) error {
-	body, err := readBody(rq.w, rq.r)
+func decodeBody(rq *Request, res *registry.Resource, obj runtime.Object) error {
+	body, err := ReadBody(rq.W, rq.Req)
 	if err != nil {
 		return err
 	}
-	ct := rq.r.Header.Get("Content-Type")
+	ct := rq.Req.Header.Get("Content-Type")
 	if mt, _, _ := mime.ParseMediaType(ct); mt == protobufType {
 		if len(body) == 0 {
 			return apierrors.NewBadRequest(fmt.Sprintf("the request body for %s is empty; send a %s", res.GVR.Resource, res.Kind))
@@ -76,11 +76,11 @@ func decodeBody(rq *request, res *registry.Resource, obj runtime.Object) error {
 		obj.GetObjectKind().SetGroupVersionKind(res.GVK())
 		return nil
 	}
-	data, err := toJSON(ct, body, rq.fv)
+	data, err := toJSON(ct, body, rq.FieldValidation)
 	if err != nil {
 		return err
 	}
-	ws, err := decodeInto(data, res, res.Kind, res.GVR.GroupVersion(), obj, rq.fv)
+	ws, err := decodeInto(data, res, res.Kind, res.GVR.GroupVersion(), obj, rq.FieldValidation)
 	if err != nil {
 		return err
 	}
@@ -88,17 +88,31 @@ func decodeBody(rq *request, res *registry.Resource, obj runtime.Object) error {
 	return nil
 }
 
-// readBody reads the request body up to maxBodyBytes; a larger body is 413.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+// BodyTimeoutError is a request body that did not arrive within the server's body read
+// timeout (after): the HTTP guard's body reader returns it, readBody answers 408.
+type BodyTimeoutError struct {
+	After time.Duration
+	Err   error
+}
+
+func (e *BodyTimeoutError) Error() string {
+	return fmt.Sprintf("request body not received within %s: %v", e.After, e.Err)
+}
+
+func (e *BodyTimeoutError) Unwrap() error { return e.Err }
+
+// ReadBody reads the request body up to maxBodyBytes; a larger body is 413.
+func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the request body is larger than the limit of %d bytes (3 MiB)", maxBodyBytes))
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the request body is larger than the limit of %d bytes (3 MiB)", MaxBodyBytes))
 	}
-	if errors.Is(err, os.ErrDeadlineExceeded) {
+	var te *BodyTimeoutError
+	if errors.As(err, &te) {
 		// The body read timeout (httpguard.go): 408, as net/http answers slow headers.
 		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusRequestTimeout,
-			Reason: metav1.StatusReasonTimeout, Message: fmt.Sprintf("the request body was not received within %s", bodyReadTimeout)}}
+			Reason: metav1.StatusReasonTimeout, Message: fmt.Sprintf("the request body was not received within %s", te.After)}}
 	}
 	if err != nil {
 		return nil, apierrors.NewBadRequest("read request body: " + err.Error())
@@ -177,21 +191,21 @@ func decodeInto(data []byte, res *registry.Resource, kind string, gv schema.Grou
 	return append(warnings, ws...), nil
 }
 
-// outputFormat is what the client asked for in Accept.
-type outputFormat int
+// OutputFormat is what the client asked for in Accept.
+type OutputFormat int
 
 const (
-	outJSON outputFormat = iota
+	OutJSON OutputFormat = iota
 	outYAML
-	outTable
+	OutTable
 	outPartial // PartialObjectMetadata(List)
 	outProtobuf
 )
 
-// negotiate picks the first media type in Accept the server can produce.
-func negotiate(accept string) (outputFormat, error) {
+// Negotiate picks the first media type in Accept the server can produce.
+func Negotiate(accept string) (OutputFormat, error) {
 	if accept == "" {
-		return outJSON, nil
+		return OutJSON, nil
 	}
 	for _, part := range strings.Split(accept, ",") {
 		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
@@ -202,10 +216,10 @@ func negotiate(accept string) (outputFormat, error) {
 		case "application/json", "*/*", "application/*":
 			switch params["as"] {
 			case "":
-				return outJSON, nil
+				return OutJSON, nil
 			case "Table":
 				if params["g"] == "meta.k8s.io" && (params["v"] == "v1" || params["v"] == "v1beta1") {
-					return outTable, nil
+					return OutTable, nil
 				}
 			case "PartialObjectMetadata", "PartialObjectMetadataList":
 				if params["g"] == "meta.k8s.io" && (params["v"] == "v1" || params["v"] == "v1beta1") {
@@ -226,9 +240,9 @@ func negotiate(accept string) (outputFormat, error) {
 		fmt.Sprintf("only the following media types are accepted: application/json, application/yaml, application/json;as=Table;g=meta.k8s.io;v=v1 (asked for %q)", accept), 0, false)
 }
 
-// writeJSON writes obj with code: JSON, or YAML or protobuf when asked for (protobuf
+// WriteJSON writes obj with code: JSON, or YAML or protobuf when asked for (protobuf
 // only for API objects; anything else falls back to JSON).
-func writeJSON(w http.ResponseWriter, code int, obj any, format outputFormat) {
+func WriteJSON(w http.ResponseWriter, code int, obj any, format OutputFormat) {
 	if ro, ok := obj.(runtime.Object); ok && format == outProtobuf {
 		var buf bytes.Buffer
 		if err := protoSerializer.Encode(ro, &buf); err == nil {
@@ -254,11 +268,11 @@ func writeJSON(w http.ResponseWriter, code int, obj any, format outputFormat) {
 	_, _ = w.Write(b)
 }
 
-// writeError writes err as a Kubernetes Status with its HTTP code.
-func writeError(w http.ResponseWriter, err error) int {
+// WriteError writes err as a Kubernetes Status with its HTTP code.
+func WriteError(w http.ResponseWriter, err error) int {
 	st := toStatus(err)
 	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
-	writeJSON(w, int(st.Code), st, outJSON)
+	WriteJSON(w, int(st.Code), st, OutJSON)
 	return int(st.Code)
 }
 

@@ -1,4 +1,4 @@
-package apiserver
+package handlers
 
 import (
 	"encoding/json"
@@ -22,8 +22,8 @@ func ensureKind(obj runtime.Object, gvk schema.GroupVersionKind) {
 	}
 }
 
-// listItems returns the items of a list object.
-func listItems(list runtime.Object) ([]runtime.Object, error) {
+// ListItems returns the items of a list object.
+func ListItems(list runtime.Object) ([]runtime.Object, error) {
 	return meta.ExtractList(list)
 }
 
@@ -36,44 +36,44 @@ func metaList(list runtime.Object) (string, error) {
 	return lm.GetResourceVersion(), nil
 }
 
-// respond writes obj in the format the client asked for.
-func (s *Server) respond(rq *request, code int, obj runtime.Object) error {
-	out, err := s.transform(rq, obj)
+// Respond writes obj in the format the client asked for.
+func Respond(rq *Request, code int, obj runtime.Object) error {
+	out, err := transform(rq, obj)
 	if err != nil {
 		return err
 	}
-	writeJSON(rq.w, code, out, rq.format)
+	WriteJSON(rq.W, code, out, rq.Format)
 	return nil
 }
 
 // transform turns a stored object or list into what goes on the wire: itself, a Table,
 // or PartialObjectMetadata.
-func (s *Server) transform(rq *request, obj runtime.Object) (any, error) {
-	res := rq.info.res
+func transform(rq *Request, obj runtime.Object) (any, error) {
+	res := rq.Info.Resource
 	obj = customView(res, obj) // a custom object in the request's version (customresources.go)
 	isList := meta.IsListType(obj)
 	if isList {
 		ensureKind(obj, res.GVR.GroupVersion().WithKind(res.Kind+"List"))
-	} else if rq.info.subresource == "" || rq.info.subresource == "status" || rq.info.subresource == "finalize" {
+	} else if rq.Info.Subresource == "" || rq.Info.Subresource == "status" || rq.Info.Subresource == "finalize" {
 		ensureKind(obj, res.GVK())
 	}
 	// Subresources with kinds of their own (Scale) are not converted here; /status is the
 	// parent object and gets the parent's columns, as upstream.
-	if rq.format != outTable && rq.format != outPartial || rq.info.subresource != "" && rq.info.subresource != "status" {
+	if rq.Format != OutTable && rq.Format != outPartial || rq.Info.Subresource != "" && rq.Info.Subresource != "status" {
 		return obj, nil
 	}
 	var items []runtime.Object
 	var lm metav1.ListInterface
 	if isList {
 		var err error
-		if items, err = listItems(obj); err != nil {
+		if items, err = ListItems(obj); err != nil {
 			return nil, err
 		}
 		lm, _ = meta.ListAccessor(obj)
 	} else {
 		items = []runtime.Object{obj}
 	}
-	if rq.format == outPartial {
+	if rq.Format == outPartial {
 		if !isList {
 			return partial(obj), nil
 		}
@@ -87,7 +87,7 @@ func (s *Server) transform(rq *request, obj runtime.Object) (any, error) {
 	var t *metav1.Table
 	var err error
 	if res.Custom != nil {
-		t, err = res.Custom.Table(rq.r.Context(), items) // the CRD's additionalPrinterColumns
+		t, err = res.Custom.Table(rq.Req.Context(), items) // the CRD's additionalPrinterColumns
 	} else {
 		t, err = printers.Table(res.GVK(), items)
 	}
@@ -99,23 +99,23 @@ func (s *Server) transform(rq *request, obj runtime.Object) (any, error) {
 	} else {
 		t.ResourceVersion = registry.ObjMeta(obj).GetResourceVersion()
 	}
-	include := rq.query.Get("includeObject")
+	include := rq.Query.Get("includeObject")
 	for i := range t.Rows {
 		row := &t.Rows[i]
 		o := row.Object.Object
 		if o == nil && i < len(items) {
 			o = items[i]
 		}
-		if row.Object, err = tableRowObject(o, include); err != nil {
+		if row.Object, err = TableRowObject(o, include); err != nil {
 			return nil, err
 		}
 	}
 	return t, nil
 }
 
-// tableRowObject is what a table row carries for o under ?includeObject=: o's
+// TableRowObject is what a table row carries for o under ?includeObject=: o's
 // PartialObjectMetadata by default, o itself for Object, nothing for None (as upstream).
-func tableRowObject(o runtime.Object, include string) (runtime.RawExtension, error) {
+func TableRowObject(o runtime.Object, include string) (runtime.RawExtension, error) {
 	var v any
 	switch include {
 	case "None":
@@ -144,7 +144,7 @@ func partial(obj runtime.Object) *metav1.PartialObjectMetadata {
 	return p
 }
 
-// writeStatusSuccess writes a Status with code.
-func writeStatusSuccess(w http.ResponseWriter, code int, details *metav1.StatusDetails) {
-	writeJSON(w, code, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: int32(code), Details: details}, outJSON)
+// WriteStatusSuccess writes a Status with code.
+func WriteStatusSuccess(w http.ResponseWriter, code int, details *metav1.StatusDetails) {
+	WriteJSON(w, code, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: int32(code), Details: details}, OutJSON)
 }

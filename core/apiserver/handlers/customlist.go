@@ -1,4 +1,4 @@
-package apiserver
+package handlers
 
 import (
 	"context"
@@ -34,15 +34,15 @@ import (
 // the JSON is the response. So a list after writes through this server decodes none of
 // what they wrote (the first list after 10,000 creates decoded all of them). Objects of
 // another version than the request's, dry runs and other formats are answered as reads.
-func (s *Server) respondWritten(rq *request, st *registry.Store, code int, out runtime.Object) error {
+func respondWritten(rq *Request, st *registry.Store, code int, out runtime.Object) error {
 	v := st.Resource.Custom
 	u, ok := out.(*unstructured.Unstructured)
-	if !ok || st.Reads == nil || rq.dryRun || u.GetAPIVersion() != v.GVR.GroupVersion().String() {
-		return s.respond(rq, code, out)
+	if !ok || st.Reads == nil || rq.DryRun || u.GetAPIVersion() != v.GVR.GroupVersion().String() {
+		return Respond(rq, code, out)
 	}
 	rev, err := strconv.ParseInt(u.GetResourceVersion(), 10, 64)
 	if err != nil {
-		return s.respond(rq, code, out)
+		return Respond(rq, code, out)
 	}
 	v.ForRead(u)
 	b, err := json.Marshal(u.Object)
@@ -51,23 +51,23 @@ func (s *Server) respondWritten(rq *request, st *registry.Store, code int, out r
 	}
 	key := st.Key(u.GetNamespace(), u.GetName())
 	st.Reads.Keep(key, &registry.CustomRead{Rev: rev, Obj: u, JSON: b})
-	if rq.format != outJSON {
-		return s.respond(rq, code, u) // a copy is normalized again; u stays as kept
+	if rq.Format != OutJSON {
+		return Respond(rq, code, u) // a copy is normalized again; u stays as kept
 	}
-	rq.w.Header().Set("Content-Type", "application/json")
-	rq.w.WriteHeader(code)
-	_, _ = rq.w.Write(b)
+	rq.W.Header().Set("Content-Type", "application/json")
+	rq.W.WriteHeader(code)
+	_, _ = rq.W.Write(b)
 	return nil
 }
 
 // serveCustomList serves a list of a custom resource from st.reads: label and field
 // selectors on the kept objects, paging and resourceVersion as storage's List, JSON (and
 // YAML) written from the kept bytes, tables and PartialObjectMetadata from the kept objects.
-func (s *Server) serveCustomList(ctx context.Context, rq *request, st *registry.Store, opts storage.ListOptions) error {
+func serveCustomList(ctx context.Context, rq *Request, st *registry.Store, opts storage.ListOptions) error {
 	raw, ok := st.Storage.(storage.RawLister)
 	v := st.Resource.Custom
 	if !ok || st.Reads == nil {
-		list, err := st.Storage.List(ctx, st.Prefix(rq.info.namespace), opts)
+		list, err := st.Storage.List(ctx, st.Prefix(rq.Info.Namespace), opts)
 		if err != nil {
 			return listError(st, err, opts)
 		}
@@ -76,9 +76,9 @@ func (s *Server) serveCustomList(ctx context.Context, rq *request, st *registry.
 				v.ForRead(&ul.Items[i]) // decoded for this list alone
 			}
 		}
-		return s.respond(rq, http.StatusOK, list)
+		return Respond(rq, http.StatusOK, list)
 	}
-	prefix := st.Prefix(rq.info.namespace)
+	prefix := st.Prefix(rq.Info.Namespace)
 	var items []*registry.CustomRead
 	seen := map[string]struct{}{}
 	first, last := "", ""
@@ -113,9 +113,9 @@ func (s *Server) serveCustomList(ctx context.Context, rq *request, st *registry.
 	if opts.Continue == "" || first != "" {
 		st.Reads.Forget(prefix, lo, hi, seen)
 	}
-	switch rq.format {
-	case outJSON, outYAML, outProtobuf: // custom resources have no protobuf: JSON, as writeJSON answers
-		writeCustomList(rq.w, v, lm, items, rq.format)
+	switch rq.Format {
+	case OutJSON, outYAML, outProtobuf: // custom resources have no protobuf: JSON, as writeJSON answers
+		writeCustomList(rq.W, v, lm, items, rq.Format)
 		return nil
 	}
 	list := &unstructured.UnstructuredList{Object: map[string]any{}, Items: make([]unstructured.Unstructured, len(items))}
@@ -129,7 +129,7 @@ func (s *Server) serveCustomList(ctx context.Context, rq *request, st *registry.
 	for i, r := range items {
 		list.Items[i] = *r.Obj // shares the kept map: the table and partial outputs only read it
 	}
-	return s.respond(rq, http.StatusOK, list)
+	return Respond(rq, http.StatusOK, list)
 }
 
 func listError(st *registry.Store, err error, opts storage.ListOptions) error {
@@ -141,7 +141,7 @@ func listError(st *registry.Store, err error, opts storage.ListOptions) error {
 
 // writeCustomList writes {"apiVersion":..,"kind":"<Kind>List","metadata":{..},"items":[..]}
 // from the kept JSON of each item.
-func writeCustomList(w http.ResponseWriter, v *crd.Version, lm metav1.ListMeta, items []*registry.CustomRead, format outputFormat) {
+func writeCustomList(w http.ResponseWriter, v *crd.Version, lm metav1.ListMeta, items []*registry.CustomRead, format OutputFormat) {
 	n := 256
 	for _, r := range items {
 		n += len(r.JSON) + 1
@@ -168,7 +168,7 @@ func writeCustomList(w http.ResponseWriter, v *crd.Version, lm metav1.ListMeta, 
 	if format == outYAML {
 		y, err := yaml.JSONToYAML(b)
 		if err != nil {
-			writeError(w, apierrors.NewInternalError(err))
+			WriteError(w, apierrors.NewInternalError(err))
 			return
 		}
 		b, ct = y, "application/yaml"
