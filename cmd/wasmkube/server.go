@@ -90,6 +90,7 @@ quorum) stops its work and campaigns again; the process does not exit. /readyz l
 				return err
 			}
 			opts.Admission = admPlugins
+			opts.RestartProcess = restartSelf(opts.Logger)
 			srv, err := startAPIServer(apiCtx, opts)
 			if err != nil {
 				return err
