@@ -116,6 +116,15 @@ type Module struct {
 	Wasm []byte
 }
 
+// CheckSHA256 compares the module's bytes with want (64 hex digits, as a WasmPolicy's
+// spec.module.sha256), giving a *DigestError when they differ.
+func (m *Module) CheckSHA256(want string) error {
+	if m.SHA256 != want {
+		return &DigestError{What: "module " + m.Digest.String(), Want: want, Got: m.SHA256}
+	}
+	return nil
+}
+
 // Open returns a Store over opts.Dir, creating its directories.
 func Open(opts Options) (*Store, error) {
 	if opts.Dir == "" {

@@ -121,6 +121,13 @@ func TestPushThenPullEachLayout(t *testing.T) {
 			if b, err := os.ReadFile(m.Path); err != nil || !bytes.Equal(b, wasm) {
 				t.Fatalf("cached file %s: %v", m.Path, err)
 			}
+			var de *wasmoci.DigestError
+			if err := m.CheckSHA256(sha256Hex(wasm)); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.CheckSHA256(strings.Repeat("0", 64)); !errors.As(err, &de) {
+				t.Fatalf("CheckSHA256 of other bytes: %v", err)
+			}
 		})
 	}
 }

@@ -20,8 +20,10 @@ const (
 	HookKubeletPreStop      Hook = "kubelet.preStop"
 )
 
-// Hooks lists every hook, in the order of the pod's lifecycle.
-var Hooks = []Hook{HookAdmissionMutate, HookAdmissionValidate, HookSchedulerFilter, HookSchedulerPostFilter, HookSchedulerScore, HookKubeletProbe, HookKubeletPreStop}
+// Hooks returns every hook, in the order of the pod's lifecycle (a new slice each call).
+func Hooks() []Hook {
+	return []Hook{HookAdmissionMutate, HookAdmissionValidate, HookSchedulerFilter, HookSchedulerPostFilter, HookSchedulerScore, HookKubeletProbe, HookKubeletPreStop}
+}
 
 // Component is the part of the cluster a hook runs in: "scheduler", "admission" (the API
 // servers) or "kubelet".

@@ -28,7 +28,7 @@ const (
 )
 
 var (
-	hooks       = sets.New(policyv1alpha1.Hooks...)
+	hooks       = sets.New(policyv1alpha1.Hooks()...)
 	modes       = sets.New(policyv1alpha1.ModeEnforce, policyv1alpha1.ModeMonitor)
 	failures    = sets.New(policyv1alpha1.Fail, policyv1alpha1.Ignore)
 	pulls       = sets.New(policyv1alpha1.PullAlways, policyv1alpha1.PullIfNotPresent, policyv1alpha1.PullNever)
@@ -110,8 +110,9 @@ func ValidateSpec(s *policyv1alpha1.WasmPolicySpec, fld *field.Path) field.Error
 }
 
 func hookNames() []string {
-	out := make([]string, len(policyv1alpha1.Hooks))
-	for i, h := range policyv1alpha1.Hooks {
+	hs := policyv1alpha1.Hooks()
+	out := make([]string, len(hs))
+	for i, h := range hs {
 		out[i] = string(h)
 	}
 	return out
