@@ -65,7 +65,7 @@ func startKubelet(t testing.TB, srv *apiservertest.Server, n *node, cleanupOnExi
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	opts := kubelet.Options{
-		RESTConfig: srv.NodeConfig(t, n.name), NodeName: n.name, RootDir: n.root,
+		RESTConfig: srv.NodeConfig(t, n.name), NetworkPolicyRESTConfig: srv.NetworkPolicyConfig(t, n.name), NodeName: n.name, RootDir: n.root,
 		ContainerdAddress: n.daemon.Address(), Snapshotter: n.daemon.Snapshotter(),
 		PodCIDR: n.net.PodCIDR, Bridge: n.net.Bridge, ImagesDir: imagesDir(t),
 		ServerAddr: "127.0.0.1:0", CleanupOnExit: cleanupOnExit, ParallelPodStarts: envInt("WASMKUBE_BENCH_PARALLEL"),

@@ -46,9 +46,13 @@ const DefaultWarmSandboxes = 20
 // Options configure a Kubelet.
 type Options struct {
 	RESTConfig *rest.Config // the node's credential
-	NodeName   string
-	NodeIP     string // InternalIP; default 127.0.0.1 (the local node)
-	RootDir    string // pods, logs, sandboxes, CNI state, serving certificate
+	// NetworkPolicyRESTConfig is the NetworkPolicy enforcer's credential (user
+	// system:wasmkube:network-policy-agent:<node>, issued at join beside the node's): it
+	// reads every pod, namespace and policy, which the node's may not. Nil: RESTConfig.
+	NetworkPolicyRESTConfig *rest.Config
+	NodeName                string
+	NodeIP                  string // InternalIP; default 127.0.0.1 (the local node)
+	RootDir                 string // pods, logs, sandboxes, CNI state, serving certificate
 
 	ContainerdAddress   string
 	ContainerdNamespace string // default: the node name (one namespace per node)
@@ -129,24 +133,26 @@ type Options struct {
 
 // Kubelet is a running node agent.
 type Kubelet struct {
-	opts      Options
-	log       *slog.Logger
-	client    kubernetes.Interface
-	rt        runtime.Runtime
-	ctrd      *runtime.Containerd
-	net       *cni.Network
-	prober    probe.Prober
-	preStop   hook.PreStopRunner
-	postStart hook.PostStartRunner
-	rec       *recorder
-	objects   Objects
-	tokens    *tokenManager // renews projected service account tokens
-	podStore  cache.Indexer
-	listener  net.Listener
-	metrics   *kubeletMetrics
-	hookCfg   hookConfig
-	svc       *services
-	stats     *statsCollector
+	opts   Options
+	log    *slog.Logger
+	client kubernetes.Interface
+	// policyClient is the NetworkPolicy enforcer's (Options.NetworkPolicyRESTConfig).
+	policyClient kubernetes.Interface
+	rt           runtime.Runtime
+	ctrd         *runtime.Containerd
+	net          *cni.Network
+	prober       probe.Prober
+	preStop      hook.PreStopRunner
+	postStart    hook.PostStartRunner
+	rec          *recorder
+	objects      Objects
+	tokens       *tokenManager // renews projected service account tokens
+	podStore     cache.Indexer
+	listener     net.Listener
+	metrics      *kubeletMetrics
+	hookCfg      hookConfig
+	svc          *services
+	stats        *statsCollector
 	// podCIDR is the node's pod subnet, known once Run has it (the override, or the
 	// Node's spec.podCIDR); read only after that.
 	podCIDR string
@@ -237,6 +243,14 @@ func New(ctx context.Context, opts Options) (*Kubelet, error) {
 	cfg.UserAgent = "wasmkube-kubelet/" + opts.NodeName
 	if k.client, err = kubeclient.NewClientset(cfg); err != nil {
 		return nil, fmt.Errorf("kubelet: API client: %w", err)
+	}
+	k.policyClient = k.client
+	if opts.NetworkPolicyRESTConfig != nil {
+		pc := rest.CopyConfig(opts.NetworkPolicyRESTConfig)
+		pc.UserAgent = "wasmkube-netpol/" + opts.NodeName
+		if k.policyClient, err = kubeclient.NewClientset(pc); err != nil {
+			return nil, fmt.Errorf("kubelet: NetworkPolicy enforcer's API client: %w", err)
+		}
 	}
 	k.rt = opts.Runtime
 	if k.rt == nil {

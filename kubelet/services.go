@@ -23,13 +23,16 @@ import (
 // from. The proxy and DNS run only with the real network (containerd + CNI).
 type services struct {
 	factory informers.SharedInformerFactory
-	lister  corelisters.ServiceLister
-	synced  cache.InformerSynced
-	proxy   *proxy.Proxy
-	netpol  *netpol.Enforcer
-	dns     *dns.Server
-	dnsAddr string // the nameserver pods get; empty: pods get the host's resolv.conf
-	domain  string
+	// policies is the NetworkPolicy enforcer's, on its own credential (cluster-wide pods,
+	// namespaces and policies); nil without the enforcer.
+	policies informers.SharedInformerFactory
+	lister   corelisters.ServiceLister
+	synced   cache.InformerSynced
+	proxy    *proxy.Proxy
+	netpol   *netpol.Enforcer
+	dns      *dns.Server
+	dnsAddr  string // the nameserver pods get; empty: pods get the host's resolv.conf
+	domain   string
 }
 
 // GatewayIP is the first address of the pod subnet, which the bridge plugin gives the
@@ -76,7 +79,8 @@ func (k *Kubelet) setupServices(nodePods cache.SharedIndexInformer) error {
 	}
 	// NetworkPolicy is enforced where the proxy runs: both filter the pod traffic of the
 	// node's bridge and read cluster-wide informers (docs/networkpolicy.md).
-	s.netpol, err = netpol.New(netpol.Options{Table: netpol.TableName(k.opts.RootDir), Informers: s.factory, Logger: k.log})
+	s.policies = informers.NewSharedInformerFactory(k.policyClient, 0)
+	s.netpol, err = netpol.New(netpol.Options{Table: netpol.TableName(k.opts.RootDir), Informers: s.policies, Logger: k.log})
 	if err != nil {
 		return err
 	}
@@ -104,6 +108,9 @@ func (k *Kubelet) ProxyTable() string {
 // and they have stopped (the proxy's table deleted).
 func (s *services) run(ctx context.Context, k *Kubelet) {
 	s.factory.Start(ctx.Done())
+	if s.policies != nil {
+		s.policies.Start(ctx.Done())
+	}
 	done := make(chan struct{}, 3)
 	n := 0
 	if s.dns != nil {
@@ -130,6 +137,9 @@ func (s *services) run(ctx context.Context, k *Kubelet) {
 		<-done
 	}
 	s.factory.Shutdown()
+	if s.policies != nil {
+		s.policies.Shutdown()
+	}
 }
 
 // podDomain is the domain of a pod with a subdomain (<subdomain>.<namespace>.svc.<cluster

@@ -57,7 +57,8 @@ func init() {
 		Long: `Run the kubelet until SIGINT/SIGTERM. It registers the node, renews its lease, runs the
 pods bound to it, and serves their logs over HTTPS.
 
-Credentials: --kubeconfig FILE (a node credential, used as is), or --server URL --token
+Credentials: --kubeconfig FILE (a node credential, used as is, also by the NetworkPolicy
+enforcer, which then needs RBAC's system:wasmkube:network-policy-agent role), or --server URL --token
 K10<hash>::<secret> (the join token in the API server's data dir) to join a cluster from another
 host. A joined kubelet keeps its credential in <root-dir>/node-credential.json (a restart does not
 join again) and renews it two thirds into its lifetime (docs/security.md).
@@ -137,7 +138,7 @@ func runKubelet(f kubeletFlags) error {
 	if f.cleanupOnly {
 		return cleanupKubelet(ctx, f, log)
 	}
-	var cfg *rest.Config
+	var cfg, policyCfg *rest.Config
 	var err error
 	switch {
 	case f.kubeconfig != "":
@@ -151,7 +152,7 @@ func runKubelet(f kubeletFlags) error {
 			return err
 		}
 		go src.Run(ctx)
-		cfg = src.RESTConfig()
+		cfg, policyCfg = src.RESTConfig(), src.NetworkPolicyRESTConfig()
 	default:
 		return fmt.Errorf("no credential: pass --kubeconfig FILE, or --server URL and --token TOKEN")
 	}
@@ -170,7 +171,7 @@ func runKubelet(f kubeletFlags) error {
 	}
 	defer hooks.Close()
 	opts := kubelet.Options{
-		RESTConfig: cfg, NodeName: f.nodeName, NodeIP: f.nodeIP, RootDir: f.rootDir,
+		RESTConfig: cfg, NetworkPolicyRESTConfig: policyCfg, NodeName: f.nodeName, NodeIP: f.nodeIP, RootDir: f.rootDir,
 		ContainerdAddress: f.containerdAddr, ContainerdNamespace: f.containerdNS,
 		PodCIDR: f.podCIDR, Bridge: f.bridge, CNIBinDir: f.cniBinDir, ImagesDir: f.images,
 		ServerAddr: f.listen, CleanupOnExit: f.cleanupOnExit, IPMasq: f.ipMasq, Logger: log,
@@ -289,5 +290,13 @@ func nodeCredential(ctx context.Context, f kubeletFlags, log *slog.Logger) (*nod
 			return nil, err
 		}
 	}
-	return nodecred.NewSource(c, path, join, log), nil
+	src := nodecred.NewSource(c, path, join, log)
+	if c.NetworkPolicyToken == "" {
+		// Saved before the NetworkPolicy enforcer had a credential of its own: a renewal
+		// brings one.
+		if err := src.RenewNow(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return src, nil
 }

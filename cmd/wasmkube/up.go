@@ -475,6 +475,11 @@ func startKubelet(ctx context.Context, srv *apiserver.Server, dataDir string, o 
 		_ = daemon.Stop()
 		return nil, err
 	}
+	policyCfg, err := srv.NetworkPolicyRESTConfig(name)
+	if err != nil {
+		_ = daemon.Stop()
+		return nil, err
+	}
 	// The kubelet's wasm hook plugins (the config's kubelet: section); its series are on
 	// the default registry, which the API server's /metrics serves.
 	hooks, err := newHooks(filepath.Join(dataDir, "kubelet", "wasm-cache"), log, prometheus.DefaultRegisterer)
@@ -483,7 +488,7 @@ func startKubelet(ctx context.Context, srv *apiserver.Server, dataDir string, o 
 		return nil, err
 	}
 	k, err := kubelet.New(ctx, kubelet.Options{
-		RESTConfig: nodeCfg, NodeName: name, RootDir: filepath.Join(dataDir, "kubelet"),
+		RESTConfig: nodeCfg, NetworkPolicyRESTConfig: policyCfg, NodeName: name, RootDir: filepath.Join(dataDir, "kubelet"),
 		ContainerdAddress: daemon.Address(), Snapshotter: daemon.Snapshotter(),
 		PodCIDR: o.podCIDR, Bridge: o.bridge, NodeIP: nodeIP, NetworkBackend: o.networkBackend,
 		// The first node shares this machine's namespace: its device is named after

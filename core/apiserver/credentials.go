@@ -46,6 +46,10 @@ type nodeCred struct {
 	// Previous is the token this one replaced, accepted until PreviousExpires.
 	Previous        string    `json:"previous,omitempty"`
 	PreviousExpires time.Time `json:"previousExpires,omitempty"`
+	// Agent is the token of the node's NetworkPolicy enforcer (netpolcred.go), issued,
+	// rotated, revoked and expiring with Token; PreviousAgent goes with Previous.
+	Agent         string `json:"agent,omitempty"`
+	PreviousAgent string `json:"previousAgent,omitempty"`
 }
 
 // normalize converts the legacy node map and makes Nodes non-nil.
@@ -155,6 +159,7 @@ func (a *authenticator) rebuildLocked() {
 		if c.Previous != "" {
 			a.byHash[sha256.Sum256([]byte(c.Previous))] = tokenEntry{user: u, expires: c.PreviousExpires}
 		}
+		addAgentTokens(a.byHash, node, c)
 	}
 }
 
@@ -218,7 +223,7 @@ func equalNodes(x, y map[string]nodeCred) bool {
 	}
 	for k, v := range x {
 		w, ok := y[k]
-		if !ok || v.Token != w.Token || !v.Expires.Equal(w.Expires) || v.Previous != w.Previous || !v.PreviousExpires.Equal(w.PreviousExpires) {
+		if !ok || v.Token != w.Token || !v.Expires.Equal(w.Expires) || v.Previous != w.Previous || !v.PreviousExpires.Equal(w.PreviousExpires) || v.Agent != w.Agent {
 			return false
 		}
 	}
@@ -284,7 +289,7 @@ func (a *authenticator) update(fn func(tf *tokenFile) error) error {
 }
 
 func (a *authenticator) newCred(now time.Time) nodeCred {
-	return nodeCred{Token: randomToken(24), Issued: now, Expires: now.Add(a.ttl)}
+	return nodeCred{Token: randomToken(24), Agent: randomToken(24), Issued: now, Expires: now.Add(a.ttl)}
 }
 
 // errNodeHasCredential: a join for a node whose credential is still valid.
@@ -320,7 +325,7 @@ func (a *authenticator) rotate(node, token string) (nodeCred, error) {
 		switch {
 		case ok && subtle.ConstantTimeCompare([]byte(c.Token), []byte(token)) == 1 && now.Before(c.Expires):
 			next := a.newCred(now)
-			next.Previous, next.PreviousExpires = c.Token, minTime(c.Expires, now.Add(rotationGrace))
+			next.Previous, next.PreviousExpires, next.PreviousAgent = c.Token, minTime(c.Expires, now.Add(rotationGrace)), c.Agent
 			tf.Nodes[node] = next
 			out = next
 		case ok && c.Previous != "" && subtle.ConstantTimeCompare([]byte(c.Previous), []byte(token)) == 1 && now.Before(c.PreviousExpires):
@@ -365,7 +370,7 @@ func (a *authenticator) currentNodeToken(node string) (string, error) {
 		}
 		next := a.newCred(now)
 		if ok && now.Before(c.Expires) {
-			next.Previous, next.PreviousExpires = c.Token, minTime(c.Expires, now.Add(rotationGrace))
+			next.Previous, next.PreviousExpires, next.PreviousAgent = c.Token, minTime(c.Expires, now.Add(rotationGrace)), c.Agent
 		}
 		tf.Nodes[node] = next
 		out = next.Token

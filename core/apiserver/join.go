@@ -51,6 +51,9 @@ type JoinResponse struct {
 	// Issued and Expires bound the token's validity; a kubelet renews at two thirds.
 	Issued  time.Time `json:"issued"`
 	Expires time.Time `json:"expires"`
+	// NetworkPolicyToken is the credential of the node's NetworkPolicy enforcer (user
+	// system:wasmkube:network-policy-agent:<nodeName>), valid and renewed with Token.
+	NetworkPolicyToken string `json:"networkPolicyToken,omitempty"`
 }
 
 var credentialsResource = schema.GroupResource{Group: "wasmkube", Resource: "nodecredentials"}
@@ -101,7 +104,7 @@ func (s *Server) serveJoin(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) joinResponse(c nodeCred) JoinResponse {
-	return JoinResponse{Token: c.Token, CACert: string(s.pki.caPEM), Issued: c.Issued.UTC(), Expires: c.Expires.UTC()}
+	return JoinResponse{Token: c.Token, CACert: string(s.pki.caPEM), Issued: c.Issued.UTC(), Expires: c.Expires.UTC(), NetworkPolicyToken: c.Agent}
 }
 
 // readJoinRequest decodes and validates a {"nodeName": ...} body; it answers the error.

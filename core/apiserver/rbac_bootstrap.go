@@ -185,9 +185,9 @@ func bootstrapClusterRoles() []*rbacv1.ClusterRole {
 			rule([]string{"create", "patch", "update"}, []string{"", "events.k8s.io"}, "events")),
 		// The node's NetworkPolicy enforcer (kubelet/netpol) reads every pod, namespace
 		// and policy of the cluster, as k3s's agent does for its network policy
-		// controller; the node authorizer limits a node's pod reads to its own pods, so
-		// this role, bound to system:nodes, adds list and watch of all of them
-		// (docs/networkpolicy.md).
+		// controller. It has a credential of its own (group
+		// system:wasmkube:network-policy-agents, netpolcred.go), so the kubelet's stays
+		// within upstream's node authorizer (docs/networkpolicy.md).
 		clusterRole("system:wasmkube:network-policy-agent", nil,
 			rule([]string{"list", "watch"}, core, "pods", "namespaces"),
 			rule(read, []string{"networking.k8s.io"}, "networkpolicies")),
@@ -281,7 +281,7 @@ func bootstrapClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 		clusterRoleBinding("system:kube-scheduler", "system:kube-scheduler", userSubject(SchedulerUser)),
 		clusterRoleBinding("system:kube-controller-manager", "system:kube-controller-manager", userSubject(ControllerManagerUser)),
 		clusterRoleBinding("system:node-proxier", "system:node-proxier", userSubject("system:kube-proxy")),
-		clusterRoleBinding("system:wasmkube:network-policy-agent", "system:wasmkube:network-policy-agent", groupSubject("system:nodes")),
+		clusterRoleBinding("system:wasmkube:network-policy-agent", "system:wasmkube:network-policy-agent", groupSubject(NetworkPolicyAgentsGroup)),
 		clusterRoleBinding("system:volume-scheduler", "system:volume-scheduler", userSubject(SchedulerUser)),
 		clusterRoleBinding("system:kube-dns", "system:kube-dns",
 			rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: "kube-system", Name: "kube-dns"}),

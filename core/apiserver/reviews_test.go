@@ -34,9 +34,7 @@ func TestKubectlAuthReviews(t *testing.T) {
 		{"admin a resource wasmkube does not serve", "", []string{"get", "secrets"}, "yes"},
 		{"node lists services", nodeTok, []string{"list", "services"}, "yes"},
 		{"node reads a pod that does not exist (its get then gets the 404)", nodeTok, []string{"get", "pods/p"}, "yes"},
-		// Every node's NetworkPolicy enforcer reads every pod (system:wasmkube:network-policy-agent,
-		// docs/networkpolicy.md "Permissions"), so a node lists and watches all pods.
-		{"node lists all pods (the NetworkPolicy enforcer's read)", nodeTok, []string{"list", "pods"}, "yes"},
+		{"node lists all pods", nodeTok, []string{"list", "pods"}, "no"},
 		{"node reads a config map no pod of its uses", nodeTok, []string{"get", "configmaps/c"}, "no"},
 		{"node updates node status", nodeTok, []string{"update", "nodes", "--subresource=status"}, "yes"},
 		{"node deletes namespaces", nodeTok, []string{"delete", "namespaces"}, "no"},
@@ -71,7 +69,7 @@ func TestKubectlAuthReviews(t *testing.T) {
 	}
 	for res, want := range map[string]string{
 		"nodes":       "[create delete get list patch update watch]",
-		"pods":        "[create delete list watch]",
+		"pods":        "[create delete]",
 		"pods/status": "[patch update]",
 		"services":    "[get list watch]",
 	} {

@@ -32,6 +32,9 @@ type Credential struct {
 	CACert   string    `json:"caCert"`
 	Issued   time.Time `json:"issued"`
 	Expires  time.Time `json:"expires"`
+	// NetworkPolicyToken is the node's NetworkPolicy enforcer's credential, issued and
+	// renewed with Token (empty in a credential saved before the enforcer had its own).
+	NetworkPolicyToken string `json:"networkPolicyToken,omitempty"`
 }
 
 // RenewAt is when the credential is renewed: two thirds into its lifetime.
@@ -189,14 +192,30 @@ func (s *Source) RESTConfig() *rest.Config {
 	}
 }
 
+// NetworkPolicyRESTConfig is the NetworkPolicy enforcer's client config: its requests
+// carry the current credential's NetworkPolicyToken.
+func (s *Source) NetworkPolicyRESTConfig() *rest.Config {
+	c := s.Current()
+	return &rest.Config{
+		Host: c.Server, BearerToken: c.NetworkPolicyToken, TLSClientConfig: rest.TLSClientConfig{CAData: []byte(c.CACert)},
+		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return &tokenTransport{rt: rt, s: s, agent: true} },
+	}
+}
+
 type tokenTransport struct {
-	rt http.RoundTripper
-	s  *Source
+	rt    http.RoundTripper
+	s     *Source
+	agent bool // the NetworkPolicy enforcer's token, not the kubelet's
 }
 
 func (t *tokenTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
-	req.Header.Set("Authorization", "Bearer "+t.s.Current().Token)
+	c := t.s.Current()
+	tok := c.Token
+	if t.agent {
+		tok = c.NetworkPolicyToken
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
 	return t.rt.RoundTrip(req)
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -65,6 +66,21 @@ func TestJoinSaveRenew(t *testing.T) {
 	if _, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The NetworkPolicy enforcer's credential came with the join: it lists every pod,
+	// which the node's may not (upstream's node authorizer).
+	if c.NetworkPolicyToken == "" || loaded.NetworkPolicyToken != c.NetworkPolicyToken {
+		t.Fatalf("no NetworkPolicy enforcer credential joined and saved: %q %q", c.NetworkPolicyToken, loaded.NetworkPolicyToken)
+	}
+	policyClient, err := kubernetes.NewForConfig(src.NetworkPolicyRESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := policyClient.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatalf("enforcer lists every pod: %v", err)
+	}
+	if _, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("node lists every pod: %v, want forbidden", err)
+	}
 	rctx, rcancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { src.Run(rctx); close(done) }()
@@ -79,6 +95,9 @@ func TestJoinSaveRenew(t *testing.T) {
 	}
 	if _, err := client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{}); err != nil {
 		t.Fatalf("client after the first credential expired: %v", err)
+	}
+	if _, err := policyClient.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); err != nil || src.Current().NetworkPolicyToken == c.NetworkPolicyToken {
+		t.Fatalf("enforcer's client after the first credential expired: %v (token renewed: %v)", err, src.Current().NetworkPolicyToken != c.NetworkPolicyToken)
 	}
 	saved, err := nodecred.Load(path)
 	if err != nil || saved.Token == c.Token || !saved.Expires.After(c.Expires) {

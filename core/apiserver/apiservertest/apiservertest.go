@@ -157,6 +157,17 @@ func (s *Server) NodeConfig(t testing.TB, nodeName string) *rest.Config {
 	return cfg
 }
 
+// NetworkPolicyConfig is the credential of nodeName's NetworkPolicy enforcer (user
+// system:wasmkube:network-policy-agent:<nodeName>), issued with the node's.
+func (s *Server) NetworkPolicyConfig(t testing.TB, nodeName string) *rest.Config {
+	t.Helper()
+	cfg, err := s.API.NetworkPolicyRESTConfig(nodeName)
+	if err != nil {
+		t.Fatalf("apiservertest: NetworkPolicy enforcer credential for %s: %v", nodeName, err)
+	}
+	return cfg
+}
+
 // SchedulerConfig is the credential the in-process scheduler of `wasmkube server` uses
 // (user system:kube-scheduler, authorized by RBAC's system:kube-scheduler role only).
 func (s *Server) SchedulerConfig(t testing.TB) *rest.Config {
