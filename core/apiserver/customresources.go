@@ -441,7 +441,9 @@ func (s *Server) serveCustomScale(ctx context.Context, rq *handlers.Request, st 
 	ii := *rq.Info
 	ii.Subresource = ""
 	irq.Info = &ii
-	out, err := st.Update(ctx, irq.ForStore(), name, nil, func(cur runtime.Object) (runtime.Object, error) {
+	wr := irq.ForStore()
+	wr.Owned = true // the scale's own entry (registry.Store.ScaleOwnership)
+	out, err := st.Update(ctx, wr, name, nil, func(cur runtime.Object) (runtime.Object, error) {
 		sc, err := toScale(cur)
 		if err != nil {
 			return nil, err
@@ -457,6 +459,15 @@ func (s *Server) serveCustomScale(ctx context.Context, rq *handlers.Request, st 
 		if err := v.SetReplicas(next, sc.Spec.Replicas); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
+		old, err := customScaleOf(v, cur)
+		if err != nil {
+			return nil, err
+		}
+		mf, err := st.ScaleOwnership(cur, old, sc, wr.Manager)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		registry.ObjMeta(next).SetManagedFields(mf)
 		return next, nil
 	})
 	if err != nil {

@@ -236,7 +236,9 @@ func (s *Server) serveScale(ctx context.Context, rq *handlers.Request, st *regis
 	ii := *rq.Info
 	ii.Subresource = ""
 	irq.Info = &ii
-	out, err := st.Update(ctx, irq.ForStore(), name, nil, func(cur runtime.Object) (runtime.Object, error) {
+	wr := irq.ForStore()
+	wr.Owned = true // the scale's own entry (registry.Store.ScaleOwnership)
+	out, err := st.Update(ctx, wr, name, nil, func(cur runtime.Object) (runtime.Object, error) {
 		sc, err := toScale(cur)
 		if err != nil {
 			return nil, err
@@ -250,6 +252,11 @@ func (s *Server) serveScale(ctx context.Context, rq *handlers.Request, st *regis
 		}
 		next := cur.DeepCopyObject()
 		setReplicas(next, sc.Spec.Replicas)
+		mf, err := st.ScaleOwnership(cur, scaleOf(cur), sc, wr.Manager)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		registry.ObjMeta(next).SetManagedFields(mf)
 		return next, nil
 	})
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,7 +38,7 @@ func Patcher(rq *Request, res *registry.Resource) (func(cur runtime.Object) (run
 	if err != nil {
 		return nil, err
 	}
-	pt := types.PatchType(strings.TrimSpace(strings.Split(rq.Req.Header.Get("Content-Type"), ";")[0]))
+	pt := patchType(rq.Req)
 	switch pt {
 	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
 		if err := checkPatchDepth(body, maxPatchDepth); err != nil {
@@ -85,9 +84,14 @@ func Patcher(rq *Request, res *registry.Resource) (func(cur runtime.Object) (run
 		}
 		schemaObj := res.NewFunc()
 		apply = func(cur []byte) ([]byte, error) { return strategicpatch.StrategicMergePatch(cur, body, schemaObj) }
-	case types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
+	case types.ApplyYAMLPatchType:
+		// Patch serves apply to objects and their status (apply.go); what reaches here
+		// is an apply to another subresource (scale).
 		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", res.GVR.GroupResource(), "",
-			"server-side apply is not supported by wasmkube; use client-side kubectl apply (the default)", 0, false)
+			fmt.Sprintf("server-side apply of %s is not supported by wasmkube; use a merge patch (kubectl scale, kubectl patch)", res.Kind), 0, false)
+	case types.ApplyCBORPatchType:
+		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", res.GVR.GroupResource(), "",
+			"CBOR is not supported by wasmkube; send the apply configuration as YAML or JSON (application/apply-patch+yaml)", 0, false)
 	default:
 		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", res.GVR.GroupResource(), "",
 			fmt.Sprintf("unsupported patch type %q: use application/json-patch+json, application/merge-patch+json or application/strategic-merge-patch+json", pt), 0, false)

@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/apiserver/fieldmanager"
 	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 	"github.com/wasmkube/wasmkube/core/storage"
 )
@@ -101,8 +102,16 @@ func Update(ctx context.Context, rq *Request, st *registry.Store) error {
 	return Respond(rq, http.StatusOK, out)
 }
 
-// Patch applies a JSON, merge or strategic merge patch to the current object.
+// Patch applies a JSON, merge or strategic merge patch to the current object, or serves
+// a server-side apply.
 func Patch(ctx context.Context, rq *Request, st *registry.Store) error {
+	pt := patchType(rq.Req)
+	if err := fieldmanager.ValidatePatchOptions(pt, rq.Query.Get("fieldManager"), forceParam(rq.Query)); err != nil {
+		return err
+	}
+	if fieldmanager.IsApply(pt) {
+		return serveApply(ctx, rq, st) // apply.go
+	}
 	apply, err := Patcher(rq, st.Resource)
 	if err != nil {
 		return err
@@ -152,7 +161,8 @@ func DecodeRequest(rq *Request, res *registry.Resource) (runtime.Object, error) 
 
 // ForStore is what the store needs of rq for a create, update or delete.
 func (rq *Request) ForStore() *registry.WriteRequest {
-	return &registry.WriteRequest{Namespace: rq.Info.Namespace, Subresource: rq.Info.Subresource, User: rq.User, DryRun: rq.DryRun, Warn: rq.addWarnings}
+	return &registry.WriteRequest{Namespace: rq.Info.Namespace, Subresource: rq.Info.Subresource, User: rq.User, DryRun: rq.DryRun, Warn: rq.addWarnings,
+		Manager: managerOf(rq)}
 }
 
 func (rq *Request) addWarnings(ws []string) {
