@@ -4,18 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
-	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
 	"github.com/wasmkube/wasmkube/core/apiserver/registry"
-	"github.com/wasmkube/wasmkube/core/storage"
 )
 
 // objectReader is the admission.ObjectReader of the API server: an in-memory copy of
@@ -27,11 +22,11 @@ type objectReader struct {
 	ctx    context.Context
 	byName map[string]*registry.Store
 	mu     sync.Mutex
-	caches map[string]*objectCache
+	caches map[string]*registry.Cache
 }
 
 func newObjectReader(ctx context.Context, s *Server) *objectReader {
-	r := &objectReader{s: s, ctx: ctx, byName: map[string]*registry.Store{}, caches: map[string]*objectCache{}}
+	r := &objectReader{s: s, ctx: ctx, byName: map[string]*registry.Store{}, caches: map[string]*registry.Cache{}}
 	for gvr, st := range s.stores {
 		if st.Resource.StoredAs != nil {
 			// A version view (versions.go) shares its resource name with the stored
@@ -52,7 +47,7 @@ func (r *objectReader) Resource(res string) (schema.GroupVersionKind, bool, bool
 	return st.Resource.GVK(), st.Resource.Namespaced, true
 }
 
-func (r *objectReader) cache(ctx context.Context, res string) (*objectCache, *registry.Store, error) {
+func (r *objectReader) cache(ctx context.Context, res string) (*registry.Cache, *registry.Store, error) {
 	st, ok := r.byName[res]
 	if !ok {
 		return nil, nil, fmt.Errorf("resource %q is not served", res)
@@ -60,13 +55,12 @@ func (r *objectReader) cache(ctx context.Context, res string) (*objectCache, *re
 	r.mu.Lock()
 	c, ok := r.caches[res]
 	if !ok {
-		c = &objectCache{st: st, synced: make(chan struct{})}
+		c = registry.NewCache(r.ctx, st, nil)
 		r.caches[res] = c
-		go c.run(r.ctx)
 	}
 	r.mu.Unlock()
 	select {
-	case <-c.synced:
+	case <-c.Synced():
 		return c, st, nil
 	case <-ctx.Done():
 		return nil, nil, ctx.Err()
@@ -92,9 +86,7 @@ func (r *objectReader) Get(ctx context.Context, res, ns, name string) (runtime.O
 	if !st.Resource.Namespaced {
 		ns = ""
 	}
-	c.mu.RLock()
-	obj, ok := c.m[st.Key(ns, name)]
-	c.mu.RUnlock()
+	obj, ok := c.Get(ns, name)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s %s/%s", admission.ErrNotFound, res, ns, name)
 	}
@@ -103,100 +95,9 @@ func (r *objectReader) Get(ctx context.Context, res, ns, name string) (runtime.O
 
 // List implements admission.ObjectReader.
 func (r *objectReader) List(ctx context.Context, res, ns string) ([]runtime.Object, error) {
-	c, st, err := r.cache(ctx, res)
+	c, _, err := r.cache(ctx, res)
 	if err != nil {
 		return nil, err
 	}
-	prefix := st.Prefix(ns)
-	c.mu.RLock()
-	var keys []string
-	for k := range c.m {
-		if len(k) >= len(prefix) && k[:len(prefix)] == prefix {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	out := make([]runtime.Object, len(keys))
-	for i, k := range keys {
-		out[i] = c.m[k]
-	}
-	c.mu.RUnlock()
-	return out, nil
-}
-
-// objectCache is every object of one resource, by key, from a list and a watch.
-type objectCache struct {
-	st       *registry.Store
-	mu       sync.RWMutex
-	m        map[string]runtime.Object
-	synced   chan struct{}
-	syncOnce sync.Once
-	// changed, when set, is called after the cache changed (a relist or an event).
-	changed func()
-}
-
-func (c *objectCache) notify() {
-	if c.changed != nil {
-		c.changed()
-	}
-}
-
-func (c *objectCache) run(ctx context.Context) {
-	for ctx.Err() == nil {
-		if err := c.listAndWatch(ctx); err != nil && ctx.Err() == nil {
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
-		}
-	}
-}
-
-func (c *objectCache) listAndWatch(ctx context.Context) error {
-	list, err := c.st.Storage.List(ctx, c.st.Prefix(""), storage.ListOptions{})
-	if err != nil {
-		return err
-	}
-	items, err := meta.ExtractList(list)
-	if err != nil {
-		return err
-	}
-	lm, err := meta.ListAccessor(list)
-	if err != nil {
-		return err
-	}
-	m := make(map[string]runtime.Object, len(items))
-	for _, it := range items {
-		om := registry.ObjMeta(it)
-		m[c.st.Key(om.GetNamespace(), om.GetName())] = it
-	}
-	c.mu.Lock()
-	c.m = m
-	c.mu.Unlock()
-	c.syncOnce.Do(func() { close(c.synced) })
-	c.notify()
-	w, err := c.st.Storage.Watch(ctx, c.st.Prefix(""), storage.WatchOptions{ResourceVersion: lm.GetResourceVersion()})
-	if err != nil {
-		return err
-	}
-	defer w.Stop()
-	for ev := range w.ResultChan() {
-		if ev.Type != watch.Added && ev.Type != watch.Modified && ev.Type != watch.Deleted {
-			continue
-		}
-		om, err := meta.Accessor(ev.Object)
-		if err != nil {
-			continue
-		}
-		key := c.st.Key(om.GetNamespace(), om.GetName())
-		c.mu.Lock()
-		if ev.Type == watch.Deleted {
-			delete(c.m, key)
-		} else {
-			c.m[key] = ev.Object
-		}
-		c.mu.Unlock()
-		c.notify()
-	}
-	return errors.New("watch ended")
+	return c.Objects(ns), nil
 }

@@ -3,7 +3,6 @@ package apiserver
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 )
 
 // RBAC authorization (rbac.authorization.k8s.io/v1), with upstream's semantics
@@ -60,14 +60,12 @@ func (a *authzAttrs) resName() string { return subName(a.resource, a.subresource
 // rbacAuthorizer answers from the cached roles and bindings.
 type rbacAuthorizer struct {
 	s                                             *Server
-	roles, clusterRoles, roleBindings, clusterRBs *objectCache
+	roles, clusterRoles, roleBindings, clusterRBs *registry.Cache
 }
 
 func newRBACAuthorizer(ctx context.Context, s *Server, onClusterRoles func()) *rbacAuthorizer {
-	mk := func(gvr schema.GroupVersionResource, changed func()) *objectCache {
-		c := &objectCache{st: s.stores[gvr], synced: make(chan struct{}), changed: changed}
-		go c.run(ctx)
-		return c
+	mk := func(gvr schema.GroupVersionResource, changed func()) *registry.Cache {
+		return registry.NewCache(ctx, s.stores[gvr], changed)
 	}
 	return &rbacAuthorizer{
 		s:            s,
@@ -80,9 +78,9 @@ func newRBACAuthorizer(ctx context.Context, s *Server, onClusterRoles func()) *r
 
 // wait blocks until every cache has its first list (or ctx ends).
 func (r *rbacAuthorizer) wait(ctx context.Context) error {
-	for _, c := range []*objectCache{r.roles, r.clusterRoles, r.roleBindings, r.clusterRBs} {
+	for _, c := range []*registry.Cache{r.roles, r.clusterRoles, r.roleBindings, r.clusterRBs} {
 		select {
-		case <-c.synced:
+		case <-c.Synced():
 		case <-ctx.Done():
 			return fmt.Errorf("RBAC caches not synced: %w", ctx.Err())
 		}
@@ -91,10 +89,7 @@ func (r *rbacAuthorizer) wait(ctx context.Context) error {
 }
 
 func (r *rbacAuthorizer) clusterRole(name string) (*rbacv1.ClusterRole, bool) {
-	c := r.clusterRoles
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	o, ok := c.m[c.st.Key("", name)]
+	o, ok := r.clusterRoles.Get("", name)
 	if !ok {
 		return nil, false
 	}
@@ -102,33 +97,11 @@ func (r *rbacAuthorizer) clusterRole(name string) (*rbacv1.ClusterRole, bool) {
 }
 
 func (r *rbacAuthorizer) role(ns, name string) (*rbacv1.Role, bool) {
-	c := r.roles
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	o, ok := c.m[c.st.Key(ns, name)]
+	o, ok := r.roles.Get(ns, name)
 	if !ok {
 		return nil, false
 	}
 	return o.(*rbacv1.Role), true
-}
-
-// objects returns the cached objects under ns ("" = all), in key order.
-func (c *objectCache) objects(ns string) []runtime.Object {
-	prefix := c.st.Prefix(ns)
-	c.mu.RLock()
-	keys := make([]string, 0, len(c.m))
-	for k := range c.m {
-		if strings.HasPrefix(k, prefix) {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	out := make([]runtime.Object, len(keys))
-	for i, k := range keys {
-		out[i] = c.m[k]
-	}
-	c.mu.RUnlock()
-	return out
 }
 
 // roleRefRules are the rules of the role a binding in namespace ns refers to.
@@ -153,7 +126,7 @@ func (r *rbacAuthorizer) roleRefRules(ref rbacv1.RoleRef, ns string) ([]rbacv1.P
 // visitRules calls fn with every rule that applies to u in namespace ns ("" = cluster
 // scope only), until fn returns false. Bindings to missing roles are skipped, as upstream.
 func (r *rbacAuthorizer) visitRules(u admission.UserInfo, ns string, fn func(rule *rbacv1.PolicyRule) bool) {
-	for _, o := range r.clusterRBs.objects("") {
+	for _, o := range r.clusterRBs.Objects("") {
 		crb := o.(*rbacv1.ClusterRoleBinding)
 		if !bindingApplies(u, crb.Subjects, "") {
 			continue
@@ -171,7 +144,7 @@ func (r *rbacAuthorizer) visitRules(u admission.UserInfo, ns string, fn func(rul
 	if ns == "" {
 		return
 	}
-	for _, o := range r.roleBindings.objects(ns) {
+	for _, o := range r.roleBindings.Objects(ns) {
 		rb := o.(*rbacv1.RoleBinding)
 		if !bindingApplies(u, rb.Subjects, ns) {
 			continue
@@ -463,7 +436,7 @@ func (g *aggregator) run(ctx context.Context) {
 }
 
 func (g *aggregator) reconcile(ctx context.Context) error {
-	all := g.s.rbac.clusterRoles.objects("")
+	all := g.s.rbac.clusterRoles.Objects("")
 	st := g.s.stores[clusterRolesGVR]
 	for _, o := range all {
 		cr := o.(*rbacv1.ClusterRole)
