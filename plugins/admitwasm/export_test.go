@@ -19,3 +19,17 @@ func WithReloadHooks(o Options, building, applied func(configwatch.Snapshot)) Op
 	o.buildHook, o.onApply = building, applied
 	return o
 }
+
+// PolicyClosed reports whether the policy named name among ps was closed; ok is false
+// when ps has no such policy.
+func PolicyClosed(ps []*Policy, name string) (closed, ok bool) {
+	for _, p := range ps {
+		if p.spec.Name == name {
+			return p.loaded.Closed(), true
+		}
+	}
+	return false, false
+}
+
+// PoliciesInForce are the policies of the set in force.
+func PoliciesInForce(o *Policies) []*Policy { return o.set.Load().policies }

@@ -75,6 +75,8 @@ type policySet struct {
 	byName     map[string]*Policy
 	mutators   []admission.MutationInterface
 	validators []admission.ValidationInterface
+	// lease holds the policies while the set is in force or a request uses it.
+	lease *wasmhost.Set
 }
 
 // New reads the config and loads its policies: every module compiled, checked, given
@@ -113,9 +115,20 @@ func New(ctx context.Context, opts Options) (*Policies, error) {
 }
 
 // Plugins implements admission.Source: the mutating and validating policies in force.
+// A caller that may run them after a swap uses AcquirePlugins.
 func (o *Policies) Plugins() ([]admission.MutationInterface, []admission.ValidationInterface) {
 	ps := o.set.Load()
 	return ps.mutators, ps.validators
+}
+
+// AcquirePlugins implements admission.LeasedSource: the policies in force, kept open until
+// release is called (the end of the request), whatever swap happens meanwhile.
+func (o *Policies) AcquirePlugins() (m []admission.MutationInterface, v []admission.ValidationInterface, release func()) {
+	for {
+		if ps := o.set.Load(); ps.lease.Acquire() {
+			return ps.mutators, ps.validators, ps.lease.Release
+		}
+	}
 }
 
 // InForce names the policies in force, in config order.
@@ -228,8 +241,7 @@ func (o *Policies) build(ctx context.Context, snap configwatch.Snapshot, old *po
 		if err != nil {
 			for _, s := range slots {
 				if s.fresh {
-					s.p.pool.Close()
-					_ = s.p.pool.Module().Close(ctx)
+					s.p.loaded.Close()
 				}
 			}
 		}
@@ -263,6 +275,7 @@ func (o *Policies) build(ctx context.Context, snap configwatch.Snapshot, old *po
 			ps.validators = append(ps.validators, p)
 		}
 	}
+	ps.lease = leaseOf(ps.policies)
 	return ps, nil
 }
 
@@ -295,10 +308,13 @@ func (o *Policies) reload(snap configwatch.Snapshot) error {
 	// The last check before the swap: no set that the file no longer says goes in force.
 	if snap.Superseded() {
 		o.metrics.reloads.WithLabelValues("superseded").Inc()
-		o.discardFresh(ps, o.set.Load())
+		o.discard(ps)
 		return configwatch.ErrSuperseded
 	}
 	old := o.set.Swap(ps)
+	// Requests that took the old set finish on it; its policies that ps does not keep
+	// close after the last of them.
+	old.lease.Retire()
 	if o.opts.onApply != nil {
 		o.opts.onApply(snap)
 	}
@@ -311,14 +327,17 @@ func (o *Policies) reload(snap configwatch.Snapshot) error {
 	return nil
 }
 
-// discardFresh closes the policies of ps that the set in force does not use.
-func (o *Policies) discardFresh(ps, inForce *policySet) {
-	for _, p := range ps.policies {
-		if !slices.Contains(inForce.policies, p) {
-			p.pool.Close()
-			_ = p.pool.Module().Close(o.ctx)
-		}
+// discard lets go of a set that never went in force: its policies that no other set
+// holds close.
+func (o *Policies) discard(ps *policySet) { ps.lease.Retire() }
+
+// leaseOf holds policies for as long as their set is in force or a request uses it.
+func leaseOf(policies []*Policy) *wasmhost.Set {
+	loaded := make([]*wasmhost.Loaded, len(policies))
+	for i, p := range policies {
+		loaded[i] = p.loaded
 	}
+	return wasmhost.NewSet(loaded...)
 }
 
 // configRef is what reload Events are about: the API server has no object of its own,
@@ -354,13 +373,10 @@ func (o *Policies) Run(ctx context.Context, client kubernetes.Interface) {
 	o.watchConfig(ctx)
 }
 
-// Close closes the instances and modules of the set in force; call it once nothing
-// serves requests any more.
+// Close retires the set in force: its instances and modules close after the requests
+// that use it. Call it once nothing takes new requests.
 func (o *Policies) Close(ctx context.Context) {
-	for _, p := range o.set.Load().policies {
-		p.pool.Close()
-		_ = p.pool.Module().Close(ctx)
-	}
+	o.set.Load().lease.Retire()
 }
 
 // watchConfig reloads the policies when the config file or a module it declares changes,

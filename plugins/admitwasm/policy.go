@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"reflect"
 	"regexp"
-	goruntime "runtime"
 	"slices"
 	"strings"
 	"time"
@@ -26,9 +25,12 @@ import (
 // wasmkube_validate on the requests its rules and selectors match. The chain cannot tell
 // it from a built-in plugin.
 type Policy struct {
-	spec    PolicySpec
-	key     string // declaration and module bytes: a reload that changes neither keeps the policy
-	pool    *wasmhost.Pool
+	spec PolicySpec
+	key  string // declaration and module bytes: a reload that changes neither keeps the policy
+	pool *wasmhost.Pool
+	// loaded closes the pool and the module when the last policy set holding the policy
+	// lets go (docs/plugins.md, "Lifetimes").
+	loaded  *wasmhost.Loaded
 	match   matcher
 	deny    bool
 	warn    bool
@@ -237,23 +239,19 @@ func (o *Policies) newPolicy(ctx context.Context, spec PolicySpec, path string, 
 	if len(spec.Args) > 0 && string(spec.Args) != "null" {
 		args = spec.Args
 	}
-	pool, err := mod.NewPool(ctx, args, spec.Pool)
+	loaded := wasmhost.NewLoaded(mod)
+	pool, err := loaded.NewPool(ctx, args, spec.Pool)
 	if err != nil {
-		_ = mod.Close(ctx)
+		loaded.Close()
 		return nil, err
 	}
 	if err := Smoke(ctx, pool); err != nil {
-		pool.Close()
-		_ = mod.Close(ctx)
+		loaded.Close()
 		return nil, lerr(err)
 	}
-	p := &Policy{spec: spec, key: key, pool: pool, match: newMatcher(&spec), timeout: mod.Timeout(), owner: o,
+	p := &Policy{spec: spec, key: key, pool: pool, loaded: loaded, match: newMatcher(&spec), timeout: mod.Timeout(), owner: o,
 		deny: slices.Contains(spec.ValidationActions, Deny), warn: slices.Contains(spec.ValidationActions, Warn),
 		audit: slices.Contains(spec.ValidationActions, Audit)}
-	// A reload drops policies without closing them: requests that started under the
-	// old set may still call them. Their instances are closed once nothing refers to
-	// them (the module's code likewise, by wasmhost).
-	goruntime.AddCleanup(p, func(pool *wasmhost.Pool) { pool.Close() }, pool)
 	return p, nil
 }
 

@@ -127,6 +127,14 @@ type Source interface {
 	Plugins() (mutators []MutationInterface, validators []ValidationInterface)
 }
 
+// LeasedSource is a Source whose answer stays usable until the chain calls release at the
+// end of the request: a swap meanwhile closes nothing the request may still call (the
+// wasm policies close a replaced set's modules after its last request).
+type LeasedSource interface {
+	Source
+	AcquirePlugins() (mutators []MutationInterface, validators []ValidationInterface, release func())
+}
+
 // ObjectReader reads objects from the API server's watch cache (no etcd read), for
 // plugins that decide from other objects (a namespace's labels, the configmaps of the
 // request's namespace). Resources are named by their plural (namespaces, configmaps);
@@ -195,7 +203,11 @@ func (c *Chain) Admit(ctx context.Context, a *Attributes) error {
 	}
 	var snaps []snapshot
 	for _, s := range c.steps {
-		if s.src != nil {
+		if ls, ok := s.src.(LeasedSource); ok {
+			m, v, release := ls.AcquirePlugins()
+			defer release()
+			snaps = append(snaps, snapshot{m, v})
+		} else if s.src != nil {
 			m, v := s.src.Plugins()
 			snaps = append(snaps, snapshot{m, v})
 		}
