@@ -234,4 +234,52 @@ func TestMutatingAdmissionPolicy(t *testing.T) {
 	if p.Labels["team"] != "platform" || p.Labels["tier"] != "gold" || p.Labels["app"] != "web" {
 		t.Fatalf("labels %v", p.Labels)
 	}
+
+	// reinvocation: "a-copy" (IfNeeded) copies label source ("none" when missing), which
+	// "b-source" sets after it ran: it is reinvoked and sees it (as upstream, only a policy
+	// that ran in the first pass is reinvoked)
+	cp := &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "a-copy"},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{MatchConstraints: mapRules,
+			ReinvocationPolicy: admissionregistrationv1.IfNeededReinvocationPolicy,
+			Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
+				ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: `Object{metadata: Object.metadata{labels: {"copied": (has(object.metadata.labels) && "source" in object.metadata.labels) ? object.metadata.labels["source"] : "none"}}}`}}}}}
+	set := &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "b-source"},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{MatchConstraints: mapRules,
+			Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
+				ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: `Object{metadata: Object.metadata{labels: {"source": "b"}}}`}}}}}
+	src.put(celpolicy.Set{
+		Mutating: []*admissionregistrationv1.MutatingAdmissionPolicy{cp, set},
+		MutatingBindings: []*admissionregistrationv1.MutatingAdmissionPolicyBinding{
+			{ObjectMeta: metav1.ObjectMeta{Name: "a-copy-b"}, Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: "a-copy"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "b-source-b"}, Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: "b-source"}},
+		}})
+	p, err = srv.Client.CoreV1().Pods("default").Create(ctx, pod("reinvoked", "busybox", nil), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Labels["source"] != "b" || p.Labels["copied"] != "b" {
+		t.Fatalf("reinvocation: labels %v", p.Labels)
+	}
+}
+
+// TestPolicyCostAndCompilation: an expression over the runtime cost budget refuses under
+// failurePolicy Fail; a policy whose CEL does not compile is refused when written (422
+// naming the field).
+func TestPolicyCostAndCompilation(t *testing.T) {
+	src := &source{}
+	srv := apiservertest.Start(t, apiservertest.WithAdmission(celpolicy.New(celpolicy.Config{Source: src, Default: defaults.Default})))
+	ctx := context.Background()
+	ten := "[0,1,2,3,4,5,6,7,8,9]"
+	expensive := ten + ".all(a, " + ten + ".all(b, " + ten + ".all(c, " + ten + ".all(d, " + ten + ".all(e, " + ten + ".all(f, a+b+c+d+e+f >= 0))))))"
+	src.put(celpolicy.Set{Validating: []*admissionregistrationv1.ValidatingAdmissionPolicy{vap("expensive", nil, admissionregistrationv1.Validation{Expression: expensive})},
+		ValidatingBindings: []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{binding("expensive-b", "expensive", nil, admissionregistrationv1.Deny)}})
+	_, err := srv.Client.CoreV1().Pods("default").Create(ctx, pod("costly", "busybox", nil), metav1.CreateOptions{})
+	if err == nil || !strings.Contains(err.Error(), "cost") {
+		t.Fatalf("an expression over the cost limit: %v", err)
+	}
+	bad := vap("bad", nil, admissionregistrationv1.Validation{Expression: "object.metadata.name =="})
+	_, err = srv.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, bad, metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), `spec.validations[0].expression: Invalid value: "object.metadata.name ==": compilation failed`) {
+		t.Fatalf("a policy that does not compile: %v", err)
+	}
 }

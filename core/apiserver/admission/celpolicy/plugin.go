@@ -96,8 +96,14 @@ func (p *Policies) SetObjectReader(r admission.ObjectReader) error {
 	return nil
 }
 
-// Validate implements admission.ValidationInterface.
+// Validate implements admission.ValidationInterface: a policy being written must
+// compile (as upstream's validation requires), then the ValidatingAdmissionPolicies run.
 func (p *Policies) Validate(ctx context.Context, a *admission.Attributes) error {
+	if (a.Operation == admission.Create || a.Operation == admission.Update) && a.Subresource == "" && a.Object != nil {
+		if errs := CompileErrors(a.Object); len(errs) > 0 {
+			return apierrors.NewInvalid(a.Kind.GroupKind(), a.Name, errs)
+		}
+	}
 	set, err := p.policies(ctx)
 	if err != nil {
 		return err
