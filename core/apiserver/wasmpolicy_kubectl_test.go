@@ -60,6 +60,10 @@ func TestKubectlWasmPolicy(t *testing.T) {
 	if got := k.ok("get", "wp", "require-team", "-o", "jsonpath={.spec.mode} {.metadata.generation}"); got != "Enforce 2" {
 		t.Errorf("after the change: %q", got)
 	}
+	// The field manager tracks this kind as the others (server-side apply is not served yet).
+	if got := k.ok("get", "wp", "require-team", "-o", "jsonpath={.metadata.managedFields[*].manager}"); got == "" {
+		t.Errorf("managedFields managers: %q", got)
+	}
 
 	out = k.ok("explain", "wasmpolicy.spec.module")
 	for _, want := range []string{"GROUP:      policy.wasmkube.io", "image\t<string>", "sha256\t<string>", "pullPolicy\t<string>", "REGISTRY/REPO:TAG"} {

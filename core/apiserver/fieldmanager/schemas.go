@@ -17,14 +17,17 @@ import (
 	policyv1alpha1 "github.com/wasmkube/wasmkube/core/apis/policy/v1alpha1"
 )
 
-// Scheme knows every built-in kind the field manager converts: client-go's types and
-// apiextensions.k8s.io/v1.
+// Scheme knows every built-in kind the field manager converts: client-go's types,
+// apiextensions.k8s.io/v1 and wasmkube's policy.wasmkube.io/v1alpha1.
 var Scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := policyv1alpha1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	return s
