@@ -192,6 +192,7 @@ func runPluginCheck(ctx context.Context, out io.Writer, file string, o *pluginCh
 	// As the scheduler's smoke call (schedwasm.Smoke) and a real cycle do: a PreFilter or
 	// PreScore that returns Skip leaves its Filter or Score out.
 	skipped := map[*wasmhost.Kind]string{}
+	shared := &schedwasm.SharedCounters{}
 	for _, k := range mod.Kinds().Intersect(schedwasm.Kinds) {
 		if by, ok := skipped[k]; ok {
 			fmt.Fprintf(out, "  %-24s skip             %s returned Skip\n", k.Export, by)
@@ -213,6 +214,9 @@ func runPluginCheck(ctx context.Context, out io.Writer, file string, o *pluginCh
 			for i := range call.FilterCodes {
 				call.FilterCodes[i] = schedwasm.CodeUnschedulable
 			}
+		default:
+			// The binding cycle and hints: the first node is the chosen one.
+			call.Binding = schedwasm.SmokeBinding(k, nodes[0].Node(), shared)
 		}
 		t := time.Now()
 		err := call.Do(ctx, pool)
@@ -307,6 +311,19 @@ func describeResult(c *schedwasm.Call) string {
 		if c.Nominated != "" {
 			return "nominated " + c.Nominated
 		}
+	case schedwasm.Permit:
+		if c.Code == schedwasm.CodeWait && c.Binding != nil {
+			return fmt.Sprintf("Wait %d ms, group %q", c.Binding.WaitMs, c.Binding.WaitGroup)
+		}
+	case schedwasm.Events:
+		if c.Binding != nil {
+			return fmt.Sprintf("registered %v", c.Binding.Registered)
+		}
+	case schedwasm.QueueingHint:
+		if c.Code == schedwasm.CodeSkip {
+			return "Skip"
+		}
+		return "Queue"
 	}
 	if c.Reason != "" {
 		return code + ": " + c.Reason

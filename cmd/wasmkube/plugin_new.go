@@ -37,15 +37,17 @@ var newLangs = map[string]struct {
 	"go":             {kinds: newKinds, needSDK: true},
 	"c":              {kinds: newKinds},
 	"wat":            {kinds: newKinds},
-	"rust":           {kinds: newKinds, needSDK: true},
-	"assemblyscript": {kinds: newKinds, needSDK: true},
+	"rust":           {kinds: newKinds[:6], needSDK: true},
+	"assemblyscript": {kinds: newKinds[:6], needSDK: true},
 }
 
 // newKinds are the kinds `plugin new` writes; schedulerKinds of them are checked by
 // `plugin conformance` too.
 var (
-	newKinds       = []string{"filter", "score", "validate", "mutate", "probe", "prestop"}
-	schedulerKinds = []string{"filter", "score"}
+	newKinds       = []string{"filter", "score", "validate", "mutate", "probe", "prestop", "permit", "reserve", "prebind"}
+	schedulerKinds = []string{"filter", "score", "permit", "reserve", "prebind"}
+	// configKeys are the profile keys of the scheduler kinds (config.JSONKey of the point).
+	configKeys = map[string]string{"filter": "filter", "score": "score", "permit": "permit", "reserve": "reserve", "prebind": "preBind"}
 )
 
 // pluginNameRE is what a plugin's name may be: it names the module file, the plugin in
@@ -62,6 +64,7 @@ type newData struct {
 	Module           string   // NAME.wasm
 	Crate            string   // NAME with - as _
 	Scheduler        bool     // the kind is a scheduler kind (plugin conformance checks it)
+	ConfigKey        string   // a scheduler kind's key in a profile's plugins ("preBind")
 	SDK              string   // the wasmkube source tree, relative to the plugin's folder when inside it
 	InTree           bool     // the folder is inside the source tree (a Go plugin is then a package of its module)
 	GoVersion        string   // the go line of the source tree's go.mod
@@ -81,7 +84,7 @@ of one kind in one language that builds as generated and passes 'wasmkube plugin
 and the 'wasmkube plugin test' cases of its cases.yaml:
 
   --lang go|rust|assemblyscript|c|wat
-  --kind filter|score|validate|mutate|probe|prestop
+  --kind filter|score|permit|reserve|prebind|validate|mutate|probe|prestop
 
 Go, Rust and AssemblyScript plugins build against the SDKs of a wasmkube source tree
 (--sdk; by default the tree holding the current directory, else the one this binary was
@@ -99,7 +102,7 @@ compiler. See docs/plugin-kit.md.`,
 	}
 	f := c.Flags()
 	f.StringVar(&o.lang, "lang", "", "go, rust, assemblyscript, c or wat")
-	f.StringVar(&o.kind, "kind", "", "filter, score, validate, mutate, probe or prestop (or preStop)")
+	f.StringVar(&o.kind, "kind", "", "filter, score, permit, reserve, prebind, validate, mutate, probe or prestop (or preStop)")
 	f.StringVar(&o.sdk, "sdk", "", "the wasmkube source tree whose sdk/ a Go, Rust or AssemblyScript plugin builds against")
 	pluginCmd.AddCommand(c)
 }
@@ -129,7 +132,7 @@ func runPluginNew(out io.Writer, dir string, o *pluginNewOptions) error {
 	case !slices.Contains(newKinds, o.kind):
 		return fmt.Errorf("--kind %q: unknown kind; one of %s", o.kind, strings.Join(newKinds, ", "))
 	case !slices.Contains(lang.kinds, o.kind):
-		return fmt.Errorf("--kind %s: not available for --lang %s (its SDK has no binding yet); %s has %s", o.kind, o.lang, o.lang, strings.Join(lang.kinds, ", "))
+		return fmt.Errorf("--kind %s: not available for --lang %s (plugin new has no template for it yet; the SDK has the binding: docs/abi.md section 1.4); %s has %s", o.kind, o.lang, o.lang, strings.Join(lang.kinds, ", "))
 	}
 	dir = filepath.Clean(dir)
 	name := filepath.Base(dir)
@@ -142,7 +145,7 @@ func runPluginNew(out io.Writer, dir string, o *pluginNewOptions) error {
 		return err
 	}
 	d := newData{Name: name, Lang: o.lang, Kind: o.kind, Module: name + ".wasm", Crate: strings.ReplaceAll(name, "-", "_"),
-		Scheduler: slices.Contains(schedulerKinds, o.kind)}
+		Scheduler: slices.Contains(schedulerKinds, o.kind), ConfigKey: configKeys[o.kind]}
 	if lang.needSDK {
 		root, err := findSourceTree(o.sdk)
 		if err != nil {

@@ -27,7 +27,7 @@ func TestPluginNew(t *testing.T) {
 	combos := map[string][]string{
 		"wat":            newKinds,
 		"c":              newKinds,
-		"go":             {"filter", "validate"},
+		"go":             {"filter", "validate", "permit", "reserve", "prebind"},
 		"rust":           {"score", "probe"},
 		"assemblyscript": {"filter"},
 	}

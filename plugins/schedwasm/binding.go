@@ -125,6 +125,30 @@ func binding(hc *wasmhost.Call) *BindingData {
 	return nil
 }
 
+// binding returns the call's BindingData, an empty one when the caller gave none (a
+// binding-kind call built by hand: no node, no counters, no waiting pods).
+func (c *Call) binding() *BindingData {
+	if c.Binding == nil {
+		c.Binding = &BindingData{}
+	}
+	return c.Binding
+}
+
+// SmokeBinding is the BindingData of a smoke call of kind k (docs/abi.md 8.1): node is the
+// chosen node (Reserve ... PostBind) or a Node Add's node (QueueingHint); the counters are
+// the smoke's own.
+func SmokeBinding(k *wasmhost.Kind, node *v1.Node, shared *SharedCounters) *BindingData {
+	switch k {
+	case Reserve, Unreserve, Permit, PreBind, PostBind:
+		return &BindingData{NodeName: node.Name, Node: node, Shared: shared}
+	case QueueingHint:
+		return &BindingData{Event: framework.ClusterEvent{Resource: framework.ResourceNode, Action: framework.Add}, NewObj: node}
+	case Events:
+		return &BindingData{}
+	}
+	return nil
+}
+
 var resources = map[string]bool{framework.ResourceNode: true, framework.ResourcePod: true}
 
 // bindingFuncs are the host functions of docs/abi.md section 4.8.
@@ -166,7 +190,7 @@ var bindingFuncs = []wasmhost.HostFunc{
 		case ms < 1 || ms > maxPermitWaitMs:
 			hc.SetGarbage("permit_wait: timeout " + strconv.FormatInt(ms, 10) + " ms is outside 1.." + strconv.FormatInt(maxPermitWaitMs, 10))
 		default:
-			c.Binding.WaitMs, c.Binding.WaitGroup = ms, wasmhost.Truncate(group, wasmhost.MaxReason)
+			c.binding().WaitMs, c.binding().WaitGroup = ms, wasmhost.Truncate(group, wasmhost.MaxReason)
 		}
 	}},
 	{Name: "waiting_pods", Params: sig(i32, i32, i32, i32), Results: sig(i32), Fn: func(hc *wasmhost.Call, mod api.Module, s []uint64) {
@@ -177,8 +201,8 @@ var bindingFuncs = []wasmhost.HostFunc{
 			return
 		}
 		var sb strings.Builder
-		if c.Binding.Waiting != nil {
-			for _, w := range c.Binding.Waiting() {
+		if c.binding().Waiting != nil {
+			for _, w := range c.binding().Waiting() {
 				if w.Group == group {
 					sb.WriteString(string(w.UID))
 					sb.WriteByte('\n')
@@ -194,11 +218,11 @@ var bindingFuncs = []wasmhost.HostFunc{
 			s[0] = wasmhost.Unavailable
 			return
 		}
-		if !c.Binding.holds(uid) {
+		if !c.binding().holds(uid) {
 			s[0] = wasmhost.NotFound
 			return
 		}
-		c.Binding.Allows = append(c.Binding.Allows, uid)
+		c.binding().Allows = append(c.binding().Allows, uid)
 		s[0] = 0
 	}},
 	{Name: "waiting_reject", Params: sig(i32, i32, i32, i32), Results: sig(i32), Fn: func(hc *wasmhost.Call, mod api.Module, s []uint64) {
@@ -209,14 +233,14 @@ var bindingFuncs = []wasmhost.HostFunc{
 			s[0] = wasmhost.Unavailable
 			return
 		}
-		if !c.Binding.holds(uid) {
+		if !c.binding().holds(uid) {
 			s[0] = wasmhost.NotFound
 			return
 		}
 		if reason == "" {
 			reason = "rejected by plugin " + hc.Plugin()
 		}
-		c.Binding.Rejects = append(c.Binding.Rejects, Rejection{UID: uid, Reason: reason})
+		c.binding().Rejects = append(c.binding().Rejects, Rejection{UID: uid, Reason: reason})
 		s[0] = 0
 	}},
 	{Name: "register_event", Params: sig(i32, i32, i32), Fn: func(hc *wasmhost.Call, mod api.Module, s []uint64) {
@@ -231,7 +255,7 @@ var bindingFuncs = []wasmhost.HostFunc{
 		case actions <= 0 || actions&^framework.All != 0:
 			hc.SetGarbage("register_event: actions " + strconv.Itoa(int(actions)) + " is not a non-empty set of 1 (Add), 2 (Delete), 4 (Update)")
 		default:
-			c.Binding.Registered = append(c.Binding.Registered, framework.ClusterEvent{Resource: res, Action: actions})
+			c.binding().Registered = append(c.binding().Registered, framework.ClusterEvent{Resource: res, Action: actions})
 		}
 	}},
 	{Name: "event_resource", Params: sig(i32, i32), Results: sig(i32), Fn: func(hc *wasmhost.Call, mod api.Module, s []uint64) {
@@ -240,7 +264,7 @@ var bindingFuncs = []wasmhost.HostFunc{
 			s[0] = wasmhost.Unavailable
 			return
 		}
-		s[0] = wasmhost.WriteVar(mod, "event_resource", s[0], s[1], c.Binding.Event.Resource)
+		s[0] = wasmhost.WriteVar(mod, "event_resource", s[0], s[1], c.binding().Event.Resource)
 	}},
 	{Name: "event_action", Results: sig(i32), Fn: func(hc *wasmhost.Call, mod api.Module, s []uint64) {
 		c := sched(hc)
@@ -248,7 +272,7 @@ var bindingFuncs = []wasmhost.HostFunc{
 			s[0] = wasmhost.Unavailable
 			return
 		}
-		s[0] = uint64(uint32(c.Binding.Event.Action))
+		s[0] = uint64(uint32(c.binding().Event.Action))
 	}},
 	{Name: "event_object_json", Params: sig(i32, i32), Results: sig(i32), Fn: func(hc *wasmhost.Call, mod api.Module, s []uint64) {
 		s[0] = eventObject(hc, mod, "event_object_json", s, false)
