@@ -1,7 +1,8 @@
 // Package controller runs wasmkube's controllers in one process, as kube-controller-manager
 // does: ReplicaSet, Deployment, StatefulSet, DaemonSet, Job, CronJob, node lifecycle (with
 // taint-based eviction), node IPAM, garbage collector, pod GC, namespace, endpoints,
-// EndpointSlices and LoadBalancer ingress (ServiceLB), sharing one set of informers, behind
+// EndpointSlices, LoadBalancer ingress (ServiceLB) and ValidatingAdmissionPolicy type
+// checking, sharing one set of informers, behind
 // a Lease-based leader election so that only one controller manager acts at a time.
 package controller
 
@@ -29,6 +30,7 @@ import (
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 	"k8s.io/utils/clock"
 
+	"github.com/wasmkube/wasmkube/core/controller/admissionpolicystatus"
 	"github.com/wasmkube/wasmkube/core/controller/cronjob"
 	"github.com/wasmkube/wasmkube/core/controller/daemonset"
 	"github.com/wasmkube/wasmkube/core/controller/deployment"
@@ -288,6 +290,10 @@ func runControllers(ctx context.Context, cfg *rest.Config, client kubernetes.Int
 	if err != nil {
 		return fmt.Errorf("controller manager: %s: %w", resourcequota.Name, err)
 	}
+	aps, err := admissionpolicystatus.New(client, f, log)
+	if err != nil {
+		return fmt.Errorf("controller manager: %s: %w", admissionpolicystatus.Name, err)
+	}
 
 	mc, err := metricsclient.NewForConfig(cfg)
 	if err != nil {
@@ -314,6 +320,7 @@ func runControllers(ctx context.Context, cfg *rest.Config, client kubernetes.Int
 	run(func() { nl.Run(ctx, o.Workers) })
 	run(func() { ipam.Run(ctx, o.Workers) })
 	run(func() { pgc.Run(ctx) })
+	run(func() { aps.Run(ctx, 1) })
 	run(func() { ns.Run(ctx, o.Workers) })
 	run(func() { ep.Run(ctx, o.Workers) })
 	run(func() { eps.Run(ctx, o.Workers) })
