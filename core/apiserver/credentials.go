@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/apiserver/authz"
 )
 
 // DefaultNodeCredentialTTL is how long a node credential is valid when
@@ -150,11 +151,11 @@ func (a *authenticator) saveLocked() error {
 
 func (a *authenticator) rebuildLocked() {
 	a.byHash = map[[32]byte]tokenEntry{
-		sha256.Sum256([]byte(a.file.Admin)):    {user: admission.UserInfo{Name: adminUser, Groups: []string{mastersGroup, authedGroup}}},
-		sha256.Sum256([]byte(a.file.Loopback)): {user: admission.UserInfo{Name: loopbackUser, Groups: []string{mastersGroup, authedGroup}}},
+		sha256.Sum256([]byte(a.file.Admin)):    {user: admission.UserInfo{Name: adminUser, Groups: []string{authz.MastersGroup, authz.AuthenticatedGroup}}},
+		sha256.Sum256([]byte(a.file.Loopback)): {user: admission.UserInfo{Name: loopbackUser, Groups: []string{authz.MastersGroup, authz.AuthenticatedGroup}}},
 	}
 	for node, c := range a.file.Nodes {
-		u := admission.UserInfo{Name: admission.NodeUserPrefix + node, Groups: []string{admission.NodesGroup, authedGroup}}
+		u := admission.UserInfo{Name: admission.NodeUserPrefix + node, Groups: []string{admission.NodesGroup, authz.AuthenticatedGroup}}
 		a.byHash[sha256.Sum256([]byte(c.Token))] = tokenEntry{user: u, expires: c.Expires}
 		if c.Previous != "" {
 			a.byHash[sha256.Sum256([]byte(c.Previous))] = tokenEntry{user: u, expires: c.PreviousExpires}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/wasmkube/wasmkube/core/apiserver/authz"
 	"github.com/wasmkube/wasmkube/core/apiserver/handlers"
 	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 )
@@ -108,9 +109,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	userName = user.Name
 	if isNonResourcePath(path) {
-		a := &authzAttrs{user: user, verb: strings.ToLower(r.Method), path: r.URL.Path}
+		a := &authz.Attributes{User: user, Verb: strings.ToLower(r.Method), Path: r.URL.Path}
 		if ok, why := s.authorizeAttrs(r.Context(), a); !ok {
-			handlers.WriteError(sw, apierrors.NewForbidden(schema.GroupResource{}, "", errors.New(forbiddenMessage(a, why))))
+			handlers.WriteError(sw, apierrors.NewForbidden(schema.GroupResource{}, "", errors.New(authz.ForbiddenMessage(a, why))))
 			return
 		}
 	}
@@ -138,7 +139,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ml = labelsFor(metricVerb(info.Verb), info, r.URL.Query()["dryRun"])
 	if a := attrsOf(user, info, r.URL.Query().Get("fieldSelector")); true {
 		if ok, why := s.authorizeAttrs(r.Context(), a); !ok {
-			handlers.WriteError(sw, apierrors.NewForbidden(info.Resource.GVR.GroupResource(), info.Name, errors.New(forbiddenMessage(a, why))))
+			handlers.WriteError(sw, apierrors.NewForbidden(info.Resource.GVR.GroupResource(), info.Name, errors.New(authz.ForbiddenMessage(a, why))))
 			return
 		}
 	}

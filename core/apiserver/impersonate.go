@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/apiserver/authz"
 )
 
 // startAuthorizers starts the caches the authorizers read (RBAC objects, the node graph),
@@ -27,15 +28,7 @@ func (s *Server) startAuthorizers(ctx, bg context.Context) error {
 		}
 		s.staticTokens = m
 	}
-	if err := s.bootstrapRBAC(ctx); err != nil {
-		return err
-	}
-	agg := &aggregator{s: s, kick: make(chan struct{}, 1)}
-	s.rbac = newRBACAuthorizer(bg, s, agg.trigger)
-	s.nodeAuthz = newNodeGraph(bg, s)
-	go agg.run(bg)
-	agg.trigger()
-	return nil
+	return s.authz.Start(ctx, bg, s.stores, s.log)
 }
 
 // ---- static tokens (upstream's --token-auth-file) ----
@@ -81,8 +74,8 @@ func loadTokenFile(path string) (map[[32]byte]admission.UserInfo, error) {
 				}
 			}
 		}
-		if !u.InGroup(authedGroup) {
-			u.Groups = append(u.Groups, authedGroup)
+		if !u.InGroup(authz.AuthenticatedGroup) {
+			u.Groups = append(u.Groups, authz.AuthenticatedGroup)
 		}
 		m[h] = u
 	}
@@ -126,53 +119,53 @@ func (s *Server) impersonate(ctx context.Context, r *http.Request, u admission.U
 		}
 		return u, nil
 	}
-	check := func(a *authzAttrs) error {
-		a.user, a.verb, a.resourceRequest = u, "impersonate", true
+	check := func(a *authz.Attributes) error {
+		a.User, a.Verb, a.ResourceRequest = u, "impersonate", true
 		if ok, why := s.authorizeAttrs(ctx, a); !ok {
-			return apierrors.NewForbidden(schema.GroupResource{Group: a.group, Resource: a.resource}, a.name, errors.New(forbiddenMessage(a, why)))
+			return apierrors.NewForbidden(schema.GroupResource{Group: a.Group, Resource: a.Resource}, a.Name, errors.New(authz.ForbiddenMessage(a, why)))
 		}
 		return nil
 	}
 	out := admission.UserInfo{Name: name}
 	if ns, sa, ok := splitServiceAccount(name); ok {
-		if err := check(&authzAttrs{resource: "serviceaccounts", namespace: ns, name: sa}); err != nil {
+		if err := check(&authz.Attributes{Resource: "serviceaccounts", Namespace: ns, Name: sa}); err != nil {
 			return u, err
 		}
 		if len(groups) == 0 {
-			out.Groups = []string{allSAsGroup, allSAsGroup + ":" + ns}
+			out.Groups = []string{authz.AllServiceAccountsGroup, authz.AllServiceAccountsGroup + ":" + ns}
 		}
-	} else if err := check(&authzAttrs{resource: "users", name: name}); err != nil {
+	} else if err := check(&authz.Attributes{Resource: "users", Name: name}); err != nil {
 		return u, err
 	}
 	for _, g := range groups {
-		if err := check(&authzAttrs{resource: "groups", name: g}); err != nil {
+		if err := check(&authz.Attributes{Resource: "groups", Name: g}); err != nil {
 			return u, err
 		}
 		out.Groups = append(out.Groups, g)
 	}
 	if uid != "" {
-		if err := check(&authzAttrs{group: "authentication.k8s.io", resource: "uids", name: uid}); err != nil {
+		if err := check(&authz.Attributes{Group: "authentication.k8s.io", Resource: "uids", Name: uid}); err != nil {
 			return u, err
 		}
 	}
 	for _, k := range extras {
 		key := strings.ToLower(strings.TrimPrefix(k, impersonateExtraPrefix))
 		for _, v := range h.Values(k) {
-			if err := check(&authzAttrs{group: "authentication.k8s.io", resource: "userextras", subresource: key, name: v}); err != nil {
+			if err := check(&authz.Attributes{Group: "authentication.k8s.io", Resource: "userextras", Subresource: key, Name: v}); err != nil {
 				return u, err
 			}
 		}
 	}
 	// As upstream: the impersonated user is authenticated unless the groups say otherwise.
-	if !out.InGroup(authedGroup) && !out.InGroup(unauthenticatedGroup) {
-		out.Groups = append(out.Groups, authedGroup)
+	if !out.InGroup(authz.AuthenticatedGroup) && !out.InGroup(authz.UnauthenticatedGroup) {
+		out.Groups = append(out.Groups, authz.AuthenticatedGroup)
 	}
 	return out, nil
 }
 
 // splitServiceAccount splits system:serviceaccount:NS:NAME.
 func splitServiceAccount(user string) (ns, name string, ok bool) {
-	rest, ok := strings.CutPrefix(user, serviceAccountPrefix)
+	rest, ok := strings.CutPrefix(user, authz.ServiceAccountPrefix)
 	if !ok {
 		return "", "", false
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/apiserver/authz"
 	"github.com/wasmkube/wasmkube/core/apiserver/handlers"
 )
 
@@ -181,8 +182,8 @@ func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if !u.InGroup(mastersGroup) {
-		handlers.WriteError(w, apierrors.NewForbidden(credentialsResource, "", fmt.Errorf("user %q may not revoke node credentials: that takes group %s", u.Name, mastersGroup)))
+	if !u.InGroup(authz.MastersGroup) {
+		handlers.WriteError(w, apierrors.NewForbidden(credentialsResource, "", fmt.Errorf("user %q may not revoke node credentials: that takes group %s", u.Name, authz.MastersGroup)))
 		return
 	}
 	jr, ok := readJoinRequest(w, r)

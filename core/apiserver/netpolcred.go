@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/apiserver/authz"
 )
 
 // The NetworkPolicy enforcer of each node (kubelet/netpol) reads every pod, namespace and
@@ -21,11 +22,11 @@ import (
 // namespaces and read NetworkPolicies, and nothing else. docs/networkpolicy.md.
 const (
 	NetworkPolicyAgentUserPrefix = "system:wasmkube:network-policy-agent:"
-	NetworkPolicyAgentsGroup     = "system:wasmkube:network-policy-agents"
+	NetworkPolicyAgentsGroup     = authz.NetworkPolicyAgentsGroup // RBAC binds it (rbac.go)
 )
 
 func networkPolicyAgent(node string) admission.UserInfo {
-	return admission.UserInfo{Name: NetworkPolicyAgentUserPrefix + node, Groups: []string{NetworkPolicyAgentsGroup, authedGroup}}
+	return admission.UserInfo{Name: NetworkPolicyAgentUserPrefix + node, Groups: []string{NetworkPolicyAgentsGroup, authz.AuthenticatedGroup}}
 }
 
 // addAgentTokens maps c's enforcer tokens (current and, during a rotation's grace, the

@@ -6,12 +6,12 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/apiserver/authz"
 	"github.com/wasmkube/wasmkube/core/apiserver/handlers"
 )
 
@@ -65,15 +65,15 @@ func validateAccessReviewSpec(ra *authorizationv1.ResourceAttributes, nra *autho
 // Like upstream's it is the authorizers' answer: what admission would refuse on top
 // (NodeRestriction: a kubelet's own Node only) is not reflected.
 func (s *Server) accessReview(ctx context.Context, u admission.UserInfo, ra *authorizationv1.ResourceAttributes, nra *authorizationv1.NonResourceAttributes) authorizationv1.SubjectAccessReviewStatus {
-	a := &authzAttrs{user: u}
+	a := &authz.Attributes{User: u}
 	if ra != nil {
-		a.resourceRequest = true
-		a.verb, a.group, a.resource, a.subresource, a.namespace, a.name = ra.Verb, ra.Group, ra.Resource, ra.Subresource, ra.Namespace, ra.Name
+		a.ResourceRequest = true
+		a.Verb, a.Group, a.Resource, a.Subresource, a.Namespace, a.Name = ra.Verb, ra.Group, ra.Resource, ra.Subresource, ra.Namespace, ra.Name
 		if ra.FieldSelector != nil {
-			a.fieldSelector = ra.FieldSelector.RawSelector
+			a.FieldSelector = ra.FieldSelector.RawSelector
 		}
 	} else {
-		a.verb, a.path = nra.Verb, nra.Path
+		a.Verb, a.Path = nra.Verb, nra.Path
 	}
 	ok, why := s.authorizeAttrs(ctx, a)
 	if ok {
@@ -171,18 +171,11 @@ func (s *Server) serveSelfSubjectRulesReview(rq *handlers.Request) error {
 // for nodes the answer is marked incomplete, as upstream's.
 func (s *Server) rulesReview(ctx context.Context, u admission.UserInfo, namespace string) (authorizationv1.SubjectRulesReviewStatus, error) {
 	var st authorizationv1.SubjectRulesReviewStatus
-	rules := []rbacv1.PolicyRule(nil)
-	if u.InGroup(mastersGroup) {
-		rules = append(rules, fullAuthority...)
-	}
-	if admission.NodeName(u) != "" {
-		rules = append(rules, nodeRules...)
-		st.Incomplete = true
-	}
-	if err := s.rbac.wait(ctx); err != nil {
+	rules, incomplete, err := s.authz.Rules(ctx, u, namespace)
+	st.Incomplete = incomplete
+	if err != nil {
 		return st, apierrors.NewServiceUnavailable(err.Error())
 	}
-	rules = append(rules, s.rbac.rulesFor(u, namespace)...)
 	for _, r := range rules {
 		if len(r.NonResourceURLs) > 0 {
 			st.NonResourceRules = append(st.NonResourceRules, authorizationv1.NonResourceRule{Verbs: r.Verbs, NonResourceURLs: r.NonResourceURLs})

@@ -29,6 +29,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/apiserver/authz"
 	"github.com/wasmkube/wasmkube/core/apiserver/defaults"
 	"github.com/wasmkube/wasmkube/core/apiserver/openapi"
 	"github.com/wasmkube/wasmkube/core/apiserver/registry"
@@ -126,10 +127,9 @@ type Server struct {
 	reader *objectReader
 	// saTokens signs and verifies service account tokens (serviceaccounts.go).
 	saTokens *serviceaccount.Issuer
-	// rbac and nodeAuthz are the authorizers (rbac.go, nodeauth.go); staticTokens the
+	// authz is the authorizer chain (authorizer.go); staticTokens the
 	// users of Options.TokenAuthFile.
-	rbac         *rbacAuthorizer
-	nodeAuthz    *nodeGraph
+	authz        *authz.Authorizer
 	staticTokens map[[32]byte]admission.UserInfo
 	bgCancel     context.CancelFunc
 	health       healthChecks
@@ -175,7 +175,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
 	s := &Server{
-		opts: opts, log: opts.Logger.With("component", "apiserver"), reg: registry.NewTable(),
+		opts: opts, log: opts.Logger.With("component", "apiserver"), reg: registry.NewTable(), authz: &authz.Authorizer{},
 		stores: map[schema.GroupVersionResource]*registry.Store{}, metrics: newMetrics(),
 		metricsHandler: promhttp.Handler(), openapi: openapi.Handler(),
 		ready: make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}),
@@ -235,7 +235,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	// policies), then built-in validation of the mutated object, then the caller's
 	// validating plugins. The chain runs every Admit before any Validate.
 	plugins = append(plugins, admission.Validation{Create: validation.Validate, Update: validation.ValidateUpdate,
-		UpdateSubresource: map[string]func(obj, old runtime.Object) field.ErrorList{"ephemeralcontainers": validation.ValidateEphemeralContainersUpdate}}, rbacEscalation{s}, customAdmission{s})
+		UpdateSubresource: map[string]func(obj, old runtime.Object) field.ErrorList{"ephemeralcontainers": validation.ValidateEphemeralContainersUpdate}}, s.authz.Escalation(), customAdmission{s})
 	// LimitRanger, Priority, ResourceQuota (policyadmission.go): quota charges come last, after
 	// every built-in check, so a refused object is not charged.
 	pa := &policyAdmission{s: s}

@@ -26,6 +26,7 @@ import (
 	proxy "k8s.io/apiserver/pkg/util/proxy"
 	"k8s.io/streaming/pkg/httpstream/wsstream"
 
+	"github.com/wasmkube/wasmkube/core/apiserver/authz"
 	"github.com/wasmkube/wasmkube/core/apiserver/handlers"
 	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 )
@@ -104,7 +105,7 @@ func (p *pki) kubeletClientCert() (tls.Certificate, error) {
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: "wasmkube-apiserver-kubelet-client", Organization: []string{mastersGroup}},
+		Subject:      pkix.Name{CommonName: "wasmkube-apiserver-kubelet-client", Organization: []string{authz.MastersGroup}},
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().AddDate(1, 0, 0),
 		KeyUsage:     x509.KeyUsageDigitalSignature,

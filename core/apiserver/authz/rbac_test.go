@@ -1,4 +1,4 @@
-package apiserver
+package authz
 
 import (
 	"testing"
@@ -8,17 +8,17 @@ import (
 
 // RBAC rule matching as upstream's RuleAllows, and the fixed rules every node has.
 func TestRuleAllowsAndNodeRules(t *testing.T) {
-	res := func(verb, group, resource, sub, name string) *authzAttrs {
-		return &authzAttrs{verb: verb, resourceRequest: true, group: group, resource: resource, subresource: sub, name: name}
+	res := func(verb, group, resource, sub, name string) *Attributes {
+		return &Attributes{Verb: verb, ResourceRequest: true, Group: group, Resource: resource, Subresource: sub, Name: name}
 	}
-	url := func(verb, path string) *authzAttrs { return &authzAttrs{verb: verb, path: path} }
+	url := func(verb, path string) *Attributes { return &Attributes{Verb: verb, Path: path} }
 	r := func(verbs, groups, resources []string, names ...string) rbacv1.PolicyRule {
 		return rbacv1.PolicyRule{Verbs: verbs, APIGroups: groups, Resources: resources, ResourceNames: names}
 	}
 	s := func(x ...string) []string { return x }
 	cases := []struct {
 		rule rbacv1.PolicyRule
-		a    *authzAttrs
+		a    *Attributes
 		want bool
 	}{
 		{r(s("get"), s(""), s("pods")), res("get", "", "pods", "", "p"), true},
@@ -44,7 +44,7 @@ func TestRuleAllowsAndNodeRules(t *testing.T) {
 			t.Errorf("case %d: rule %+v on %+v: %v, want %v", i, c.rule, *c.a, got, c.want)
 		}
 	}
-	node := func(a *authzAttrs) bool {
+	node := func(a *Attributes) bool {
 		for i := range nodeRules {
 			if ruleAllows(a, &nodeRules[i]) {
 				return true
@@ -53,7 +53,7 @@ func TestRuleAllowsAndNodeRules(t *testing.T) {
 		return false
 	}
 	for _, c := range []struct {
-		a    *authzAttrs
+		a    *Attributes
 		want bool
 	}{
 		{res("patch", "", "nodes", "status", "n1"), true},
@@ -71,7 +71,7 @@ func TestRuleAllowsAndNodeRules(t *testing.T) {
 		{res("list", "rbac.authorization.k8s.io", "roles", "", ""), false},
 	} {
 		if got := node(c.a); got != c.want {
-			t.Errorf("node rules on %s %s/%s: %v, want %v", c.a.verb, c.a.resource, c.a.subresource, got, c.want)
+			t.Errorf("node rules on %s %s/%s: %v, want %v", c.a.Verb, c.a.Resource, c.a.Subresource, got, c.want)
 		}
 	}
 }

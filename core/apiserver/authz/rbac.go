@@ -1,8 +1,9 @@
-package apiserver
+package authz
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -33,42 +34,44 @@ var (
 
 // Groups every authenticated user or service account is in, as upstream.
 const (
-	unauthenticatedGroup = "system:unauthenticated"
-	serviceAccountPrefix = "system:serviceaccount:"
-	allSAsGroup          = "system:serviceaccounts"
+	MastersGroup            = "system:masters"
+	AuthenticatedGroup      = "system:authenticated"
+	UnauthenticatedGroup    = "system:unauthenticated"
+	ServiceAccountPrefix    = "system:serviceaccount:"
+	AllServiceAccountsGroup = "system:serviceaccounts"
+	// networkPolicyAgentsGroup: the NetworkPolicy enforcers' credentials (netpolcred.go).
+	NetworkPolicyAgentsGroup = "system:wasmkube:network-policy-agents"
 )
 
-// authzAttrs is one question for the authorizers: may user do verb on this resource (or
+// Attributes is one question for the authorizers: may user do verb on this resource (or
 // non-resource path)? It is upstream's authorizer.Attributes, reduced to what is used.
-type authzAttrs struct {
-	user            admission.UserInfo
-	verb            string
-	resourceRequest bool
-	group           string
-	resource        string
-	subresource     string
-	namespace       string
-	name            string
-	path            string // non-resource requests
+type Attributes struct {
+	User            admission.UserInfo
+	Verb            string
+	ResourceRequest bool
+	Group           string
+	Resource        string
+	Subresource     string
+	Namespace       string
+	Name            string
+	Path            string // non-resource requests
 	// fieldSelector of a list or watch (the node authorizer needs spec.nodeName).
-	fieldSelector string
+	FieldSelector string
 }
 
 // gr names the resource (with its subresource) for messages.
-func (a *authzAttrs) resName() string { return subName(a.resource, a.subresource) }
+func (a *Attributes) resName() string { return subName(a.Resource, a.Subresource) }
 
 // rbacAuthorizer answers from the cached roles and bindings.
 type rbacAuthorizer struct {
-	s                                             *Server
 	roles, clusterRoles, roleBindings, clusterRBs *registry.Cache
 }
 
-func newRBACAuthorizer(ctx context.Context, s *Server, onClusterRoles func()) *rbacAuthorizer {
+func newRBACAuthorizer(ctx context.Context, stores map[schema.GroupVersionResource]*registry.Store, onClusterRoles func()) *rbacAuthorizer {
 	mk := func(gvr schema.GroupVersionResource, changed func()) *registry.Cache {
-		return registry.NewCache(ctx, s.stores[gvr], changed)
+		return registry.NewCache(ctx, stores[gvr], changed)
 	}
 	return &rbacAuthorizer{
-		s:            s,
 		roles:        mk(rolesGVR, nil),
 		clusterRoles: mk(clusterRolesGVR, onClusterRoles),
 		roleBindings: mk(roleBindingsGVR, nil),
@@ -171,9 +174,9 @@ func (r *rbacAuthorizer) rulesFor(u admission.UserInfo, ns string) []rbacv1.Poli
 	return out
 }
 
-func (r *rbacAuthorizer) allows(a *authzAttrs) bool {
+func (r *rbacAuthorizer) allows(a *Attributes) bool {
 	allowed := false
-	r.visitRules(a.user, a.namespace, func(rule *rbacv1.PolicyRule) bool {
+	r.visitRules(a.User, a.Namespace, func(rule *rbacv1.PolicyRule) bool {
 		allowed = ruleAllows(a, rule)
 		return !allowed
 	})
@@ -202,22 +205,22 @@ func subjectApplies(u admission.UserInfo, s *rbacv1.Subject, bindingNS string) b
 		if s.Namespace != "" {
 			ns = s.Namespace
 		}
-		return ns != "" && u.Name == serviceAccountPrefix+ns+":"+s.Name
+		return ns != "" && u.Name == ServiceAccountPrefix+ns+":"+s.Name
 	}
 	return false
 }
 
 // ruleAllows is upstream's RuleAllows.
-func ruleAllows(a *authzAttrs, rule *rbacv1.PolicyRule) bool {
-	if !hasOrAll(rule.Verbs, a.verb, rbacv1.VerbAll) {
+func ruleAllows(a *Attributes, rule *rbacv1.PolicyRule) bool {
+	if !hasOrAll(rule.Verbs, a.Verb, rbacv1.VerbAll) {
 		return false
 	}
-	if !a.resourceRequest {
-		return nonResourceURLMatches(rule.NonResourceURLs, a.path)
+	if !a.ResourceRequest {
+		return nonResourceURLMatches(rule.NonResourceURLs, a.Path)
 	}
-	return hasOrAll(rule.APIGroups, a.group, rbacv1.APIGroupAll) &&
-		resourceMatches(rule.Resources, a.resource, a.subresource) &&
-		(len(rule.ResourceNames) == 0 || has(rule.ResourceNames, a.name))
+	return hasOrAll(rule.APIGroups, a.Group, rbacv1.APIGroupAll) &&
+		resourceMatches(rule.Resources, a.Resource, a.Subresource) &&
+		(len(rule.ResourceNames) == 0 || has(rule.ResourceNames, a.Name))
 }
 
 func has(list []string, s string) bool {
@@ -261,14 +264,14 @@ func nonResourceURLMatches(urls []string, path string) bool {
 
 // ---- escalation prevention (upstream pkg/registry/rbac/*/policybased) ----
 
-// rbacEscalation is a validating admission plugin: a Role or ClusterRole may only be
+// Escalation is a validating admission plugin: a Role or ClusterRole may only be
 // written by someone who holds every permission it grants (or has the escalate verb on
 // it), and a binding only by someone who holds every permission of the role it binds (or
 // has the bind verb on that role). system:masters may do both. Writes that change none of
 // what grants permissions (a GC finalizer, an owner reference) are not checked.
-type rbacEscalation struct{ s *Server }
+type Escalation struct{ z *Authorizer }
 
-func (p rbacEscalation) Validate(ctx context.Context, a *admission.Attributes) error {
+func (p Escalation) Validate(ctx context.Context, a *admission.Attributes) error {
 	if a.Resource.Group != rbacv1.GroupName || a.Subresource != "" || a.Object == nil {
 		return nil
 	}
@@ -276,10 +279,10 @@ func (p rbacEscalation) Validate(ctx context.Context, a *admission.Attributes) e
 		return nil
 	}
 	u := a.User
-	if u.InGroup(mastersGroup) {
+	if u.InGroup(MastersGroup) {
 		return nil
 	}
-	if err := p.s.rbac.wait(ctx); err != nil {
+	if err := p.z.rbac.wait(ctx); err != nil {
 		return admission.Forbidden(a, err.Error())
 	}
 	ns := a.Namespace
@@ -326,12 +329,12 @@ var fullAuthority = []rbacv1.PolicyRule{
 	{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}},
 }
 
-func (p rbacEscalation) confirmRole(ctx context.Context, a *admission.Attributes, resource, ns, name string, rules []rbacv1.PolicyRule, aggregated bool) error {
-	esc := &authzAttrs{user: a.User, verb: "escalate", resourceRequest: true, group: rbacv1.GroupName, resource: resource, namespace: ns, name: name}
-	if ok, _ := p.s.authorizeAttrs(ctx, esc); ok {
+func (p Escalation) confirmRole(ctx context.Context, a *admission.Attributes, resource, ns, name string, rules []rbacv1.PolicyRule, aggregated bool) error {
+	esc := &Attributes{User: a.User, Verb: "escalate", ResourceRequest: true, Group: rbacv1.GroupName, Resource: resource, Namespace: ns, Name: name}
+	if ok, _ := p.z.Authorize(ctx, esc); ok {
 		return nil
 	}
-	owned := p.s.rbac.rulesFor(a.User, ns)
+	owned := p.z.rbac.rulesFor(a.User, ns)
 	if ok, missing := rbacvalidation.Covers(owned, rules); !ok {
 		return admission.Forbidden(a, escalationMessage(a.User, ns, missing))
 	}
@@ -343,20 +346,20 @@ func (p rbacEscalation) confirmRole(ctx context.Context, a *admission.Attributes
 	return nil
 }
 
-func (p rbacEscalation) confirmBinding(ctx context.Context, a *admission.Attributes, ref rbacv1.RoleRef, ns string) error {
+func (p Escalation) confirmBinding(ctx context.Context, a *admission.Attributes, ref rbacv1.RoleRef, ns string) error {
 	resource := "clusterroles"
 	if ref.Kind == "Role" {
 		resource = "roles"
 	}
-	bind := &authzAttrs{user: a.User, verb: "bind", resourceRequest: true, group: rbacv1.GroupName, resource: resource, namespace: ns, name: ref.Name}
-	if ok, _ := p.s.authorizeAttrs(ctx, bind); ok {
+	bind := &Attributes{User: a.User, Verb: "bind", ResourceRequest: true, Group: rbacv1.GroupName, Resource: resource, Namespace: ns, Name: ref.Name}
+	if ok, _ := p.z.Authorize(ctx, bind); ok {
 		return nil
 	}
-	rules, err := p.s.rbac.roleRefRules(ref, ns)
+	rules, err := p.z.rbac.roleRefRules(ref, ns)
 	if err != nil {
 		return admission.Forbidden(a, err.Error())
 	}
-	if ok, missing := rbacvalidation.Covers(p.s.rbac.rulesFor(a.User, ns), rules); !ok {
+	if ok, missing := rbacvalidation.Covers(p.z.rbac.rulesFor(a.User, ns), rules); !ok {
 		return admission.Forbidden(a, escalationMessage(a.User, ns, missing))
 	}
 	return nil
@@ -402,8 +405,10 @@ func compactRule(r rbacv1.PolicyRule) string {
 // runs in the API server (every server of a cluster runs it; the writes are idempotent
 // compare-and-swaps), so aggregation works whether or not a controller manager runs.
 type aggregator struct {
-	s    *Server
-	kick chan struct{}
+	z            *Authorizer
+	clusterRoles *registry.Store
+	log          *slog.Logger
+	kick         chan struct{}
 }
 
 func (g *aggregator) trigger() {
@@ -420,11 +425,11 @@ func (g *aggregator) run(ctx context.Context) {
 			return
 		case <-g.kick:
 		}
-		if err := g.s.rbac.wait(ctx); err != nil {
+		if err := g.z.rbac.wait(ctx); err != nil {
 			return
 		}
 		if err := g.reconcile(ctx); err != nil && ctx.Err() == nil {
-			g.s.log.Warn("clusterrole aggregation failed; retrying", "err", err)
+			g.log.Warn("clusterrole aggregation failed; retrying", "err", err)
 			select {
 			case <-ctx.Done():
 				return
@@ -436,8 +441,8 @@ func (g *aggregator) run(ctx context.Context) {
 }
 
 func (g *aggregator) reconcile(ctx context.Context) error {
-	all := g.s.rbac.clusterRoles.Objects("")
-	st := g.s.stores[clusterRolesGVR]
+	all := g.z.rbac.clusterRoles.Objects("")
+	st := g.clusterRoles
 	for _, o := range all {
 		cr := o.(*rbacv1.ClusterRole)
 		if cr.AggregationRule == nil {
@@ -445,7 +450,7 @@ func (g *aggregator) reconcile(ctx context.Context) error {
 		}
 		want, err := aggregatedRules(cr, all)
 		if err != nil {
-			g.s.log.Warn("clusterrole aggregation: bad selector", "clusterrole", cr.Name, "err", err)
+			g.log.Warn("clusterrole aggregation: bad selector", "clusterrole", cr.Name, "err", err)
 			continue
 		}
 		if equality.Semantic.DeepEqual(want, cr.Rules) || len(want) == 0 && len(cr.Rules) == 0 {

@@ -1,4 +1,4 @@
-package apiserver
+package authz
 
 import (
 	"context"
@@ -272,12 +272,12 @@ func userSubject(name string) rbacv1.Subject {
 
 func bootstrapClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 	return []*rbacv1.ClusterRoleBinding{
-		clusterRoleBinding("cluster-admin", "cluster-admin", groupSubject(mastersGroup)),
-		clusterRoleBinding("system:discovery", "system:discovery", groupSubject(authedGroup)),
-		clusterRoleBinding("system:basic-user", "system:basic-user", groupSubject(authedGroup)),
-		clusterRoleBinding("system:public-info-viewer", "system:public-info-viewer", groupSubject(authedGroup), groupSubject(unauthenticatedGroup)),
+		clusterRoleBinding("cluster-admin", "cluster-admin", groupSubject(MastersGroup)),
+		clusterRoleBinding("system:discovery", "system:discovery", groupSubject(AuthenticatedGroup)),
+		clusterRoleBinding("system:basic-user", "system:basic-user", groupSubject(AuthenticatedGroup)),
+		clusterRoleBinding("system:public-info-viewer", "system:public-info-viewer", groupSubject(AuthenticatedGroup), groupSubject(UnauthenticatedGroup)),
 		clusterRoleBinding("system:monitoring", "system:monitoring", groupSubject("system:monitoring")),
-		clusterRoleBinding("system:service-account-issuer-discovery", "system:service-account-issuer-discovery", groupSubject(allSAsGroup)),
+		clusterRoleBinding("system:service-account-issuer-discovery", "system:service-account-issuer-discovery", groupSubject(AllServiceAccountsGroup)),
 		clusterRoleBinding("system:kube-scheduler", "system:kube-scheduler", userSubject(SchedulerUser)),
 		clusterRoleBinding("system:kube-controller-manager", "system:kube-controller-manager", userSubject(ControllerManagerUser)),
 		clusterRoleBinding("system:node-proxier", "system:node-proxier", userSubject("system:kube-proxy")),
@@ -296,8 +296,8 @@ func bootstrapClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 
 // bootstrapRBAC reconciles the default roles and bindings. Several servers starting at
 // once are fine: a create that loses is re-read, an update that conflicts retried.
-func (s *Server) bootstrapRBAC(ctx context.Context) error {
-	roles := &storeRoleModifier{ctx: ctx, st: s.stores[clusterRolesGVR]}
+func bootstrapRBAC(ctx context.Context, clusterRoles, clusterRoleBindings *registry.Store) error {
+	roles := &storeRoleModifier{ctx: ctx, st: clusterRoles}
 	for _, cr := range bootstrapClusterRoles() {
 		err := retryConflict(func() error {
 			_, err := (&reconciliation.ReconcileRoleOptions{
@@ -309,7 +309,7 @@ func (s *Server) bootstrapRBAC(ctx context.Context) error {
 			return fmt.Errorf("reconcile clusterrole %s: %w", cr.Name, err)
 		}
 	}
-	bindings := &storeBindingModifier{ctx: ctx, st: s.stores[clusterRoleBindingsGVR]}
+	bindings := &storeBindingModifier{ctx: ctx, st: clusterRoleBindings}
 	for _, crb := range bootstrapClusterRoleBindings() {
 		err := retryConflict(func() error {
 			_, err := (&reconciliation.ReconcileRoleBindingOptions{

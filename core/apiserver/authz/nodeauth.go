@@ -1,4 +1,4 @@
-package apiserver
+package authz
 
 import (
 	"context"
@@ -175,12 +175,12 @@ func podRefs(p *corev1.Pod) []refKey {
 
 // nodeGraph is which node each pod is bound to and what the pods of each node reference.
 type nodeGraph struct {
-	s      *Server
-	mu     sync.RWMutex
-	podOf  map[string]podEntry       // pod key -> its node and references
-	refs   map[refKey]map[string]int // object -> node -> how many of its pods reference it
-	synced chan struct{}
-	once   sync.Once
+	podStore *registry.Store
+	mu       sync.RWMutex
+	podOf    map[string]podEntry       // pod key -> its node and references
+	refs     map[refKey]map[string]int // object -> node -> how many of its pods reference it
+	synced   chan struct{}
+	once     sync.Once
 }
 
 type podEntry struct {
@@ -188,14 +188,14 @@ type podEntry struct {
 	refs []refKey
 }
 
-func newNodeGraph(ctx context.Context, s *Server) *nodeGraph {
-	g := &nodeGraph{s: s, synced: make(chan struct{})}
+func newNodeGraph(ctx context.Context, pods *registry.Store) *nodeGraph {
+	g := &nodeGraph{podStore: pods, synced: make(chan struct{})}
 	go g.run(ctx)
 	return g
 }
 
 func (g *nodeGraph) pods() *registry.Store {
-	return g.s.stores[corev1.SchemeGroupVersion.WithResource("pods")]
+	return g.podStore
 }
 
 func (g *nodeGraph) run(ctx context.Context) {
@@ -332,15 +332,15 @@ func (g *nodeGraph) podBound(ctx context.Context, node, ns, name string) bool {
 
 // authorize decides for node users: allowed, or not with the reason. A refusal here is
 // only "no opinion": RBAC is asked next, as upstream's authorizer chain Node,RBAC.
-func (g *nodeGraph) authorize(ctx context.Context, node string, a *authzAttrs) (bool, string) {
-	if !a.resourceRequest {
+func (g *nodeGraph) authorize(ctx context.Context, node string, a *Attributes) (bool, string) {
+	if !a.ResourceRequest {
 		return false, ""
 	}
-	if a.group == "" {
-		if kind, ok := refKindOf[a.resource]; ok {
+	if a.Group == "" {
+		if kind, ok := refKindOf[a.Resource]; ok {
 			return g.authorizeRef(ctx, node, kind, a)
 		}
-		if a.resource == "pods" && a.subresource == "" && (a.verb == "get" || a.verb == "list" || a.verb == "watch") {
+		if a.Resource == "pods" && a.Subresource == "" && (a.Verb == "get" || a.Verb == "list" || a.Verb == "watch") {
 			return g.authorizePodRead(ctx, node, a)
 		}
 	}
@@ -352,46 +352,46 @@ func (g *nodeGraph) authorize(ctx context.Context, node string, a *authzAttrs) (
 	return false, ""
 }
 
-func (g *nodeGraph) authorizeRef(ctx context.Context, node string, kind refKind, a *authzAttrs) (bool, string) {
+func (g *nodeGraph) authorizeRef(ctx context.Context, node string, kind refKind, a *Attributes) (bool, string) {
 	switch {
-	case kind == refServiceAccount && a.subresource == "token" && a.verb == "create":
-	case a.subresource != "":
-		return false, fmt.Sprintf("node %q may not %s %s", node, a.verb, a.resName())
-	case a.verb == "get":
-	case (a.verb == "list" || a.verb == "watch") && (kind == refSecret || kind == refConfigMap) && a.name != "":
+	case kind == refServiceAccount && a.Subresource == "token" && a.Verb == "create":
+	case a.Subresource != "":
+		return false, fmt.Sprintf("node %q may not %s %s", node, a.Verb, a.resName())
+	case a.Verb == "get":
+	case (a.Verb == "list" || a.Verb == "watch") && (kind == refSecret || kind == refConfigMap) && a.Name != "":
 		// a single object by metadata.name field selector, as the kubelet's watch of it
 	default:
-		return false, fmt.Sprintf("node %q may only get individual %s", node, a.resource)
+		return false, fmt.Sprintf("node %q may only get individual %s", node, a.Resource)
 	}
-	if a.name == "" || a.namespace == "" {
-		return false, fmt.Sprintf("node %q may only get individual %s", node, a.resource)
+	if a.Name == "" || a.Namespace == "" {
+		return false, fmt.Sprintf("node %q may only get individual %s", node, a.Resource)
 	}
 	if err := g.wait(ctx); err != nil {
 		return false, err.Error()
 	}
-	if g.references(ctx, node, refKey{kind, a.namespace, a.name}) {
+	if g.references(ctx, node, refKey{kind, a.Namespace, a.Name}) {
 		return true, ""
 	}
 	return false, fmt.Sprintf("no relationship found between node %q and this object", node)
 }
 
-func (g *nodeGraph) authorizePodRead(ctx context.Context, node string, a *authzAttrs) (bool, string) {
-	if a.verb != "get" {
-		sel, err := fields.ParseSelector(a.fieldSelector)
+func (g *nodeGraph) authorizePodRead(ctx context.Context, node string, a *Attributes) (bool, string) {
+	if a.Verb != "get" {
+		sel, err := fields.ParseSelector(a.FieldSelector)
 		if err == nil {
 			if v, ok := sel.RequiresExactMatch("spec.nodeName"); ok && v == node {
 				return true, ""
 			}
 		}
-		return false, fmt.Sprintf("node %q may only %s pods with fieldSelector spec.nodeName=%s", node, a.verb, node)
+		return false, fmt.Sprintf("node %q may only %s pods with fieldSelector spec.nodeName=%s", node, a.Verb, node)
 	}
-	if a.name == "" || a.namespace == "" {
+	if a.Name == "" || a.Namespace == "" {
 		return false, fmt.Sprintf("node %q may only get individual pods", node)
 	}
 	if err := g.wait(ctx); err != nil {
 		return false, err.Error()
 	}
-	if g.podBound(ctx, node, a.namespace, a.name) {
+	if g.podBound(ctx, node, a.Namespace, a.Name) {
 		return true, ""
 	}
 	return false, fmt.Sprintf("no relationship found between node %q and this object", node)
