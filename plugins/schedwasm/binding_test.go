@@ -20,7 +20,7 @@ import (
 
 // bindingProfile builds a profile whose only non-default plugin is the module of
 // plugins/testdata/binding.wat, enabled at every point it serves (multiPoint).
-func bindingProfile(t *testing.T, l *Loader, spec config.WasmPlugin) (*runtime.Framework, *plugin) {
+func bindingProfile(t testing.TB, l *Loader, spec config.WasmPlugin) (*runtime.Framework, *plugin) {
 	t.Helper()
 	spec.Path = build(t, "wat:plugins/testdata/binding.wat")
 	factory, err := l.Load(context.Background(), spec, "")

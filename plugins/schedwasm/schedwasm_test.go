@@ -24,7 +24,7 @@ import (
 	"github.com/wasmkube/wasmkube/plugins/wasmhost/modulespec"
 )
 
-func newLoader(t *testing.T) *Loader {
+func newLoader(t testing.TB) *Loader {
 	t.Helper()
 	h, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{Extension}, CacheDir: t.TempDir()})
 	if err != nil {
