@@ -72,6 +72,9 @@ type Manager struct {
 	custom   bool
 	creater  runtime.ObjectCreater
 	managers map[string]*managedfields.FieldManager // by subresource, "" the main resource
+	// fast are the managers of Update for built-in kinds, over the unvalidated converter
+	// (unvalidated.go); nil for custom resources.
+	fast map[string]*managedfields.FieldManager
 }
 
 // New builds the field manager of a resource.
@@ -95,6 +98,11 @@ func New(r Resource) (*Manager, error) {
 		conv = r.Convertor
 	}
 	m := &Manager{kind: r.Kind, custom: r.Custom, creater: creater, managers: map[string]*managedfields.FieldManager{}}
+	var fastTypes *unvalidated
+	if !r.Custom {
+		fastTypes = &unvalidated{TypeConverter: tc}
+		m.fast = map[string]*managedfields.FieldManager{}
+	}
 	for _, sub := range append([]string{""}, r.Subresources...) {
 		var filter map[fieldpath.APIVersion]fieldpath.Filter
 		if s := reset[sub]; s != nil {
@@ -111,6 +119,11 @@ func New(r Resource) (*Manager, error) {
 			return nil, fmt.Errorf("field manager of %v: %w", r.Kind, err)
 		}
 		m.managers[sub] = fm
+		if fastTypes != nil {
+			if m.fast[sub], err = managedfields.NewDefaultFieldManager(fastTypes, conv, noDefaults{}, creater, r.Kind, r.Kind.GroupVersion(), sub, filter); err != nil {
+				return nil, fmt.Errorf("field manager of %v: %w", r.Kind, err)
+			}
+		}
 	}
 	return m, nil
 }
@@ -137,6 +150,13 @@ func (m *Manager) Update(live, obj runtime.Object, manager, subresource string) 
 		// ownership is unchanged.
 		setManaged(obj, managedOf(live))
 		return obj
+	}
+	if fast := m.fast[subresource]; fast != nil {
+		requested := managedOf(obj)
+		if out, err := fast.Update(live, obj, manager); err == nil {
+			return out
+		}
+		setManaged(obj, requested) // the failed Update removed them
 	}
 	return fm.UpdateNoErrors(live, obj, manager)
 }

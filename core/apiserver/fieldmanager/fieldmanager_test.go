@@ -497,3 +497,44 @@ func TestScale(t *testing.T) {
 		t.Fatalf("apply after a scale: %v", err)
 	}
 }
+
+// TestUnvalidatedMatchesValidated: the update path that skips the schema validation of
+// the server's own Go objects records the same fields as upstream's validating one,
+// lists with duplicate keys (which Kubernetes stores, env for one) included.
+func TestUnvalidatedMatchesValidated(t *testing.T) {
+	m := newManager(t, Resource{Kind: podKind, Subresources: []string{"status"}, ResetFields: DefaultResetFields(true)})
+	base := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", Labels: map[string]string{"a": "1"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox",
+			Env:   []corev1.EnvVar{{Name: "X", Value: "1"}, {Name: "X", Value: "2"}},
+			Ports: []corev1.ContainerPort{{ContainerPort: 80, Protocol: "TCP"}, {ContainerPort: 80, Protocol: "TCP"}}}}}}
+	for _, tc := range []struct {
+		name   string
+		change func(p *corev1.Pod)
+	}{
+		{"label", func(p *corev1.Pod) { p.Labels["b"] = "2" }},
+		{"duplicate env changed", func(p *corev1.Pod) { p.Spec.Containers[0].Env[1].Value = "3" }},
+		{"env added", func(p *corev1.Pod) { p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, corev1.EnvVar{Name: "Y"}) }},
+		{"container added", func(p *corev1.Pod) { p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "d", Image: "x"}) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			safe := m.managers[""]
+			liveSafe := safe.UpdateNoErrors(m.New(), base.DeepCopy(), "creator")
+			liveFast := m.Update(m.New(), base.DeepCopy(), "creator", "")
+			nextSafe := liveSafe.DeepCopyObject().(*corev1.Pod)
+			tc.change(nextSafe)
+			nextFast := liveFast.DeepCopyObject().(*corev1.Pod)
+			tc.change(nextFast)
+			gotSafe := safe.UpdateNoErrors(liveSafe.DeepCopyObject(), nextSafe, "editor")
+			gotFast := m.Update(liveFast.DeepCopyObject(), nextFast, "editor", "")
+			a, b := managedOf(gotSafe), managedOf(gotFast)
+			if len(a) != len(b) {
+				t.Fatalf("entries: validated %+v, unvalidated %+v", a, b)
+			}
+			for i := range a {
+				if a[i].Manager != b[i].Manager || string(a[i].FieldsV1.Raw) != string(b[i].FieldsV1.Raw) {
+					t.Fatalf("entry %d: validated %s %s, unvalidated %s %s", i, a[i].Manager, a[i].FieldsV1.Raw, b[i].Manager, b[i].FieldsV1.Raw)
+				}
+			}
+		})
+	}
+}
