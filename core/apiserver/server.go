@@ -15,10 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,10 +29,8 @@ import (
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
 	"github.com/wasmkube/wasmkube/core/apiserver/authz"
 	"github.com/wasmkube/wasmkube/core/apiserver/defaults"
-	"github.com/wasmkube/wasmkube/core/apiserver/openapi"
 	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 	"github.com/wasmkube/wasmkube/core/apiserver/serviceaccount"
-	"github.com/wasmkube/wasmkube/core/apiserver/validation"
 	"github.com/wasmkube/wasmkube/core/storage"
 )
 
@@ -146,42 +142,11 @@ type Server struct {
 // DataDir/admin.kubeconfig and DataDir/join-token, and makes sure the default
 // namespaces exist. Requests are served once Run is called.
 func New(ctx context.Context, opts Options) (*Server, error) {
-	if opts.DataDir == "" {
-		return nil, errors.New("apiserver: Options.DataDir is required")
-	}
-	if opts.Listen == "" {
-		opts.Listen = DefaultListen
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
-	if opts.EventTTL <= 0 {
-		opts.EventTTL = time.Hour
-	}
-	if opts.ServiceCIDR == "" {
-		opts.ServiceCIDR = DefaultServiceCIDR
-	}
-	if opts.DefaultTolerationSeconds == 0 {
-		opts.DefaultTolerationSeconds = 300
-	}
-	host, _, err := net.SplitHostPort(opts.Listen)
+	opts, host, err := withDefaults(opts)
 	if err != nil {
-		return nil, fmt.Errorf("apiserver: invalid listen address %q: %w", opts.Listen, err)
+		return nil, err
 	}
-	if err := CheckAdvertiseAddress(opts.AdvertiseAddress); err != nil {
-		return nil, fmt.Errorf("apiserver: %w", err)
-	}
-	if err := PrepareDataDir(opts.DataDir); err != nil {
-		return nil, fmt.Errorf("apiserver: %w", err)
-	}
-	s := &Server{
-		opts: opts, log: opts.Logger.With("component", "apiserver"), reg: registry.NewTable(), authz: &authz.Authorizer{},
-		stores: map[schema.GroupVersionResource]*registry.Store{}, metrics: newMetrics(),
-		metricsHandler: promhttp.Handler(), openapi: openapi.Handler(),
-		ready: make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}),
-		joinFailures:   newFailureLimiter(joinFailureRate, joinFailureBurst),
-		bearerFailures: newFailureLimiter(bearerFailureRate, bearerFailureBurst),
-	}
+	s := newServer(opts)
 	s.backend, err = storage.NewBackend(ctx, storage.Config{
 		DataDir: opts.DataDir, Endpoints: opts.EtcdEndpoints, CompactionInterval: opts.CompactionInterval, Logger: opts.Logger,
 		RestartProcess: opts.RestartProcess,
@@ -198,160 +163,24 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 			s.backend.Close()
 		}
 	}()
-	pkiDir := filepath.Join(opts.DataDir, "pki")
-	var shared *sharedIdentity
-	if len(opts.EtcdEndpoints) > 0 {
-		shared = newSharedIdentity(s.backend, opts.DataDir, opts.EncryptionConfig == "")
-		err := shared.sync(ctx, func() error {
-			if _, err := loadOrCreatePKI(pkiDir, servingHosts(host, opts.AdvertiseAddress, opts.ServiceCIDR)); err != nil {
-				return err
-			}
-			_, err := loadOrCreateTokens(opts.DataDir, opts.NodeCredentialTTL)
-			return err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("apiserver: %w", err)
-		}
+	if err := s.loadIdentity(ctx, host); err != nil {
+		return nil, err
 	}
-	if s.pki, err = loadOrCreatePKI(pkiDir, servingHosts(host, opts.AdvertiseAddress, opts.ServiceCIDR)); err != nil {
-		return nil, fmt.Errorf("apiserver: %w", err)
-	}
-	if s.auth, err = loadOrCreateTokens(opts.DataDir, opts.NodeCredentialTTL); err != nil {
-		return nil, fmt.Errorf("apiserver: %w", err)
-	}
-	s.auth.shared = shared
-	if s.saTokens, err = serviceaccount.LoadOrCreate(filepath.Join(pkiDir, serviceAccountKeyFile), serviceaccount.DefaultIssuer); err != nil {
-		return nil, fmt.Errorf("apiserver: %w", err)
-	}
-	s.kubeletClient = newKubeletClient()
-	plugins := []admission.Plugin{
-		admission.NamespaceLifecycle{Get: s.getNamespace, Deleting: func(name string) { s.namespaces.forceLive(name) }},
-		admission.NodeRestriction{},
-		admission.ServiceAccount{Get: s.getServiceAccount},
-		admission.Defaulting{Default: defaults.Default},
-		admission.DefaultTolerationSeconds{Seconds: opts.DefaultTolerationSeconds},
-	}
-	// As upstream: mutating plugins (the built-in ones, then the caller's: wasm mutating
-	// policies), then built-in validation of the mutated object, then the caller's
-	// validating plugins. The chain runs every Admit before any Validate.
-	plugins = append(plugins, admission.Validation{Create: validation.Validate, Update: validation.ValidateUpdate,
-		UpdateSubresource: map[string]func(obj, old runtime.Object) field.ErrorList{"ephemeralcontainers": validation.ValidateEphemeralContainersUpdate}}, s.authz.Escalation(), customAdmission{s})
-	// LimitRanger, Priority, ResourceQuota (policyadmission.go): quota charges come last, after
-	// every built-in check, so a refused object is not charged.
-	pa := &policyAdmission{s: s}
-	plugins = append(plugins, pa.plugins()...)
-	plugins = append(plugins, opts.Admission...)
-	if s.chain, err = admission.NewChain(plugins...); err != nil {
-		return nil, fmt.Errorf("apiserver: %w", err)
-	}
-	alloc, err := registry.NewServiceAllocator(opts.ServiceCIDR)
+	pa, err := s.buildAdmission()
 	if err != nil {
-		return nil, fmt.Errorf("apiserver: %w", err)
-	}
-	enc, err := loadEncryption(opts)
-	if err != nil {
-		return nil, fmt.Errorf("apiserver: %w", err)
-	}
-	for _, r := range registry.Builtin() {
-		if r.CreateOnly || r.ReadOnly {
-			continue
-		}
-		var ropts []storage.ResourceOption
-		if r.Kind == "Event" {
-			ropts = append(ropts, storage.WithTTL(opts.EventTTL))
-		}
-		if r.IndexOf != nil {
-			ropts = append(ropts, storage.WithWatchIndex(r.IndexOf))
-		}
-		if t := enc.For(r.GVR.Resource, r.GVR.Group); t != nil {
-			ropts = append(ropts, storage.WithTransformer(t))
-		}
-		if r.StoredAs != nil {
-			continue // a version view: made below, over the stored version's storage
-		}
-		st := &registry.Store{Resource: r, Storage: s.backend.ForResource(r.GVR.Resource, r.NewFunc, r.NewList, ropts...), Chain: s.chain}
-		if r.Kind == "Service" {
-			st.Alloc = alloc
-		}
-		s.stores[r.GVR] = st
-	}
-	for _, r := range registry.Builtin() {
-		if r.StoredAs != nil {
-			s.stores[r.GVR] = &registry.Store{Resource: r, Chain: s.chain, Storage: registry.ViewOf(r, s.stores[r.StoredAs.GVR].Storage)}
-		}
-	}
-	s.crds = newCustomResources(s)
-	if err := s.crds.refresh(ctx); err != nil {
-		return nil, fmt.Errorf("apiserver: custom resources: %w", err)
-	}
-	if err := s.seedNamespaces(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.seedServiceAccounts(ctx); err != nil {
+	if err := s.buildStores(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.seedPriorityClasses(ctx); err != nil {
+	if err := s.seed(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.seedStorageClasses(ctx); err != nil { // volumes.go
+	if err := s.startBackground(ctx, pa); err != nil {
 		return nil, err
 	}
-	// Every resource's watch cache holds its state from the start, as upstream's, so
-	// resourceVersion=0 and "not older than" reads are served from memory, also when etcd
-	// loses quorum later (docs/storage.md, "Reads from the watch cache").
-	s.backend.StartWatchCaches(ctx)
-	bg, bgCancel := context.WithCancel(context.WithoutCancel(ctx))
-	s.bgCancel = bgCancel
-	s.namespaces = &nsCache{st: s.stores[corev1.SchemeGroupVersion.WithResource("namespaces")]}
-	go s.namespaces.run(bg)
-	go s.crds.run(bg)
-	go s.auth.resync(bg, sharedResyncInterval)
-	if err := s.startAuthorizers(ctx, bg); err != nil {
-		return nil, fmt.Errorf("apiserver: %w", err)
-	}
-	reader := newObjectReader(bg, s)
-	pa.reader = reader
-	s.reader = reader
-	for _, p := range opts.Admission {
-		if w, ok := p.(admission.WantsObjectReader); ok {
-			if err := w.SetObjectReader(reader); err != nil {
-				return nil, fmt.Errorf("apiserver: %w", err)
-			}
-		}
-	}
-	if s.ln, err = net.Listen("tcp", opts.Listen); err != nil {
-		return nil, fmt.Errorf("apiserver: listen on %s: %w", opts.Listen, err)
-	}
-	urlHost := host
-	if urlHost == "" || urlHost == "0.0.0.0" || urlHost == "::" {
-		urlHost = "127.0.0.1"
-	}
-	port := s.ln.Addr().(*net.TCPAddr).Port
-	s.url = "https://" + net.JoinHostPort(urlHost, fmt.Sprint(port))
-	closeListeners := func() {
-		s.ln.Close()
-		if s.advLn != nil {
-			s.advLn.Close()
-		}
-	}
-	if s.advLn, err = listenAdvertised(host, opts.AdvertiseAddress, port); err != nil {
-		s.ln.Close()
-		return nil, fmt.Errorf("apiserver: %w", err)
-	}
-	if err := s.ensureKubernetesService(ctx, host, port); err != nil {
-		closeListeners()
-		return nil, fmt.Errorf("apiserver: %w", err)
-	}
-	for _, write := range []func() error{s.writeKubeconfig, s.writeJoinToken} {
-		if err := write(); errors.Is(err, syscall.ENOSPC) {
-			// A full disk does not stop the server (docs/storage.md, "A full disk"):
-			// files whose content is unchanged are not rewritten, and a changed one
-			// (a new listen port) is written at the next start with room.
-			s.log.Error("the data dir's disk is full: file left as it was", "err", err)
-		} else if err != nil {
-			closeListeners()
-			return nil, err
-		}
+	if err := s.listen(ctx, host); err != nil {
+		return nil, err
 	}
 	ok = true
 	return s, nil
