@@ -228,7 +228,7 @@ func pluginName(p any) string {
 
 // answer runs one request through the policies in the API server's order: every
 // mutating policy, then every validating one; the first refusal ends it.
-func answer(ctx context.Context, p *admitwasm.Policies, rec *AdmissionRecord, obj, old runtime.Object) (*admissionOutcome, error) {
+func answer(ctx context.Context, p AdmissionSet, rec *AdmissionRecord, obj, old runtime.Object) (*admissionOutcome, error) {
 	out := &admissionOutcome{changes: map[string][]string{}}
 	ms, vs := p.Plugins()
 	var steps []admission.Plugin
@@ -258,10 +258,10 @@ func answer(ctx context.Context, p *admitwasm.Policies, rec *AdmissionRecord, ob
 // ReplayAdmission rebuilds the recorded objects and, for each recorded request, asks the
 // candidate policies (and the baseline's, when given) what they would answer against the
 // objects as they were just before it. The history moves on with what was really stored.
-func ReplayAdmission(ctx context.Context, recs []Record, candidate, baseline *admitwasm.Policies) (*AdmissionReport, error) {
+func ReplayAdmission(ctx context.Context, recs []Record, candidate, baseline AdmissionSet) (*AdmissionReport, error) {
 	start := time.Now()
 	store := newReplayStore()
-	for _, p := range []*admitwasm.Policies{candidate, baseline} {
+	for _, p := range []AdmissionSet{candidate, baseline} {
 		if p != nil {
 			if err := p.SetObjectReader(store); err != nil {
 				return nil, err
@@ -320,7 +320,7 @@ func ReplayAdmission(ctx context.Context, recs []Record, candidate, baseline *ad
 				return nil, fmt.Errorf("record %d: admission %s: oldObject: %w", i+1, what, err)
 			}
 		}
-		run := func(p *admitwasm.Policies) (*admissionOutcome, error) {
+		run := func(p AdmissionSet) (*admissionOutcome, error) {
 			var o, ol runtime.Object
 			if obj != nil {
 				o = obj.DeepCopyObject()
