@@ -54,22 +54,30 @@ func (l *Loader) Load(ctx context.Context, spec config.WasmPlugin, baseDir strin
 	if err != nil {
 		return nil, lerr(err)
 	}
-	mod, err := l.host.Load(ctx, wasmhost.LoadOptions{
+	lo := wasmhost.LoadOptions{
 		Name: spec.Name, Path: spec.Path, Wasm: file.Wasm,
 		Timeout: spec.Timeout.Duration, MemoryLimit: spec.MemoryBytes(),
-	})
+	}
+	mod, err := l.host.Load(ctx, lo)
 	if err != nil {
 		return nil, err
 	}
+	// The factory holds no module: each plugin it builds loads one from the host's cache of
+	// compiled modules (nothing is compiled again) and closes it with itself, so no module
+	// outlives its plugins waiting for the garbage collector (docs/plugins.md, "Lifetimes").
+	defer mod.Close(ctx)
 	if len(mod.Kinds().Intersect(Kinds)) == 0 {
-		_ = mod.Close(ctx)
 		return nil, lerr(errNoSchedulerKind)
 	}
 	if mod.Kinds().Has(NormalizeScore) && !mod.Kinds().Has(Score) {
-		_ = mod.Close(ctx)
 		return nil, lerr(errors.New("exports wasmkube_normalizescore without wasmkube_score"))
 	}
 	return func(ctx context.Context, args json.RawMessage, h framework.Handle) (framework.Plugin, error) {
+		mod, err := l.host.Load(ctx, lo)
+		if err != nil {
+			return nil, err
+		}
+		defer mod.Close(ctx) // the plugin holds its own share
 		size := spec.Pool
 		if size <= 0 && h != nil {
 			size = h.Parallelism()
@@ -91,23 +99,27 @@ func (l *Loader) Load(ctx context.Context, spec config.WasmPlugin, baseDir strin
 }
 
 // New builds the plugin of a loaded module: a pool of size instances with args, smoke-
-// called once per exported entry point.
+// called once per exported entry point. The plugin takes its own share of mod (closed
+// with the plugin); the caller keeps mod.
 func New(ctx context.Context, mod *wasmhost.Module, args json.RawMessage, size int, policy FailurePolicy) (framework.Plugin, error) {
 	if len(args) == 0 || string(args) == "null" {
 		args = nil
 	}
-	pool, err := mod.NewPool(ctx, args, size)
+	loaded := wasmhost.NewLoaded(mod.Share())
+	pool, err := loaded.NewPool(ctx, args, size)
 	if err != nil {
+		loaded.Close()
 		return nil, err
 	}
-	c := &core{name: mod.Name(), pool: pool, policy: policy, shared: &SharedCounters{}}
+	c := &core{name: mod.Name(), pool: pool, loaded: loaded, policy: policy, shared: &SharedCounters{}}
 	if err := Smoke(ctx, pool); err != nil {
-		pool.Close()
+		loaded.Close()
 		return nil, &wasmhost.LoadError{Plugin: mod.Name(), Path: mod.Path(), Err: err}
 	}
-	// The scheduler closes a retired plugin; this is the safety net for a caller that
-	// drops one without closing it (a test, plugin check).
-	goruntime.AddCleanup(c, func(p *wasmhost.Pool) { p.Close() }, pool)
+	// The scheduler closes a retired plugin after its last cycle (its profile set is the
+	// kind's Set); this is the safety net for a caller that drops one without closing it
+	// (a test, plugin check).
+	goruntime.AddCleanup(c, (*wasmhost.Loaded).Close, loaded)
 	return compose(c), nil
 }
 

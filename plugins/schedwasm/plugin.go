@@ -28,6 +28,7 @@ const (
 type core struct {
 	name   string
 	pool   *wasmhost.Pool
+	loaded *wasmhost.Loaded // the pool and the plugin's share of the module
 	policy FailurePolicy
 	calls  sync.Pool
 
@@ -44,11 +45,11 @@ func (c *core) Name() string { return c.name }
 // Kinds are the entry points the module exports.
 func (c *core) Kinds() wasmhost.Kinds { return c.pool.Module().Kinds() }
 
-// Close frees the plugin's idle instances; calls in flight finish first. The scheduler
-// calls it (runtime.Framework.Close) when a config swap retires the plugin's profile and
-// the cycles that used it have finished.
+// Close closes the plugin's instances and its share of the module; calls in flight
+// finish first. The scheduler calls it (runtime.Framework.Close) when a config swap
+// retires the plugin's profile and the cycles that used it have finished.
 func (c *core) Close() error {
-	c.pool.Close()
+	c.loaded.Close()
 	return nil
 }
 

@@ -59,5 +59,25 @@ func MemoryReserved(p *Pool) bool {
 	return ok
 }
 
-// LiveMappings is how many linear memory reservations are mapped.
-func LiveMappings() int64 { return liveMappings.Load() }
+// Released returns, for each idle instance of p with reserved memory, whether its mapping
+// has been given back (asked later, after the instance is gone).
+func Released(p *Pool) []func() bool {
+	var out []func() bool
+	var taken []*instance
+	for range cap(p.slots) {
+		select {
+		case inst := <-p.slots:
+			taken = append(taken, inst)
+			if inst != nil && inst.mem != nil && inst.mem.reserved != nil {
+				out = append(out, inst.mem.reserved.released)
+			}
+			continue
+		default:
+		}
+		break
+	}
+	for _, inst := range taken {
+		p.slots <- inst
+	}
+	return out
+}

@@ -21,9 +21,6 @@ type reservedMemory struct {
 
 var osPage = uint64(syscall.Getpagesize())
 
-// liveMappings counts the reservations not yet unmapped (tests check that none leaks).
-var liveMappings atomic.Int64
-
 // reserve maps max bytes (rounded up to whole pages) of inaccessible address space: no
 // memory is committed until Reallocate makes it read-write, and MAP_NORESERVE keeps the
 // reservation out of the system's commit charge.
@@ -33,7 +30,6 @@ func reserve(max uint64) (*reservedMemory, error) {
 	if err != nil {
 		return nil, err
 	}
-	liveMappings.Add(1)
 	return &reservedMemory{m: &mapping{b: b}, max: max}, nil
 }
 
@@ -60,10 +56,12 @@ func (r *reservedMemory) Reallocate(size uint64) []byte {
 // Free implements experimental.LinearMemory (instanceMemory decides when to call it).
 func (r *reservedMemory) Free() { r.m.unmap() }
 
+// released reports whether the range was given back.
+func (m *mapping) released() bool { return m.done.Load() }
+
 // unmap gives the range back to the system, once.
 func (m *mapping) unmap() {
 	if m.done.CompareAndSwap(false, true) {
 		_ = syscall.Munmap(m.b)
-		liveMappings.Add(-1)
 	}
 }

@@ -4,7 +4,6 @@ package wasmhost
 
 import (
 	"errors"
-	"sync/atomic"
 
 	"github.com/tetratelabs/wazero/experimental"
 )
@@ -13,6 +12,8 @@ import (
 type mapping struct{}
 
 func (*mapping) unmap() {}
+
+func (*mapping) released() bool { return true }
 
 type reservedMemory struct {
 	experimental.LinearMemory
@@ -23,5 +24,3 @@ type reservedMemory struct {
 func reserve(uint64) (*reservedMemory, error) {
 	return nil, errors.New("reserving linear memory is implemented on Linux only")
 }
-
-var liveMappings atomic.Int64

@@ -104,6 +104,14 @@ func (c *moduleCache) release(cm *compiledModule) {
 	}
 }
 
+// ref takes another reference on cm, which a module in use holds already.
+func (c *moduleCache) ref(cm *compiledModule) {
+	c.mu.Lock()
+	cm.refs++
+	c.unidle(cm)
+	c.mu.Unlock()
+}
+
 // unidle takes cm off the idle list; c.mu is held.
 func (c *moduleCache) unidle(cm *compiledModule) {
 	for i, x := range c.idle {

@@ -326,5 +326,16 @@ func (m *Module) Close(ctx context.Context) error {
 	return nil
 }
 
+// Share returns another reference to the module's compiled code, closed on its own: a
+// plugin that owns its module (a Loaded) takes one, so that closing it never takes the
+// code from under another plugin of the same module. It compiles and checks nothing.
+func (m *Module) Share() *Module {
+	s := *m
+	m.host.modules.ref(m.ref.cm)
+	s.ref = &moduleRef{cache: &m.host.modules, cm: m.ref.cm}
+	runtime.AddCleanup(&s, (*moduleRef).release, s.ref)
+	return &s
+}
+
 // HasInit reports whether the module exports wasmkube_init (its args are checked at load).
 func (m *Module) HasInit() bool { return m.hasInit }
