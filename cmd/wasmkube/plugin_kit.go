@@ -122,7 +122,7 @@ the differences under each failure, and exits 1 if any case failed.`,
 	}
 	to.flags(test)
 	tf := test.Flags()
-	tf.BoolVar(&to.cluster, "cluster", false, "run the tests.yaml grids against a live cluster: each policy swapped into --server-config, its resources created in a namespace of the run, the denials, warnings and stored objects asserted, everything deleted and the config restored")
+	tf.BoolVar(&to.cluster, "cluster", false, "run the tests.yaml grids against a live cluster: each policy swapped into --server-config (an admission policy into admission.policies, a scheduler plugin with a profile of the run's own), its resources created (UPDATE rows: updated) in their own namespaces, the denials, warnings, stored objects and placements on the cluster's nodes asserted, everything deleted and the config restored")
 	tf.StringVar(&to.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster (--cluster)")
 	tf.StringVar(&to.serverConfig, "server-config", "", "the running API server's config file, on this machine, where each policy is swapped in (--cluster)")
 	tf.DurationVar(&to.clusterTimeout, "cluster-timeout", 30*time.Second, "time limit of each --cluster step: a swap, an apply, a cleanup")

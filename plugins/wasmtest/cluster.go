@@ -57,11 +57,13 @@ func (w *warnings) take() []string {
 }
 
 // RunGridInCluster runs the grid against a live cluster, as Chainsaw runs a test: for each
-// policy, try (swap it into the API server's config and wait for the reload), assert
-// (create each of its resources in a namespace of the run, and compare the denial, warnings
-// and stored object with the result), cleanup (delete what was created, restore the
-// config and wait for that reload), every step bounded by o.Timeout. A step that fails or
-// times out fails the rows it concerns; cleanup always runs.
+// policy, try (swap it into the API server's config: an admission policy into
+// admission.policies, awaiting the reload; a scheduler plugin into scheduler.wasmPlugins
+// with a profile of the run's own), assert (each of its resources created, or for UPDATE
+// rows updated, in its own namespace, and the denial, warnings, stored object or placement
+// compared with the result), cleanup (delete what was created, restore the config),
+// every step bounded by o.Timeout. A step that fails or times out fails the rows it
+// concerns; cleanup always runs.
 func RunGridInCluster(ctx context.Context, g *Grid, module string, o ClusterOptions) ([]Result, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = 30 * time.Second
@@ -84,18 +86,12 @@ func RunGridInCluster(ctx context.Context, g *Grid, module string, o ClusterOpti
 	if err != nil {
 		return nil, err
 	}
-	ns := fmt.Sprintf("wasmkube-test-%d", time.Now().UnixNano()%1_000_000_000)
-	step, cancel := context.WithTimeout(ctx, o.Timeout)
-	_, err = cs.CoreV1().Namespaces().Create(step, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-	cancel()
-	if err != nil {
-		return nil, fmt.Errorf("try: create namespace %s: %w", ns, err)
+	run := &clusterRun{ctx: ctx, cs: cs, dyn: dyn, ws: ws, o: o, g: g, original: original,
+		name: fmt.Sprintf("wasmkube-test-%d", time.Now().UnixNano()%1_000_000_000), made: map[string]bool{}}
+	if err := run.ensureNamespace(run.name); err != nil {
+		return nil, fmt.Errorf("try: %w", err)
 	}
-	defer func() {
-		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.Timeout)
-		defer cancel()
-		_ = cs.CoreV1().Namespaces().Delete(c, ns, metav1.DeleteOptions{})
-	}()
+	defer run.deleteNamespaces()
 	var out []Result
 	for _, gp := range g.Policies {
 		var rows []GridResult
@@ -114,41 +110,205 @@ func RunGridInCluster(ctx context.Context, g *Grid, module string, o ClusterOpti
 		if abs, err := filepath.Abs(path); err == nil {
 			path = abs
 		}
-		// Try: the policy swapped in.
 		start := time.Now()
-		swapErr := swapIn(ctx, cs, o, original, g, &gp, path)
-		if swapErr != nil {
-			for _, r := range rows {
-				for _, ref := range r.Resources {
-					out = append(out, Result{Name: fmt.Sprintf("%s / %s: %s (cluster)", r.Policy, ref, r.Result), Diff: []string{"try: " + swapErr.Error()}, Duration: time.Since(start)})
-				}
-			}
-		} else {
-			// Assert.
-			var created []*unstructured.Unstructured
-			for _, r := range rows {
-				for _, ref := range r.Resources {
-					obj, _ := g.find(ref, r.Kind)
-					t := time.Now()
-					diff, made := assertInCluster(ctx, dyn, ws, o, g, &r, obj, ns)
-					if made != nil {
-						created = append(created, made)
-					}
-					out = append(out, Result{Name: fmt.Sprintf("%s / %s %s: %s (cluster)", r.Policy, obj.kind, ref, r.Result), Passed: len(diff) == 0, Diff: diff, Duration: time.Since(t)})
-				}
-			}
-			// Cleanup: what this policy's rows created.
-			for _, u := range created {
-				if err := deleteAndWait(ctx, dyn, o, u); err != nil {
-					out = append(out, Result{Name: fmt.Sprintf("%s: cleanup of %s %s", gp.Name, u.GetKind(), u.GetName()), Diff: []string{"cleanup: " + err.Error()}})
-				}
-			}
+		kind, err := moduleKind(ctx, path)
+		if err != nil {
+			out = append(out, failRows(rows, g, "try: "+err.Error(), time.Since(start))...)
+			continue
 		}
-		if err := restore(ctx, cs, o, original); err != nil {
+		if kind == placementPolicy {
+			out = append(out, run.placements(&gp, path, rows)...)
+		} else {
+			out = append(out, run.admissions(&gp, path, rows)...)
+		}
+		if err := run.restore(kind); err != nil {
 			return out, fmt.Errorf("cleanup: restoring %s: %w", o.ServerConfig, err)
 		}
 	}
 	return out, nil
+}
+
+// clusterRun is one grid's run against a cluster.
+type clusterRun struct {
+	ctx      context.Context
+	cs       kubernetes.Interface
+	dyn      dynamic.Interface
+	ws       *warnings
+	o        ClusterOptions
+	g        *Grid
+	original []byte
+	name     string          // the run's namespace (objects without one) and profile prefix
+	made     map[string]bool // namespaces the run created
+}
+
+// moduleKind loads the module to see what it is by its exports.
+func moduleKind(ctx context.Context, path string) (policyKind, error) {
+	p, err := Open(ctx, path, Options{})
+	if err != nil {
+		return 0, err
+	}
+	defer p.Close(ctx)
+	return policyKindOf(p, path)
+}
+
+func failRows(rows []GridResult, g *Grid, why string, d time.Duration) []Result {
+	var out []Result
+	for _, r := range rows {
+		for _, ref := range r.Resources {
+			obj, _ := g.find(ref, r.Kind)
+			out = append(out, Result{Name: fmt.Sprintf("%s / %s %s: %s (cluster)", r.Policy, obj.kind, ref, r.Result), Diff: []string{why}, Duration: d})
+		}
+	}
+	return out
+}
+
+// ensureNamespace creates the namespace when it does not exist (and deletes it at the
+// end); one that exists is used as it is and left.
+func (run *clusterRun) ensureNamespace(ns string) error {
+	if run.made[ns] {
+		return nil
+	}
+	c, cancel := context.WithTimeout(run.ctx, run.o.Timeout)
+	defer cancel()
+	for {
+		_, err := run.cs.CoreV1().Namespaces().Create(c, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		switch {
+		case err == nil:
+			run.made[ns] = true
+			return nil
+		case !apierrors.IsAlreadyExists(err):
+			return fmt.Errorf("create namespace %s: %w", ns, err)
+		}
+		// It exists: used as it is, unless it is being deleted (an earlier run's), which
+		// the namespace controller finishes before it can be made again.
+		cur, err := run.cs.CoreV1().Namespaces().Get(c, ns, metav1.GetOptions{})
+		if err == nil && cur.DeletionTimestamp == nil {
+			return nil
+		}
+		select {
+		case <-c.Done():
+			return fmt.Errorf("namespace %s is being deleted and still there after %s", ns, run.o.Timeout)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (run *clusterRun) deleteNamespaces() {
+	c, cancel := context.WithTimeout(context.WithoutCancel(run.ctx), run.o.Timeout)
+	defer cancel()
+	for ns := range run.made {
+		_ = run.cs.CoreV1().Namespaces().Delete(c, ns, metav1.DeleteOptions{})
+	}
+}
+
+// object is the grid object as the run sends it: a namespaced one in its own namespace
+// (created for the run when missing), or the run's when it names none.
+func (run *clusterRun) object(obj *gridObject) (*unstructured.Unstructured, dynamic.ResourceInterface, error) {
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(obj.raw, &u.Object); err != nil {
+		return nil, nil, err
+	}
+	gvr := gvrOf(obj)
+	if clusterScoped[gvr.Resource] {
+		return u, run.dyn.Resource(gvr), nil
+	}
+	ns := obj.namespace
+	if ns == "" {
+		ns = run.name
+	}
+	if err := run.ensureNamespace(ns); err != nil {
+		return nil, nil, err
+	}
+	u.SetNamespace(ns)
+	return u, run.dyn.Resource(gvr).Namespace(ns), nil
+}
+
+// admissions runs an admission policy's rows: the objects of its UPDATE rows are created
+// before it is swapped in (under the server's own config), then the UPDATE rows update
+// them and the CREATE rows create theirs, each deleted after its row.
+func (run *clusterRun) admissions(gp *GridPolicy, path string, rows []GridResult) (out []Result) {
+	start := time.Now()
+	stored := map[*gridObject]*unstructured.Unstructured{}
+	var updates, creates []GridResult
+	for _, r := range rows {
+		if r.Operation == "UPDATE" {
+			updates = append(updates, r)
+		} else {
+			creates = append(creates, r)
+		}
+	}
+	preErr := map[*gridObject]error{}
+	for _, r := range updates {
+		for _, ref := range r.Resources {
+			obj, _ := run.g.find(ref, r.Kind)
+			if _, done := stored[obj]; done || preErr[obj] != nil {
+				continue
+			}
+			made, err := run.create(obj)
+			if err != nil {
+				preErr[obj] = fmt.Errorf("try: create %s before the policy is in force (for the UPDATE): %w", ref, err)
+				continue
+			}
+			stored[obj] = made
+		}
+	}
+	// Cleanup of the UPDATE rows' objects: before the CREATE rows (which may create the
+	// same objects), and in any case before the policy is swapped out.
+	cleanupStored := func() {
+		for obj, u := range stored {
+			if err := deleteAndWait(run.ctx, run.dyn, run.o, u); err != nil {
+				out = append(out, Result{Name: fmt.Sprintf("%s: cleanup of %s %s", gp.Name, u.GetKind(), u.GetName()), Diff: []string{"cleanup: " + err.Error()}})
+			}
+			delete(stored, obj)
+		}
+	}
+	defer cleanupStored()
+	if err := swapIn(run.ctx, run.cs, run.o, run.original, run.g, gp, path); err != nil {
+		return append(out, failRows(rows, run.g, "try: "+err.Error(), time.Since(start))...)
+	}
+	for i, r := range append(updates, creates...) {
+		if i == len(updates) {
+			cleanupStored()
+		}
+		for _, ref := range r.Resources {
+			obj, _ := run.g.find(ref, r.Kind)
+			name := fmt.Sprintf("%s / %s %s: %s (cluster)", r.Policy, obj.kind, ref, r.Result)
+			if r.Operation == "UPDATE" && preErr[obj] != nil {
+				out = append(out, Result{Name: name, Diff: []string{preErr[obj].Error()}})
+				continue
+			}
+			t := time.Now()
+			diff, made := run.assertAdmission(&r, obj, stored[obj])
+			if made != nil && r.Operation != "UPDATE" {
+				if err := deleteAndWait(run.ctx, run.dyn, run.o, made); err != nil {
+					diff = append(diff, "cleanup: "+err.Error())
+				}
+			}
+			out = append(out, gridRow(name, &r, diff, time.Since(t)))
+		}
+	}
+	return out
+}
+
+// create creates obj under whatever is in force and returns what the cluster stored.
+func (run *clusterRun) create(obj *gridObject) (*unstructured.Unstructured, error) {
+	u, ri, err := run.object(obj)
+	if err != nil {
+		return nil, err
+	}
+	c, cancel := context.WithTimeout(run.ctx, run.o.Timeout)
+	defer cancel()
+	return ri.Create(c, u, metav1.CreateOptions{})
+}
+
+// restore writes the server's config back and, after an admission policy, waits for its
+// reload (the scheduler reports no success; the run's profiles have names of its own, so
+// a reload still under way colours nothing).
+func (run *clusterRun) restore(kind policyKind) error {
+	if kind == placementPolicy {
+		return os.WriteFile(run.o.ServerConfig, run.original, 0o600)
+	}
+	return restore(run.ctx, run.cs, run.o, run.original)
 }
 
 // policyNames lists admission.policies[].name of a server config.
@@ -262,27 +422,30 @@ func gvrOf(obj *gridObject) schema.GroupVersionResource {
 	return gvr
 }
 
-// assertInCluster creates the resource (namespaced ones in the run's namespace) and
-// compares what the cluster said with the result.
-func assertInCluster(ctx context.Context, dyn dynamic.Interface, ws *warnings, o ClusterOptions, g *Grid, r *GridResult, obj *gridObject, ns string) ([]string, *unstructured.Unstructured) {
-	if r.Operation != "" && r.Operation != "CREATE" {
-		return []string{"operation " + r.Operation + ": checked in process only (plugin test without --cluster)"}, nil
+// assertAdmission sends the row's request (CREATE: the object created; UPDATE: the object
+// the run created before the swap, updated with itself) and compares what the cluster said
+// with the result.
+func (run *clusterRun) assertAdmission(r *GridResult, obj *gridObject, stored *unstructured.Unstructured) ([]string, *unstructured.Unstructured) {
+	u, ri, err := run.object(obj)
+	if err != nil {
+		return []string{"try: " + err.Error()}, nil
 	}
-	u := &unstructured.Unstructured{}
-	if err := json.Unmarshal(obj.raw, &u.Object); err != nil {
-		return []string{err.Error()}, nil
-	}
-	gvr := gvrOf(obj)
-	var ri dynamic.ResourceInterface = dyn.Resource(gvr)
-	if !clusterScoped[gvr.Resource] {
-		u.SetNamespace(ns)
-		ri = dyn.Resource(gvr).Namespace(ns)
-	}
-	c, cancel := context.WithTimeout(ctx, o.Timeout)
+	c, cancel := context.WithTimeout(run.ctx, run.o.Timeout)
 	defer cancel()
-	ws.take()
-	made, err := ri.Create(c, u, metav1.CreateOptions{})
-	warned := ws.take()
+	run.ws.take()
+	var made *unstructured.Unstructured
+	if r.Operation == "UPDATE" {
+		// As stored, sent back unchanged: object and old object are the resource (with
+		// what the cluster added: defaults, a node a scheduler bound it to).
+		if cur, gerr := ri.Get(c, stored.GetName(), metav1.GetOptions{}); gerr == nil {
+			made, err = ri.Update(c, cur, metav1.UpdateOptions{})
+		} else {
+			err = gerr
+		}
+	} else {
+		made, err = ri.Create(c, u, metav1.CreateOptions{})
+	}
+	warned := run.ws.take()
 	got, message := "pass", ""
 	var status *apierrors.StatusError
 	switch {
@@ -295,7 +458,7 @@ func assertInCluster(ctx context.Context, dyn dynamic.Interface, ws *warnings, o
 	}
 	var diff []string
 	// skip: the policy is not configured for the request, so the cluster allows it as if
-	// the policy were not there.
+	// the policy were not there (the row is then reported as skipped, gridRow).
 	want := r.Result
 	if want == "skip" {
 		want = "pass"
@@ -310,12 +473,12 @@ func assertInCluster(ctx context.Context, dyn dynamic.Interface, ws *warnings, o
 		diff = append(diff, fmt.Sprintf("want a message containing %q, got %q", r.Message, message))
 	}
 	if r.PatchedResource != "" && made != nil {
-		objs, _ := readObjects(g.path(r.PatchedResource))
+		objs, _ := readObjects(run.g.path(r.PatchedResource))
 		var wantV any
 		_ = json.Unmarshal(objs[0].raw, &wantV)
-		if m, ok := wantV.(map[string]any); ok {
+		if m, ok := wantV.(map[string]any); ok && obj.namespace == "" {
 			if md, ok := m["metadata"].(map[string]any); ok {
-				delete(md, "namespace") // the run's namespace replaces it
+				delete(md, "namespace") // the run's namespace is the object's
 			}
 		}
 		b, _ := json.Marshal(made.Object)

@@ -19,10 +19,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/wasmkube/wasmkube/plugins/admitwasm"
+	"github.com/wasmkube/wasmkube/plugins/schedwasm"
 )
 
-// Grid is a tests.yaml: admission policies crossed with resources, and the result each
-// pair must give, in the shape of kyverno test's kyverno-test.yaml (docs/plugin-kit.md).
+// Grid is a tests.yaml: admission policies and scheduler plugins crossed with resources,
+// and the result each pair must give, in the shape of kyverno test's kyverno-test.yaml
+// (docs/plugin-kit.md). A scheduler plugin's rows are placements: asserted against a live
+// cluster only (RunGridInCluster); in process they are reported as skipped.
 type Grid struct {
 	APIVersion string `json:"apiVersion,omitempty"`
 	Kind       string `json:"kind,omitempty"`
@@ -84,6 +87,9 @@ type GridResult struct {
 	// PatchedResource is a file with the object as a Mutate must leave it (compared
 	// whole).
 	PatchedResource string `json:"patchedResource,omitempty"`
+	// Nodes are where a pod may land, for a scheduler plugin's row with result pass (fail:
+	// the pod stays unschedulable); empty: any node. Placements are asserted with --cluster.
+	Nodes []string `json:"nodes,omitempty"`
 }
 
 type gridObject struct {
@@ -154,6 +160,8 @@ func LoadGrid(path string) (*Grid, error) {
 			return nil, fmt.Errorf("%s.resources: at least one resource is required", field)
 		case r.Operation != "" && r.Operation != "CREATE" && r.Operation != "UPDATE":
 			return nil, fmt.Errorf("%s.operation: %q must be CREATE or UPDATE", field, r.Operation)
+		case len(r.Nodes) > 0 && r.Result != "pass":
+			return nil, fmt.Errorf("%s.nodes: a placement is given with result pass (fail: the pod stays unschedulable), not %s", field, r.Result)
 		}
 		for j, ref := range r.Resources {
 			if _, err := g.find(ref, r.Kind); err != nil {
@@ -261,20 +269,58 @@ func RunGrid(ctx context.Context, g *Grid, module string, o Options) ([]Result, 
 			return nil, fmt.Errorf("policies[%d] (%s): %w", i, gp.Name, err)
 		}
 		plugins[gp.Name] = p
-		if len(p.mod.Kinds().Intersect(admitwasm.Kinds)) == 0 {
-			return nil, fmt.Errorf("policies[%d] (%s): %s exports neither wasmkube_validate nor wasmkube_mutate (a grid checks admission policies)", i, gp.Name, path)
+		if _, err := policyKindOf(p, path); err != nil {
+			return nil, fmt.Errorf("policies[%d] (%s): %w", i, gp.Name, err)
 		}
 	}
 	var out []Result
 	for _, r := range g.Results {
 		for _, ref := range r.Resources {
 			obj, _ := g.find(ref, r.Kind)
+			name := fmt.Sprintf("%s / %s %s: %s", r.Policy, obj.kind, ref, r.Result)
+			if k, _ := policyKindOf(plugins[r.Policy], ""); k == placementPolicy {
+				out = append(out, Result{Name: name, Skipped: true, Diff: []string{"a placement: asserted against a live cluster (plugin test --cluster)"}})
+				continue
+			}
 			start := time.Now()
 			diff := g.runPair(ctx, plugins[r.Policy], policies[r.Policy], &r, obj)
-			out = append(out, Result{Name: fmt.Sprintf("%s / %s %s: %s", r.Policy, obj.kind, ref, r.Result), Passed: len(diff) == 0, Diff: diff, Duration: time.Since(start)})
+			out = append(out, gridRow(name, &r, diff, time.Since(start)))
 		}
 	}
 	return out, nil
+}
+
+// gridRow is a row's result: a skip row that held (the policy was not called) is reported
+// as skipped, as kyverno test counts it, not as passed.
+func gridRow(name string, r *GridResult, diff []string, d time.Duration) Result {
+	res := Result{Name: name, Passed: len(diff) == 0, Diff: diff, Duration: d}
+	if res.Passed && r.Result == "skip" {
+		res.Passed, res.Skipped = false, true
+		res.Diff = []string{"the policy is not configured for this request"}
+	}
+	return res
+}
+
+// policyKind is what a grid's policy is: an admission policy (its rows are requests) or a
+// scheduler plugin (its rows are placements).
+type policyKind int
+
+const (
+	admissionPolicy policyKind = iota
+	placementPolicy
+)
+
+// policyKindOf says what p is by its exports: admission when it exports validate or
+// mutate, a placement when it exports scheduler entry points only.
+func policyKindOf(p *Plugin, path string) (policyKind, error) {
+	kinds := p.mod.Kinds()
+	switch {
+	case len(kinds.Intersect(admitwasm.Kinds)) > 0:
+		return admissionPolicy, nil
+	case len(kinds.Intersect(schedwasm.Kinds)) > 0:
+		return placementPolicy, nil
+	}
+	return 0, fmt.Errorf("%s exports neither an admission entry point (wasmkube_validate, wasmkube_mutate) nor a scheduler one (a grid checks admission policies and placements)", path)
 }
 
 func (g *Grid) runPair(ctx context.Context, p *Plugin, gp *GridPolicy, r *GridResult, obj *gridObject) []string {
