@@ -12,7 +12,7 @@ GOTEST_FLAGS ?= -count=1 -timeout 25m
 # the others assert millisecond limits the race detector's slowdown breaks) the wasm
 # instance pool and the kubelet's pod workers.
 RACE_PKGS := ./core/storage/ ./core/scheduler/queue/ ./core/scheduler/cache/ ./internal/configwatch/ ./core/controller/nodeipam/ ./kubelet/overlay/ ./plugins/wasmoci/
-RACE_WASMHOST_RUN := TestPoolHammer|TestCycleStateIsSharedByInstances|TestCallerCancellation|TestClosedPool|TestRunawayLoop|TestObjectCache|TestModulesShareCompiledCodeByContent
+RACE_WASMHOST_RUN := TestPoolHammer|TestCycleStateIsSharedByInstances|TestCallerCancellation|TestClosedPool|TestRunawayLoop|TestObjectCache|TestModulesShareCompiledCodeByContent|TestMemoryOutlivesACloseUnderACall|TestSetsCloseWhatTheLastUserLetsGo
 RACE_KUBELET_RUN := TestWorkerOrderingOnFakeRuntime|TestStatusOnlyChange|TestImageNeverPullReason
 
 .PHONY: all deps build examples images test race fuzz chaos unit run bench clean
