@@ -11,13 +11,8 @@ import (
 	"github.com/wasmkube/wasmkube/core/apiserver/handlers"
 )
 
-// Well-known identities.
-const (
-	adminUser      = "wasmkube-admin"
-	loopbackUser   = "system:apiserver"
-	tokensFileName = "tokens.json"
-	joinTokenFile  = "join-token"
-)
+// joinTokenFile holds the join token in the data dir.
+const joinTokenFile = "join-token"
 
 func bearerToken(h string) string {
 	const p = "Bearer "

@@ -1,12 +1,10 @@
 package apiserver
 
 import (
-	"crypto/sha256"
 	"fmt"
 
 	"k8s.io/client-go/rest"
 
-	"github.com/wasmkube/wasmkube/core/apiserver/admission"
 	"github.com/wasmkube/wasmkube/core/apiserver/authz"
 )
 
@@ -36,22 +34,5 @@ func (s *Server) ComponentRESTConfig(user string) (*rest.Config, error) {
 	if !componentUsers[user] {
 		return nil, fmt.Errorf("apiserver: no component credential for user %q (want %s or %s)", user, authz.SchedulerUser, authz.ControllerManagerUser)
 	}
-	return s.restConfig(s.auth.componentToken(user)), nil
-}
-
-// componentToken returns the in-memory token of a component user, making it on first use.
-func (a *authenticator) componentToken(user string) string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if tok, ok := a.componentTokens[user]; ok {
-		return tok
-	}
-	if a.componentTokens == nil {
-		a.componentTokens = map[string]string{}
-		a.components = map[[32]byte]admission.UserInfo{}
-	}
-	tok := randomToken(24)
-	a.componentTokens[user] = tok
-	a.components[sha256.Sum256([]byte(tok))] = admission.UserInfo{Name: user, Groups: []string{authz.AuthenticatedGroup}}
-	return tok
+	return s.restConfig(s.auth.ComponentToken(user)), nil
 }

@@ -3,18 +3,15 @@ package apiserver
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/csv"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
-	"os"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/apiserver/authn"
 	"github.com/wasmkube/wasmkube/core/apiserver/authz"
 )
 
@@ -22,7 +19,7 @@ import (
 // the ClusterRole aggregator, and reconciles the default roles and bindings.
 func (s *Server) startAuthorizers(ctx, bg context.Context) error {
 	if s.opts.TokenAuthFile != "" {
-		m, err := loadTokenFile(s.opts.TokenAuthFile)
+		m, err := authn.LoadTokenFile(s.opts.TokenAuthFile)
 		if err != nil {
 			return err
 		}
@@ -32,55 +29,6 @@ func (s *Server) startAuthorizers(ctx, bg context.Context) error {
 }
 
 // ---- static tokens (upstream's --token-auth-file) ----
-
-// loadTokenFile reads token,user,uid[,"group1,group2"] lines; blank lines and lines
-// starting with # are skipped. Every user is also in system:authenticated.
-func loadTokenFile(path string) (map[[32]byte]admission.UserInfo, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("token auth file: %w", err)
-	}
-	defer f.Close()
-	r := csv.NewReader(f)
-	r.FieldsPerRecord = -1
-	r.Comment = '#'
-	r.TrimLeadingSpace = true
-	m := map[[32]byte]admission.UserInfo{}
-	for {
-		rec, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("token auth file %s: %w", path, err)
-		}
-		line, _ := r.FieldPos(0)
-		if len(rec) < 3 {
-			return nil, fmt.Errorf("token auth file %s, line %d: want token,user,uid[,groups], got %d fields", path, line, len(rec))
-		}
-		tok, name := strings.TrimSpace(rec[0]), strings.TrimSpace(rec[1])
-		if tok == "" || name == "" {
-			return nil, fmt.Errorf("token auth file %s, line %d: token and user must not be empty", path, line)
-		}
-		h := sha256.Sum256([]byte(tok))
-		if _, dup := m[h]; dup {
-			return nil, fmt.Errorf("token auth file %s, line %d: duplicate token", path, line)
-		}
-		u := admission.UserInfo{Name: name}
-		if len(rec) > 3 {
-			for _, g := range strings.Split(rec[3], ",") {
-				if g = strings.TrimSpace(g); g != "" {
-					u.Groups = append(u.Groups, g)
-				}
-			}
-		}
-		if !u.InGroup(authz.AuthenticatedGroup) {
-			u.Groups = append(u.Groups, authz.AuthenticatedGroup)
-		}
-		m[h] = u
-	}
-	return m, nil
-}
 
 func (s *Server) authenticateStatic(token string) (admission.UserInfo, bool) {
 	if token == "" || s.staticTokens == nil {

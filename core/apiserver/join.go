@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/apiserver/authn"
 	"github.com/wasmkube/wasmkube/core/apiserver/authz"
 	"github.com/wasmkube/wasmkube/core/apiserver/handlers"
 )
@@ -67,15 +68,15 @@ func (s *Server) serveJoin(w http.ResponseWriter, r *http.Request) {
 		handlers.WriteError(w, apierrors.NewMethodNotSupported(schema.GroupResource{Group: "wasmkube", Resource: "join"}, strings.ToLower(r.Method)))
 		return
 	}
-	src := sourceIP(r)
+	src := authn.SourceIP(r)
 	// A source over its budget is not even checked: the join secret mints identities.
-	if wait, blocked := s.joinFailures.blocked(src); blocked {
-		writeTooManyFailures(w, "join", wait)
+	if wait, blocked := s.joinFailures.Blocked(src); blocked {
+		authn.WriteTooManyFailures(w, "join", wait)
 		return
 	}
-	if !s.auth.checkJoinSecret(bearerToken(r.Header.Get("Authorization"))) {
-		if wait, over := s.joinFailures.fail(src); over {
-			writeTooManyFailures(w, "join", wait)
+	if !s.auth.CheckJoinSecret(bearerToken(r.Header.Get("Authorization"))) {
+		if wait, over := s.joinFailures.Fail(src); over {
+			authn.WriteTooManyFailures(w, "join", wait)
 			return
 		}
 		handlers.WriteError(w, apierrors.NewUnauthorized("Unauthorized: join with the secret after '::' in the server's join-token"))
@@ -85,8 +86,8 @@ func (s *Server) serveJoin(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	cred, err := s.auth.join(jr.NodeName)
-	if errors.Is(err, errNodeHasCredential) {
+	cred, err := s.auth.Join(jr.NodeName)
+	if errors.Is(err, authn.ErrNodeHasCredential) {
 		s.log.Warn("join refused: node has a credential", "node", jr.NodeName, "remote", r.RemoteAddr)
 		handlers.WriteError(w, &apierrors.StatusError{ErrStatus: metav1.Status{
 			Status: metav1.StatusFailure, Code: http.StatusConflict, Reason: metav1.StatusReasonAlreadyExists,
@@ -104,8 +105,8 @@ func (s *Server) serveJoin(w http.ResponseWriter, r *http.Request) {
 	handlers.WriteJSON(w, http.StatusOK, s.joinResponse(cred), handlers.OutJSON)
 }
 
-func (s *Server) joinResponse(c nodeCred) JoinResponse {
-	return JoinResponse{Token: c.Token, CACert: string(s.pki.caPEM), Issued: c.Issued.UTC(), Expires: c.Expires.UTC(), NetworkPolicyToken: c.Agent}
+func (s *Server) joinResponse(c authn.NodeCred) JoinResponse {
+	return JoinResponse{Token: c.Token, CACert: string(s.pki.CAPEM), Issued: c.Issued.UTC(), Expires: c.Expires.UTC(), NetworkPolicyToken: c.Agent}
 }
 
 // readJoinRequest decodes and validates a {"nodeName": ...} body; it answers the error.
@@ -122,7 +123,7 @@ func readJoinRequest(w http.ResponseWriter, r *http.Request) (JoinRequest, bool)
 		handlers.WriteError(w, apierrors.NewBadRequest("malformed node credential request: "+err.Error()))
 		return jr, false
 	}
-	if err := validNodeName(field.NewPath("nodeName"), jr.NodeName); err != nil {
+	if err := authn.ValidNodeName(field.NewPath("nodeName"), jr.NodeName); err != nil {
 		handlers.WriteError(w, apierrors.NewBadRequest("invalid node credential request: "+err.Error()))
 		return jr, false
 	}
@@ -136,8 +137,8 @@ func (s *Server) authenticateLimited(w http.ResponseWriter, r *http.Request) (ad
 	if ok {
 		return u, true
 	}
-	if wait, over := s.bearerFailures.fail(sourceIP(r)); over {
-		writeTooManyFailures(w, "authentication", wait)
+	if wait, over := s.bearerFailures.Fail(authn.SourceIP(r)); over {
+		authn.WriteTooManyFailures(w, "authentication", wait)
 		return u, false
 	}
 	handlers.WriteError(w, apierrors.NewUnauthorized("Unauthorized: a valid bearer token is required (see admin.kubeconfig in the server's data dir)"))
@@ -159,8 +160,8 @@ func (s *Server) serveRenew(w http.ResponseWriter, r *http.Request) {
 		handlers.WriteError(w, apierrors.NewForbidden(credentialsResource, "", fmt.Errorf("user %q is not a node: only a node renews its own credential", u.Name)))
 		return
 	}
-	cred, err := s.auth.rotate(node, bearerToken(r.Header.Get("Authorization")))
-	if errors.Is(err, errNotCurrent) {
+	cred, err := s.auth.Rotate(node, bearerToken(r.Header.Get("Authorization")))
+	if errors.Is(err, authn.ErrNotCurrent) {
 		handlers.WriteError(w, apierrors.NewUnauthorized(fmt.Sprintf("Unauthorized: renew node %s with its current credential", node)))
 		return
 	}
@@ -190,7 +191,7 @@ func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	found, err := s.auth.revoke(jr.NodeName)
+	found, err := s.auth.Revoke(jr.NodeName)
 	if err != nil {
 		handlers.WriteError(w, apierrors.NewInternalError(fmt.Errorf("revoke credential of node %s: %w", jr.NodeName, err)))
 		return

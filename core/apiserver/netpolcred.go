@@ -1,15 +1,13 @@
 package apiserver
 
 import (
-	"crypto/sha256"
 	"fmt"
 	"net/http"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/rest"
 
-	"github.com/wasmkube/wasmkube/core/apiserver/admission"
-	"github.com/wasmkube/wasmkube/core/apiserver/authz"
+	"github.com/wasmkube/wasmkube/core/apiserver/authn"
 )
 
 // The NetworkPolicy enforcer of each node (kubelet/netpol) reads every pod, namespace and
@@ -20,60 +18,20 @@ import (
 // system:wasmkube:network-policy-agent:<node> in group system:wasmkube:network-policy-agents,
 // which RBAC's system:wasmkube:network-policy-agent binding lets list and watch pods and
 // namespaces and read NetworkPolicies, and nothing else. docs/networkpolicy.md.
+// The tokens are the authenticator's (authn/credentials.go).
 const (
-	NetworkPolicyAgentUserPrefix = "system:wasmkube:network-policy-agent:"
-	NetworkPolicyAgentsGroup     = authz.NetworkPolicyAgentsGroup // RBAC binds it (rbac.go)
+	NetworkPolicyAgentUserPrefix = authn.NetworkPolicyAgentUserPrefix
+	NetworkPolicyAgentsGroup     = authn.NetworkPolicyAgentsGroup
 )
-
-func networkPolicyAgent(node string) admission.UserInfo {
-	return admission.UserInfo{Name: NetworkPolicyAgentUserPrefix + node, Groups: []string{NetworkPolicyAgentsGroup, authz.AuthenticatedGroup}}
-}
-
-// addAgentTokens maps c's enforcer tokens (current and, during a rotation's grace, the
-// previous one) to node's enforcer.
-func addAgentTokens(byHash map[[32]byte]tokenEntry, node string, c nodeCred) {
-	u := networkPolicyAgent(node)
-	if c.Agent != "" {
-		byHash[sha256.Sum256([]byte(c.Agent))] = tokenEntry{user: u, expires: c.Expires}
-	}
-	if c.PreviousAgent != "" && c.Previous != "" {
-		byHash[sha256.Sum256([]byte(c.PreviousAgent))] = tokenEntry{user: u, expires: c.PreviousExpires}
-	}
-}
-
-// currentAgentToken is the enforcer's token of node's current credential (currentNodeToken
-// rotates it when due). A credential kept from before enforcers had their own gets one here.
-func (a *authenticator) currentAgentToken(node string) (string, error) {
-	if _, err := a.currentNodeToken(node); err != nil {
-		return "", err
-	}
-	a.mu.RLock()
-	c := a.file.Nodes[node]
-	a.mu.RUnlock()
-	if c.Agent != "" {
-		return c.Agent, nil
-	}
-	var out string
-	err := a.update(func(tf *tokenFile) error {
-		c := tf.Nodes[node]
-		if c.Agent == "" {
-			c.Agent = randomToken(24)
-			tf.Nodes[node] = c
-		}
-		out = c.Agent
-		return nil
-	})
-	return out, err
-}
 
 // NetworkPolicyRESTConfig is the credential of the NetworkPolicy enforcer of nodeName's
 // kubelet in this process (user system:wasmkube:network-policy-agent:<nodeName>), issued
 // and rotated with the node's (NodeRESTConfig): every request carries the current token.
 func (s *Server) NetworkPolicyRESTConfig(nodeName string) (*rest.Config, error) {
-	if err := validNodeName(field.NewPath("nodeName"), nodeName); err != nil {
+	if err := authn.ValidNodeName(field.NewPath("nodeName"), nodeName); err != nil {
 		return nil, fmt.Errorf("apiserver: NetworkPolicy enforcer credential: %w", err)
 	}
-	tok, err := s.auth.currentAgentToken(nodeName)
+	tok, err := s.auth.CurrentAgentToken(nodeName)
 	if err != nil {
 		return nil, fmt.Errorf("apiserver: issue the NetworkPolicy enforcer's token for node %s: %w", nodeName, err)
 	}
@@ -88,11 +46,11 @@ func (s *Server) NetworkPolicyRESTConfig(nodeName string) (*rest.Config, error) 
 type agentTokenTransport struct {
 	rt   http.RoundTripper
 	node string
-	auth *authenticator
+	auth *authn.Authenticator
 }
 
 func (t *agentTokenTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	tok, err := t.auth.currentAgentToken(t.node)
+	tok, err := t.auth.CurrentAgentToken(t.node)
 	if err != nil {
 		return nil, fmt.Errorf("NetworkPolicy enforcer credential for %s: %w", t.node, err)
 	}

@@ -5,11 +5,12 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/wasmkube/wasmkube/core/apiserver/authn"
 	"github.com/wasmkube/wasmkube/core/apiserver/encryption"
 )
 
 // EncryptionConfigFile is the default encryption config in the data dir.
-const EncryptionConfigFile = "encryption-config.yaml"
+const EncryptionConfigFile = authn.EncryptionConfigFile
 
 // loadEncryption loads Options.EncryptionConfig, or the data dir's default (created on
 // first start).

@@ -27,6 +27,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/apiserver/authn"
 	"github.com/wasmkube/wasmkube/core/apiserver/authz"
 	"github.com/wasmkube/wasmkube/core/apiserver/defaults"
 	"github.com/wasmkube/wasmkube/core/apiserver/registry"
@@ -39,6 +40,10 @@ const DefaultListen = "127.0.0.1:6443"
 
 // DefaultServiceCIDR is the range service cluster IPs are allocated from.
 const DefaultServiceCIDR = "10.96.0.0/16"
+
+// DefaultNodeCredentialTTL is how long a node credential is valid unless
+// Options.NodeCredentialTTL says otherwise.
+const DefaultNodeCredentialTTL = authn.DefaultNodeCredentialTTL
 
 // Options configure a Server.
 type Options struct {
@@ -100,12 +105,12 @@ type Server struct {
 	nodeStats nodeStatsCache
 	// crds are the custom resources, which change at run time (customresources.go).
 	crds *customResources
-	auth *authenticator
+	auth *authn.Authenticator
 	// joinFailures and bearerFailures budget failed join secrets and bearer tokens per
 	// source IP (ratelimit.go).
-	joinFailures   *failureLimiter
-	bearerFailures *failureLimiter
-	pki            *pki
+	joinFailures   *authn.FailureLimiter
+	bearerFailures *authn.FailureLimiter
+	pki            *authn.PKI
 	chain          *admission.Chain
 	metrics        *apiMetrics
 	ln             net.Listener
@@ -224,7 +229,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.runOnce.Do(func() {
 		started = true
 		srv := s.httpServer() // the timeouts and limits of httpguard.go
-		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{s.pki.serving}, MinVersion: tls.VersionTLS12}
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{s.pki.Serving}, MinVersion: tls.VersionTLS12}
 		srv.ErrorLog = slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)
 		serveErr := make(chan error, 2)
 		go func() { serveErr <- srv.ServeTLS(s.ln, "", "") }()
@@ -275,7 +280,7 @@ func (s *Server) Ready() <-chan struct{} { return s.ready }
 func (s *Server) URL() string { return s.url }
 
 // CACertPEM is the cluster CA certificate.
-func (s *Server) CACertPEM() []byte { return append([]byte(nil), s.pki.caPEM...) }
+func (s *Server) CACertPEM() []byte { return append([]byte(nil), s.pki.CAPEM...) }
 
 // PrepareDataDir creates the data dir with mode 0700, or tightens an existing one to
 // 0700: it holds the CA key, the tokens and etcd's data, which no other user may read
@@ -305,10 +310,12 @@ func (s *Server) AdminKubeconfigPath() string {
 }
 
 // JoinToken is the token kubelets on other hosts join with (also in <data-dir>/join-token).
-func (s *Server) JoinToken() string { return "K10" + caHash(s.pki.caPEM) + "::" + s.auth.file.Join }
+func (s *Server) JoinToken() string {
+	return "K10" + authn.CAHash(s.pki.CAPEM) + "::" + s.auth.File.Join
+}
 
 // AdminRESTConfig is a client config with full rights (group system:masters).
-func (s *Server) AdminRESTConfig() *rest.Config { return s.restConfig(s.auth.file.Admin) }
+func (s *Server) AdminRESTConfig() *rest.Config { return s.restConfig(s.auth.File.Admin) }
 
 // NodeRESTConfig is the credential of the kubelet of nodeName (user
 // system:node:<nodeName>, group system:nodes) for components in this process, issued on
@@ -317,10 +324,10 @@ func (s *Server) AdminRESTConfig() *rest.Config { return s.restConfig(s.auth.fil
 // due, so a long-lived client keeps working; BearerToken is the token at the time of the
 // call.
 func (s *Server) NodeRESTConfig(nodeName string) (*rest.Config, error) {
-	if err := validNodeName(field.NewPath("nodeName"), nodeName); err != nil {
+	if err := authn.ValidNodeName(field.NewPath("nodeName"), nodeName); err != nil {
 		return nil, fmt.Errorf("apiserver: node credential: %w", err)
 	}
-	tok, err := s.auth.currentNodeToken(nodeName)
+	tok, err := s.auth.CurrentNodeToken(nodeName)
 	if err != nil {
 		return nil, fmt.Errorf("apiserver: issue token for node %s: %w", nodeName, err)
 	}
@@ -335,11 +342,11 @@ func (s *Server) NodeRESTConfig(nodeName string) (*rest.Config, error) {
 type nodeTokenTransport struct {
 	rt   http.RoundTripper
 	node string
-	auth *authenticator
+	auth *authn.Authenticator
 }
 
 func (t *nodeTokenTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	tok, err := t.auth.currentNodeToken(t.node)
+	tok, err := t.auth.CurrentNodeToken(t.node)
 	if err != nil {
 		return nil, fmt.Errorf("node credential for %s: %w", t.node, err)
 	}
@@ -360,19 +367,19 @@ func (s *Server) restConfig(token string) *rest.Config {
 
 func (s *Server) writeKubeconfig() error {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["wasmkube"] = &clientcmdapi.Cluster{Server: s.url, CertificateAuthorityData: s.pki.caPEM}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: s.auth.file.Admin}
+	cfg.Clusters["wasmkube"] = &clientcmdapi.Cluster{Server: s.url, CertificateAuthorityData: s.pki.CAPEM}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: s.auth.File.Admin}
 	cfg.Contexts["wasmkube"] = &clientcmdapi.Context{Cluster: "wasmkube", AuthInfo: "admin", Namespace: "default"}
 	cfg.CurrentContext = "wasmkube"
 	b, err := clientcmd.Write(*cfg)
 	if err != nil {
 		return fmt.Errorf("apiserver: encode admin.kubeconfig: %w", err)
 	}
-	return writeFileAtomic(s.AdminKubeconfigPath(), b, 0o600)
+	return authn.WriteFileAtomic(s.AdminKubeconfigPath(), b, 0o600)
 }
 
 func (s *Server) writeJoinToken() error {
-	return writeFileAtomic(filepath.Join(s.opts.DataDir, joinTokenFile), []byte(s.JoinToken()+"\n"), 0o600)
+	return authn.WriteFileAtomic(filepath.Join(s.opts.DataDir, joinTokenFile), []byte(s.JoinToken()+"\n"), 0o600)
 }
 
 // stoppedCh is closed when Run starts shutting down; watch and log streams end then.

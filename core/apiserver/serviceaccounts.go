@@ -21,9 +21,6 @@ import (
 	"github.com/wasmkube/wasmkube/core/storage"
 )
 
-// serviceAccountKeyFile is the token signing key, under the data dir's pki/.
-const serviceAccountKeyFile = "sa.key"
-
 // defaultTokenSeconds is a TokenRequest's expiry when it asks for none, as upstream.
 const defaultTokenSeconds = 3600
 
@@ -39,7 +36,7 @@ func (s *Server) apiAudiences() []string { return []string{s.saTokens.Issuer()} 
 // authenticate maps a bearer token to its user: the server's own tokens first, then
 // service account tokens.
 func (s *Server) authenticate(ctx context.Context, token string) (admission.UserInfo, bool) {
-	if u, ok := s.auth.authenticate(token); ok {
+	if u, ok := s.auth.Authenticate(token); ok {
 		return u, true
 	}
 	u, _, err := s.authenticateServiceAccount(ctx, token, s.apiAudiences())
@@ -221,7 +218,7 @@ func (s *Server) seedServiceAccounts(ctx context.Context, namespaces ...string) 
 			return fmt.Errorf("apiserver: create service account %s/default: %w", ns, err)
 		}
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: admission.RootCAConfigMap, Namespace: ns},
-			Data: map[string]string{"ca.crt": string(s.pki.caPEM)}}
+			Data: map[string]string{"ca.crt": string(s.pki.CAPEM)}}
 		cms.PrepareForCreate(cm, now)
 		if _, err := cms.Storage.Create(ctx, cms.Key(ns, cm.Name), cm); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
 			return fmt.Errorf("apiserver: create configmap %s/%s: %w", ns, cm.Name, err)

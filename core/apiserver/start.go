@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/apiserver/authn"
 	"github.com/wasmkube/wasmkube/core/apiserver/authz"
 	"github.com/wasmkube/wasmkube/core/apiserver/defaults"
 	"github.com/wasmkube/wasmkube/core/apiserver/openapi"
@@ -69,8 +70,8 @@ func newServer(opts Options) *Server {
 		stores: map[schema.GroupVersionResource]*registry.Store{}, metrics: newMetrics(),
 		metricsHandler: promhttp.Handler(), openapi: openapi.Handler(),
 		ready: make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}),
-		joinFailures:   newFailureLimiter(joinFailureRate, joinFailureBurst),
-		bearerFailures: newFailureLimiter(bearerFailureRate, bearerFailureBurst),
+		joinFailures:   authn.NewFailureLimiter(joinFailureRate, joinFailureBurst),
+		bearerFailures: authn.NewFailureLimiter(bearerFailureRate, bearerFailureBurst),
 	}
 }
 
@@ -78,14 +79,14 @@ func newServer(opts Options) *Server {
 // (through etcd first when several servers share it: identity.go).
 func (s *Server) loadIdentity(ctx context.Context, host string) error {
 	pkiDir := filepath.Join(s.opts.DataDir, "pki")
-	var shared *sharedIdentity
+	var shared *authn.SharedIdentity
 	if len(s.opts.EtcdEndpoints) > 0 {
-		shared = newSharedIdentity(s.backend, s.opts.DataDir, s.opts.EncryptionConfig == "")
-		err := shared.sync(ctx, func() error {
-			if _, err := loadOrCreatePKI(pkiDir, servingHosts(host, s.opts.AdvertiseAddress, s.opts.ServiceCIDR)); err != nil {
+		shared = authn.NewSharedIdentity(s.backend, s.opts.DataDir, s.opts.EncryptionConfig == "")
+		err := shared.Sync(ctx, func() error {
+			if _, err := authn.LoadOrCreatePKI(pkiDir, authn.ServingHosts(host, s.opts.AdvertiseAddress, s.opts.ServiceCIDR)); err != nil {
 				return err
 			}
-			_, err := loadOrCreateTokens(s.opts.DataDir, s.opts.NodeCredentialTTL)
+			_, err := authn.LoadOrCreateTokens(s.opts.DataDir, s.opts.NodeCredentialTTL)
 			return err
 		})
 		if err != nil {
@@ -93,14 +94,14 @@ func (s *Server) loadIdentity(ctx context.Context, host string) error {
 		}
 	}
 	var err error
-	if s.pki, err = loadOrCreatePKI(pkiDir, servingHosts(host, s.opts.AdvertiseAddress, s.opts.ServiceCIDR)); err != nil {
+	if s.pki, err = authn.LoadOrCreatePKI(pkiDir, authn.ServingHosts(host, s.opts.AdvertiseAddress, s.opts.ServiceCIDR)); err != nil {
 		return fmt.Errorf("apiserver: %w", err)
 	}
-	if s.auth, err = loadOrCreateTokens(s.opts.DataDir, s.opts.NodeCredentialTTL); err != nil {
+	if s.auth, err = authn.LoadOrCreateTokens(s.opts.DataDir, s.opts.NodeCredentialTTL); err != nil {
 		return fmt.Errorf("apiserver: %w", err)
 	}
-	s.auth.shared = shared
-	if s.saTokens, err = serviceaccount.LoadOrCreate(filepath.Join(pkiDir, serviceAccountKeyFile), serviceaccount.DefaultIssuer); err != nil {
+	s.auth.Shared = shared
+	if s.saTokens, err = serviceaccount.LoadOrCreate(filepath.Join(pkiDir, authn.ServiceAccountKeyFile), serviceaccount.DefaultIssuer); err != nil {
 		return fmt.Errorf("apiserver: %w", err)
 	}
 	s.kubeletClient = newKubeletClient()
@@ -211,7 +212,7 @@ func (s *Server) startBackground(ctx context.Context, pa *policyAdmission) error
 	s.namespaces = &nsCache{st: s.stores[corev1.SchemeGroupVersion.WithResource("namespaces")]}
 	go s.namespaces.run(bg)
 	go s.crds.run(bg)
-	go s.auth.resync(bg, sharedResyncInterval)
+	go s.auth.Resync(bg, authn.SharedResyncInterval)
 	if err := s.startAuthorizers(ctx, bg); err != nil {
 		return fmt.Errorf("apiserver: %w", err)
 	}

@@ -3,12 +3,7 @@ package apiserver
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"net"
@@ -26,7 +21,6 @@ import (
 	proxy "k8s.io/apiserver/pkg/util/proxy"
 	"k8s.io/streaming/pkg/httpstream/wsstream"
 
-	"github.com/wasmkube/wasmkube/core/apiserver/authz"
 	"github.com/wasmkube/wasmkube/core/apiserver/handlers"
 	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 )
@@ -80,7 +74,7 @@ type kubeletStreams struct {
 func (s *Server) streamTransport() (*http.Transport, error) {
 	ks := &s.kubeletStreams
 	ks.once.Do(func() {
-		cert, err := s.pki.kubeletClientCert()
+		cert, err := s.pki.KubeletClientCert()
 		if err != nil {
 			ks.err = fmt.Errorf("kubelet client certificate: %w", err)
 			return
@@ -93,29 +87,6 @@ func (s *Server) streamTransport() (*http.Transport, error) {
 		}
 	})
 	return ks.tr, ks.err
-}
-
-// kubeletClientCert issues the API server's client certificate for kubelets, signed by
-// the cluster CA and valid for a year; it lives in memory only and is issued again at
-// each start.
-func (p *pki) kubeletClientCert() (tls.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: "wasmkube-apiserver-kubelet-client", Organization: []string{authz.MastersGroup}},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().AddDate(1, 0, 0),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.caCert, &key.PublicKey, p.caKey)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }
 
 // streamError answers a failed upgrade as a Status.

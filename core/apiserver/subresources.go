@@ -301,7 +301,7 @@ func (s *Server) serveTokenReview(rq *handlers.Request) error {
 	if tr.Spec.Token == "" {
 		return apierrors.NewInvalid(tokenReviewRes.GVK().GroupKind(), "", field.ErrorList{field.Required(field.NewPath("spec", "token"), "")})
 	}
-	u, ok := s.auth.authenticate(tr.Spec.Token)
+	u, ok := s.auth.Authenticate(tr.Spec.Token)
 	auds := tr.Spec.Audiences
 	var saErr error
 	if !ok {
@@ -415,7 +415,7 @@ func (s *Server) servePodLog(ctx context.Context, rq *handlers.Request, st *regi
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+s.auth.file.Loopback)
+	req.Header.Set("Authorization", "Bearer "+s.auth.File.Loopback)
 	resp, err := s.kubeletClient.Do(req)
 	if err != nil {
 		return apierrors.NewServiceUnavailable(fmt.Sprintf("reach kubelet of node %s at %s: %v", pod.Spec.NodeName, addr, err))

@@ -1,4 +1,4 @@
-package apiserver
+package authn
 
 import (
 	"crypto/x509"
@@ -13,16 +13,16 @@ import (
 // names were added (an existing data dir) is reissued at the next start under the same CA.
 func TestServingCertificateCoversInClusterNames(t *testing.T) {
 	dir := t.TempDir()
-	old, err := loadOrCreatePKI(dir, []string{"127.0.0.1", "localhost", "::1"})
+	old, err := LoadOrCreatePKI(dir, []string{"127.0.0.1", "localhost", "::1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if leaf, _ := x509.ParseCertificate(old.serving.Certificate[0]); leaf.VerifyHostname("10.96.0.1") == nil {
+	if leaf, _ := x509.ParseCertificate(old.Serving.Certificate[0]); leaf.VerifyHostname("10.96.0.1") == nil {
 		t.Fatal("setup: the old certificate already covers 10.96.0.1")
 	}
 	caBefore, _ := os.ReadFile(filepath.Join(dir, "ca.crt"))
 
-	p, err := loadOrCreatePKI(dir, servingHosts("127.0.0.1", "", "10.96.0.0/16"))
+	p, err := LoadOrCreatePKI(dir, ServingHosts("127.0.0.1", "", "10.96.0.0/16"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestServingCertificateCoversInClusterNames(t *testing.T) {
 	if string(caBefore) != string(caAfter) {
 		t.Fatal("the CA changed when the serving certificate was reissued")
 	}
-	leaf, err := x509.ParseCertificate(p.serving.Certificate[0])
+	leaf, err := x509.ParseCertificate(p.Serving.Certificate[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,11 +44,11 @@ func TestServingCertificateCoversInClusterNames(t *testing.T) {
 	}
 	// The advertise address (the pod bridge's gateway under `wasmkube up`) is added by a
 	// reissue under the same CA.
-	p, err = loadOrCreatePKI(dir, servingHosts("127.0.0.1", "10.42.0.1", "10.96.0.0/16"))
+	p, err = LoadOrCreatePKI(dir, ServingHosts("127.0.0.1", "10.42.0.1", "10.96.0.0/16"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	leaf, _ = x509.ParseCertificate(p.serving.Certificate[0])
+	leaf, _ = x509.ParseCertificate(p.Serving.Certificate[0])
 	if _, err := leaf.Verify(x509.VerifyOptions{DNSName: "10.42.0.1", Roots: roots}); err != nil {
 		t.Errorf("serving certificate for the advertise address: %v", err)
 	}

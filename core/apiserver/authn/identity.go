@@ -1,4 +1,4 @@
-package apiserver
+package authn
 
 import (
 	"bytes"
@@ -49,12 +49,12 @@ const (
 	sealedType = corev1.SecretType("wasmkube.io/identity-aes-gcm-v1")
 )
 
-// sharedIdentity mirrors ca.crt, ca.key, tokens.json, the service account signing key
+// SharedIdentity mirrors ca.crt, ca.key, tokens.json, the service account signing key
 // (pki/sa.key) and, unless the server was given --encryption-provider-config, the default
 // encryption-config.yaml between etcd and the data dir, so that every API server of the
 // cluster signs and accepts the same service account tokens and reads the others'
 // Secrets.
-type sharedIdentity struct {
+type SharedIdentity struct {
 	s       storage.Interface
 	dataDir string
 	aead    cipher.AEAD
@@ -63,8 +63,15 @@ type sharedIdentity struct {
 	shareEncryption bool
 }
 
-func newSharedIdentity(b *storage.Backend, dataDir string, shareEncryption bool) *sharedIdentity {
-	return &sharedIdentity{
+// encryptionConfigFile is the default encryption config in the data dir;
+// serviceAccountKeyFile the token signing key, under the data dir's pki/.
+const (
+	EncryptionConfigFile  = "encryption-config.yaml"
+	ServiceAccountKeyFile = "sa.key"
+)
+
+func NewSharedIdentity(b *storage.Backend, dataDir string, shareEncryption bool) *SharedIdentity {
+	return &SharedIdentity{
 		s:       b.ForResource(identityResource, func() runtime.Object { return &corev1.Secret{} }, func() runtime.Object { return &corev1.SecretList{} }),
 		dataDir: dataDir, shareEncryption: shareEncryption,
 	}
@@ -78,12 +85,12 @@ const (
 	encryptionName = EncryptionConfigFile
 )
 
-func (si *sharedIdentity) files() map[string]string {
+func (si *SharedIdentity) files() map[string]string {
 	f := map[string]string{
 		"ca.crt":      filepath.Join(si.dataDir, "pki", "ca.crt"),
 		"ca.key":      filepath.Join(si.dataDir, "pki", "ca.key"),
 		"tokens.json": filepath.Join(si.dataDir, tokensFileName),
-		saKeyName:     filepath.Join(si.dataDir, "pki", serviceAccountKeyFile),
+		saKeyName:     filepath.Join(si.dataDir, "pki", ServiceAccountKeyFile),
 	}
 	if si.shareEncryption {
 		f[encryptionName] = filepath.Join(si.dataDir, EncryptionConfigFile)
@@ -92,7 +99,7 @@ func (si *sharedIdentity) files() map[string]string {
 }
 
 // createLate makes the local file of a name added after the first version, when missing.
-func (si *sharedIdentity) createLate(name string) error {
+func (si *SharedIdentity) createLate(name string) error {
 	path := si.files()[name]
 	if _, err := os.Stat(path); err == nil || !errors.Is(err, os.ErrNotExist) {
 		return err
@@ -111,7 +118,7 @@ func (si *sharedIdentity) createLate(name string) error {
 // markerPath holds the sha256 of the encryption config last mirrored from or published to
 // etcd: a local file that no longer matches it was edited here (a key rotation) and is
 // published; one that matches it is only stale and takes the cluster's.
-func (si *sharedIdentity) markerPath() string {
+func (si *SharedIdentity) markerPath() string {
 	return filepath.Join(si.dataDir, EncryptionConfigFile+".synced")
 }
 
@@ -123,7 +130,7 @@ func sum(b []byte) string { h := sha256.Sum256(b); return hex.EncodeToString(h[:
 // cluster's without ever having been synced is an error (the secrets this server wrote
 // under its own key would be lost by taking the cluster's). It returns the files to
 // mirror locally.
-func (si *sharedIdentity) reconcileLate(ctx context.Context, files map[string][]byte) (map[string][]byte, error) {
+func (si *SharedIdentity) reconcileLate(ctx context.Context, files map[string][]byte) (map[string][]byte, error) {
 	publish := map[string][]byte{}
 	seen := map[string][]byte{}
 	for _, name := range []string{saKeyName, encryptionName} {
@@ -199,17 +206,17 @@ func keysOf(m map[string][]byte) []string {
 }
 
 // writeMarker records the encryption config now mirrored locally.
-func (si *sharedIdentity) writeMarker(files map[string][]byte) error {
+func (si *SharedIdentity) writeMarker(files map[string][]byte) error {
 	if b, ok := files[encryptionName]; ok && si.shareEncryption {
-		return writeFileAtomic(si.markerPath(), []byte(sum(b)+"\n"), 0o600)
+		return WriteFileAtomic(si.markerPath(), []byte(sum(b)+"\n"), 0o600)
 	}
 	return nil
 }
 
-func (si *sharedIdentity) keyPath() string { return filepath.Join(si.dataDir, identityKeyFile) }
+func (si *SharedIdentity) keyPath() string { return filepath.Join(si.dataDir, identityKeyFile) }
 
 // loadKey reads the sealing key; when there is none and create is set it makes one.
-func (si *sharedIdentity) loadKey(create bool) error {
+func (si *SharedIdentity) loadKey(create bool) error {
 	b, err := os.ReadFile(si.keyPath())
 	if errors.Is(err, os.ErrNotExist) && create {
 		key := make([]byte, 32)
@@ -217,7 +224,7 @@ func (si *sharedIdentity) loadKey(create bool) error {
 			return err
 		}
 		b = []byte(base64.StdEncoding.EncodeToString(key) + "\n")
-		if err := writeFileAtomic(si.keyPath(), b, 0o600); err != nil {
+		if err := WriteFileAtomic(si.keyPath(), b, 0o600); err != nil {
 			return err
 		}
 	} else if err != nil {
@@ -240,7 +247,7 @@ func (si *sharedIdentity) loadKey(create bool) error {
 }
 
 // seal turns the identity files into the record stored in etcd.
-func (si *sharedIdentity) seal(files map[string][]byte) (*corev1.Secret, error) {
+func (si *SharedIdentity) seal(files map[string][]byte) (*corev1.Secret, error) {
 	plain, err := json.Marshal(files)
 	if err != nil {
 		return nil, err
@@ -256,7 +263,7 @@ func (si *sharedIdentity) seal(files map[string][]byte) (*corev1.Secret, error) 
 
 // open returns the identity files of a record, sealed or (from before the encryption)
 // plain.
-func (si *sharedIdentity) open(sec *corev1.Secret) (map[string][]byte, error) {
+func (si *SharedIdentity) open(sec *corev1.Secret) (map[string][]byte, error) {
 	if sec.Type != sealedType {
 		return sec.Data, nil
 	}
@@ -281,15 +288,15 @@ func (si *sharedIdentity) open(sec *corev1.Secret) (map[string][]byte, error) {
 	return files, nil
 }
 
-func (si *sharedIdentity) wrongKey() error {
+func (si *SharedIdentity) wrongKey() error {
 	return fmt.Errorf("the cluster identity in etcd is sealed with a key this server does not have: copy %s from a server of this cluster into this server's data dir (same path) and start again", identityKeyFile)
 }
 
-// sync makes the data dir hold the cluster's identity: the one in etcd if there is one,
+// Sync makes the data dir hold the cluster's identity: the one in etcd if there is one,
 // else the local one (created by create when missing), which is then published. Two
 // servers starting at once agree because publishing is a create that only one wins. A
 // plain record (written before the encryption) is sealed in place.
-func (si *sharedIdentity) sync(ctx context.Context, create func() error) error {
+func (si *SharedIdentity) Sync(ctx context.Context, create func() error) error {
 	for attempt := 0; attempt < 3; attempt++ {
 		obj, err := si.s.Get(ctx, identityKey)
 		if err == nil {
@@ -355,7 +362,7 @@ func (si *sharedIdentity) sync(ctx context.Context, create func() error) error {
 }
 
 // sealInPlace rewrites a plain record sealed (a no-op when another server did already).
-func (si *sharedIdentity) sealInPlace(ctx context.Context) error {
+func (si *SharedIdentity) sealInPlace(ctx context.Context) error {
 	_, err := si.s.GuaranteedUpdate(ctx, identityKey, nil, func(cur runtime.Object) (runtime.Object, error) {
 		sec := cur.(*corev1.Secret)
 		if sec.Type == sealedType {
@@ -369,7 +376,7 @@ func (si *sharedIdentity) sealInPlace(ctx context.Context) error {
 	return nil
 }
 
-func (si *sharedIdentity) writeLocal(files map[string][]byte) error {
+func (si *SharedIdentity) writeLocal(files map[string][]byte) error {
 	if err := os.MkdirAll(filepath.Join(si.dataDir, "pki"), 0o700); err != nil {
 		return err
 	}
@@ -381,7 +388,7 @@ func (si *sharedIdentity) writeLocal(files map[string][]byte) error {
 		if cur, err := os.ReadFile(path); err == nil && string(cur) == string(data) {
 			continue
 		}
-		if err := writeFileAtomic(path, data, 0o600); err != nil {
+		if err := WriteFileAtomic(path, data, 0o600); err != nil {
 			return err
 		}
 	}
@@ -389,7 +396,7 @@ func (si *sharedIdentity) writeLocal(files map[string][]byte) error {
 }
 
 // tokens reads the shared token file.
-func (si *sharedIdentity) tokens(ctx context.Context) (tokenFile, error) {
+func (si *SharedIdentity) tokens(ctx context.Context) (tokenFile, error) {
 	var tf tokenFile
 	obj, err := si.s.Get(ctx, identityKey)
 	if err != nil {
@@ -406,7 +413,7 @@ func (si *sharedIdentity) tokens(ctx context.Context) (tokenFile, error) {
 // updateTokens applies fn to the shared token file (a compare-and-swap: changes made at
 // once by several servers are all kept; fn may run more than once) and returns the
 // result.
-func (si *sharedIdentity) updateTokens(ctx context.Context, fn func(*tokenFile) error) (tokenFile, error) {
+func (si *SharedIdentity) updateTokens(ctx context.Context, fn func(*tokenFile) error) (tokenFile, error) {
 	var out tokenFile
 	_, err := si.s.GuaranteedUpdate(ctx, identityKey, nil, func(cur runtime.Object) (runtime.Object, error) {
 		files, err := si.open(cur.(*corev1.Secret))
@@ -439,6 +446,6 @@ func (si *sharedIdentity) updateTokens(ctx context.Context, fn func(*tokenFile) 
 // tokens (a node may have joined through another server).
 const refreshInterval = time.Second
 
-// sharedResyncInterval is how often a server re-reads the shared credentials, so a
+// SharedResyncInterval is how often a server re-reads the shared credentials, so a
 // revocation or rotation made through another server takes effect here too.
-const sharedResyncInterval = 10 * time.Second
+const SharedResyncInterval = 10 * time.Second

@@ -1,4 +1,4 @@
-package apiserver
+package authn
 
 import (
 	"fmt"
@@ -15,11 +15,11 @@ import (
 	"github.com/wasmkube/wasmkube/core/apiserver/handlers"
 )
 
-// failureLimiter budgets failed authentication attempts per source IP: burst failures at
+// FailureLimiter budgets failed authentication attempts per source IP: burst failures at
 // once, then one per 1/r seconds (golang.org/x/time/rate's token bucket, the limiter
 // client-go and upstream's API priority and fairness use). Sources over their budget get
 // 429 with Retry-After. See docs/security.md for what it protects.
-type failureLimiter struct {
+type FailureLimiter struct {
 	r     rate.Limit
 	burst int
 	now   func() time.Time
@@ -31,13 +31,13 @@ type failureLimiter struct {
 // maxTrackedSources bounds the map; past it, sources with a full budget are dropped.
 const maxTrackedSources = 4096
 
-func newFailureLimiter(perSecond float64, burst int) *failureLimiter {
-	return &failureLimiter{r: rate.Limit(perSecond), burst: burst, now: time.Now, bySrc: map[string]*rate.Limiter{}}
+func NewFailureLimiter(perSecond float64, burst int) *FailureLimiter {
+	return &FailureLimiter{r: rate.Limit(perSecond), burst: burst, now: time.Now, bySrc: map[string]*rate.Limiter{}}
 }
 
-// sourceIP is the client address of r (no forwarding headers are trusted: nothing sits in
+// SourceIP is the client address of r (no forwarding headers are trusted: nothing sits in
 // front of the API server).
-func sourceIP(r *http.Request) string {
+func SourceIP(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return r.RemoteAddr
@@ -45,8 +45,8 @@ func sourceIP(r *http.Request) string {
 	return host
 }
 
-// blocked reports whether src has no failures left, and how long until it has one.
-func (l *failureLimiter) blocked(src string) (time.Duration, bool) {
+// Blocked reports whether src has no failures left, and how long until it has one.
+func (l *FailureLimiter) Blocked(src string) (time.Duration, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	lim, ok := l.bySrc[src]
@@ -56,7 +56,7 @@ func (l *failureLimiter) blocked(src string) (time.Duration, bool) {
 	return l.waitLocked(lim)
 }
 
-func (l *failureLimiter) waitLocked(lim *rate.Limiter) (time.Duration, bool) {
+func (l *FailureLimiter) waitLocked(lim *rate.Limiter) (time.Duration, bool) {
 	tokens := lim.TokensAt(l.now())
 	if tokens >= 1 {
 		return 0, false
@@ -64,9 +64,9 @@ func (l *failureLimiter) waitLocked(lim *rate.Limiter) (time.Duration, bool) {
 	return time.Duration((1 - tokens) / float64(l.r) * float64(time.Second)), true
 }
 
-// fail records a failed attempt by src; it reports whether src was already over its
+// Fail records a failed attempt by src; it reports whether src was already over its
 // budget (the attempt is then to be answered 429) and how long it should wait.
-func (l *failureLimiter) fail(src string) (time.Duration, bool) {
+func (l *FailureLimiter) Fail(src string) (time.Duration, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	lim, ok := l.bySrc[src]
@@ -83,7 +83,7 @@ func (l *failureLimiter) fail(src string) (time.Duration, bool) {
 	return l.waitLocked(lim)
 }
 
-func (l *failureLimiter) sweepLocked() {
+func (l *FailureLimiter) sweepLocked() {
 	now := l.now()
 	for src, lim := range l.bySrc {
 		if lim.TokensAt(now) >= float64(l.burst) {
@@ -92,8 +92,8 @@ func (l *failureLimiter) sweepLocked() {
 	}
 }
 
-// writeTooManyFailures answers 429 with Retry-After (whole seconds, at least 1).
-func writeTooManyFailures(w http.ResponseWriter, what string, wait time.Duration) {
+// WriteTooManyFailures answers 429 with Retry-After (whole seconds, at least 1).
+func WriteTooManyFailures(w http.ResponseWriter, what string, wait time.Duration) {
 	secs := int(math.Ceil(wait.Seconds()))
 	if secs < 1 {
 		secs = 1

@@ -1,4 +1,4 @@
-package apiserver
+package authn
 
 import (
 	"testing"
@@ -10,27 +10,27 @@ import (
 // its lifetime; the token it replaced passes for rotationGrace only; an expired name may
 // join again.
 func TestNodeCredentialExpiryAndRotation(t *testing.T) {
-	a, err := loadOrCreateTokens(t.TempDir(), 3*time.Hour)
+	a, err := LoadOrCreateTokens(t.TempDir(), 3*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	a.now = func() time.Time { return now }
-	valid := func(tok string) bool { _, ok := a.authenticate(tok); return ok }
+	valid := func(tok string) bool { _, ok := a.Authenticate(tok); return ok }
 
-	c, err := a.join("n1")
+	c, err := a.Join("n1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.join("n1"); err != errNodeHasCredential {
+	if _, err := a.Join("n1"); err != ErrNodeHasCredential {
 		t.Fatalf("second join: %v", err)
 	}
 	now = now.Add(time.Hour)
-	if tok, _ := a.currentNodeToken("n1"); tok != c.Token || !valid(c.Token) {
+	if tok, _ := a.CurrentNodeToken("n1"); tok != c.Token || !valid(c.Token) {
 		t.Fatal("rotated before two thirds of the lifetime")
 	}
 	now = now.Add(61 * time.Minute) // past 2h: due
-	next, err := a.currentNodeToken("n1")
+	next, err := a.CurrentNodeToken("n1")
 	if err != nil || next == c.Token {
 		t.Fatalf("not rotated when due: %v", err)
 	}
@@ -42,22 +42,22 @@ func TestNodeCredentialExpiryAndRotation(t *testing.T) {
 		t.Fatal("old token outlived the grace period, or the new one failed")
 	}
 	// A renewal with the replaced token is refused once its grace is over.
-	if _, err := a.rotate("n1", c.Token); err != errNotCurrent {
+	if _, err := a.Rotate("n1", c.Token); err != ErrNotCurrent {
 		t.Fatalf("renew with a stale token: %v", err)
 	}
 	now = now.Add(3*time.Hour + time.Second)
 	if valid(next) {
 		t.Fatal("expired token accepted")
 	}
-	if _, err := a.rotate("n1", next); err != errNotCurrent {
+	if _, err := a.Rotate("n1", next); err != ErrNotCurrent {
 		t.Fatalf("renew with an expired token: %v", err)
 	}
-	if c2, err := a.join("n1"); err != nil || !valid(c2.Token) {
+	if c2, err := a.Join("n1"); err != nil || !valid(c2.Token) {
 		t.Fatalf("join after expiry: %v", err)
 	}
 	// The credentials survive a restart.
-	b, err := loadOrCreateTokens(t.TempDir(), time.Hour)
-	if err != nil || len(b.file.Nodes) != 0 {
+	b, err := LoadOrCreateTokens(t.TempDir(), time.Hour)
+	if err != nil || len(b.File.Nodes) != 0 {
 		t.Fatal(err)
 	}
 }

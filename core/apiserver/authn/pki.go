@@ -1,4 +1,4 @@
-package apiserver
+package authn
 
 import (
 	"bytes"
@@ -19,24 +19,26 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/wasmkube/wasmkube/core/apiserver/authz"
 )
 
-// pki holds the cluster CA and the serving certificate, both kept in <data-dir>/pki.
-type pki struct {
-	caPEM   []byte
+// PKI holds the cluster CA and the serving certificate, both kept in <data-dir>/pki.
+type PKI struct {
+	CAPEM   []byte
 	caCert  *x509.Certificate
 	caKey   *ecdsa.PrivateKey
-	serving tls.Certificate
+	Serving tls.Certificate
 }
 
-// loadOrCreatePKI reads the CA from dir or creates it on first start, and issues a
+// LoadOrCreatePKI reads the CA from dir or creates it on first start, and issues a
 // serving certificate covering hosts (reissued when a host is missing from the stored
 // one, so changing --listen keeps working without discarding the CA).
-func loadOrCreatePKI(dir string, hosts []string) (*pki, error) {
+func LoadOrCreatePKI(dir string, hosts []string) (*PKI, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create pki dir: %w", err)
 	}
-	p := &pki{}
+	p := &PKI{}
 	caCrt, caKey := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key")
 	if _, err := os.Stat(caCrt); errors.Is(err, os.ErrNotExist) {
 		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -72,7 +74,7 @@ func loadOrCreatePKI(dir string, hosts []string) (*pki, error) {
 	if p.caKey, ok = pair.PrivateKey.(*ecdsa.PrivateKey); !ok {
 		return nil, fmt.Errorf("CA key in %s is not ECDSA", caKey)
 	}
-	if p.caPEM, err = os.ReadFile(caCrt); err != nil {
+	if p.CAPEM, err = os.ReadFile(caCrt); err != nil {
 		return nil, err
 	}
 
@@ -81,7 +83,7 @@ func loadOrCreatePKI(dir string, hosts []string) (*pki, error) {
 		leaf, perr := x509.ParseCertificate(s.Certificate[0])
 		if perr == nil && coversHosts(leaf, hosts) && leaf.CheckSignatureFrom(p.caCert) == nil &&
 			time.Now().Before(leaf.NotAfter.Add(-24*time.Hour)) {
-			p.serving = s
+			p.Serving = s
 			return p, nil
 		}
 	}
@@ -111,7 +113,7 @@ func loadOrCreatePKI(dir string, hosts []string) (*pki, error) {
 	if err := writePair(srvCrt, srvKey, der, key); err != nil {
 		return nil, err
 	}
-	if p.serving, err = tls.LoadX509KeyPair(srvCrt, srvKey); err != nil {
+	if p.Serving, err = tls.LoadX509KeyPair(srvCrt, srvKey); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -136,16 +138,16 @@ func writePair(certPath, keyPath string, der []byte, key *ecdsa.PrivateKey) erro
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+	if err := WriteFileAtomic(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
 		return err
 	}
-	return writeFileAtomic(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	return WriteFileAtomic(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
 }
 
-// writeFileAtomic writes through a temporary file and a rename, so a crash never leaves
+// WriteFileAtomic writes through a temporary file and a rename, so a crash never leaves
 // a half-written credential. A file that already holds data with mode is left alone: a
 // restart rewrites nothing it does not change, so it also starts on a full disk.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
 	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm() == mode.Perm() && fi.Size() == int64(len(data)) {
 		if cur, err := os.ReadFile(path); err == nil && bytes.Equal(cur, data) {
 			return nil
@@ -172,13 +174,13 @@ func randomToken(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// caHash is the sha256 of the CA certificate file (PEM), as carried in join tokens.
-func caHash(caPEM []byte) string {
+// CAHash is the sha256 of the CA certificate file (PEM), as carried in join tokens.
+func CAHash(caPEM []byte) string {
 	sum := sha256.Sum256(caPEM)
 	return hex.EncodeToString(sum[:])
 }
 
-// servingHosts are the names and addresses the serving certificate must cover for a
+// ServingHosts are the names and addresses the serving certificate must cover for a
 // listen address: loopback always, the names and cluster IP of the `default/kubernetes`
 // Service (what in-cluster clients dial: client-go's rest.InClusterConfig goes to
 // https://$KUBERNETES_SERVICE_HOST, the service range's first address, and checks the
@@ -187,7 +189,7 @@ func caHash(caPEM []byte) string {
 // Endpoints send in-cluster clients: the pod bridge's gateway under `wasmkube up`; a client
 // that dials it directly checks it too), and for a wildcard listen every address of this
 // machine plus its host name.
-func servingHosts(listenHost, advertise, serviceCIDR string) []string {
+func ServingHosts(listenHost, advertise, serviceCIDR string) []string {
 	hosts := []string{"127.0.0.1", "localhost", "::1",
 		"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}
 	if ip := kubernetesServiceIP(serviceCIDR); ip != "" {
@@ -232,4 +234,27 @@ func kubernetesServiceIP(serviceCIDR string) string {
 	first := make(net.IP, 4)
 	binary.BigEndian.PutUint32(first, binary.BigEndian.Uint32(cidr.IP.To4())+1)
 	return first.String()
+}
+
+// KubeletClientCert issues the API server's client certificate for kubelets, signed by
+// the cluster CA and valid for a year; it lives in memory only and is issued again at
+// each start.
+func (p *PKI) KubeletClientCert() (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: "wasmkube-apiserver-kubelet-client", Organization: []string{authz.MastersGroup}},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().AddDate(1, 0, 0),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.caCert, &key.PublicKey, p.caKey)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }
