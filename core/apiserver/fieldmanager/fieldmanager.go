@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/yaml"
 )
@@ -190,7 +191,7 @@ func (m *Manager) Apply(live runtime.Object, body []byte, opts ApplyOptions) (ru
 		return nil, nil, apierrors.NewMethodNotSupported(schema.GroupResource{Group: m.kind.Group, Resource: m.kind.Kind}, "apply to "+opts.Subresource)
 	}
 	patch := &unstructured.Unstructured{Object: map[string]any{}}
-	if err := yaml.Unmarshal(body, &patch.Object); err != nil {
+	if err := decodeApply(body, &patch.Object); err != nil {
 		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding apply patch of %s: %v", m.kind.Kind, err))
 	}
 	if len(patch.Object) == 0 {
@@ -202,7 +203,7 @@ func (m *Manager) Apply(live runtime.Object, body []byte, opts ApplyOptions) (ru
 	}
 	var warnings []string
 	if opts.Validation == ValidationStrict || opts.Validation == ValidationWarn {
-		if err := yaml.UnmarshalStrict(body, &map[string]any{}); err != nil {
+		if err := strictApply(body); err != nil {
 			if opts.Validation == ValidationStrict {
 				return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error strict decoding apply patch of %s %s: %v", m.kind.Kind, name, err))
 			}
@@ -337,4 +338,37 @@ func (unstructuredCreater) New(kind schema.GroupVersionKind) (runtime.Object, er
 	u := &unstructured.Unstructured{Object: map[string]any{}}
 	u.SetGroupVersionKind(kind)
 	return u, nil
+}
+
+// isJSON reports whether an apply body is JSON (what kubectl and client-go send), which
+// is decoded as JSON: the YAML decoder, which converts YAML to JSON first, took half the
+// CPU of a re-apply of a 200 KB CRD.
+func isJSON(body []byte) bool {
+	b := bytes.TrimLeft(body, " \t\r\n")
+	return len(b) > 0 && b[0] == '{'
+}
+
+// decodeApply decodes an apply body into a map: JSON with integers kept as int64
+// (upstream's unstructured JSON decoding), anything else as YAML (sigs.k8s.io/yaml, as
+// upstream's apply patcher).
+func decodeApply(body []byte, into *map[string]any) error {
+	if isJSON(body) {
+		return kjson.UnmarshalCaseSensitivePreserveInts(body, into)
+	}
+	return yaml.Unmarshal(body, into)
+}
+
+// strictApply reports duplicate fields in an apply body (fieldValidation Strict or Warn).
+func strictApply(body []byte) error {
+	if isJSON(body) {
+		strict, err := kjson.UnmarshalStrict(body, &map[string]any{})
+		if err != nil {
+			return err
+		}
+		if len(strict) > 0 {
+			return errors.Join(strict...)
+		}
+		return nil
+	}
+	return yaml.UnmarshalStrict(body, &map[string]any{})
 }

@@ -513,8 +513,12 @@ func TestUnvalidatedMatchesValidated(t *testing.T) {
 	}{
 		{"label", func(p *corev1.Pod) { p.Labels["b"] = "2" }},
 		{"duplicate env changed", func(p *corev1.Pod) { p.Spec.Containers[0].Env[1].Value = "3" }},
-		{"env added", func(p *corev1.Pod) { p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, corev1.EnvVar{Name: "Y"}) }},
-		{"container added", func(p *corev1.Pod) { p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "d", Image: "x"}) }},
+		{"env added", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, corev1.EnvVar{Name: "Y"})
+		}},
+		{"container added", func(p *corev1.Pod) {
+			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "d", Image: "x"})
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			safe := m.managers[""]
@@ -536,5 +540,23 @@ func TestUnvalidatedMatchesValidated(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestApplyJSONBody: a JSON body (what kubectl sends) merges as its YAML form does, keeps
+// large integers exact, and its duplicate fields are refused under Strict.
+func TestApplyJSONBody(t *testing.T) {
+	m := newManager(t, Resource{Kind: corev1.SchemeGroupVersion.WithKind("Pod")})
+	body := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"default"},"spec":{"activeDeadlineSeconds":9007199254740993,"containers":[{"name":"c","image":"busybox"}]}}`
+	out, _, err := m.Apply(m.New(), []byte(body), ApplyOptions{Manager: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := out.(*corev1.Pod); p.Spec.ActiveDeadlineSeconds == nil || *p.Spec.ActiveDeadlineSeconds != 9007199254740993 || p.Spec.Containers[0].Image != "busybox" {
+		t.Fatalf("applied pod: %+v", p.Spec)
+	}
+	dup := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","name":"q"}}`
+	if _, _, err := m.Apply(m.New(), []byte(dup), ApplyOptions{Manager: "x", Validation: ValidationStrict}); !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "duplicate") {
+		t.Fatalf("strict duplicate in JSON: %v", err)
 	}
 }
