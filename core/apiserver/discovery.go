@@ -36,6 +36,20 @@ var subresourceDiscovery = map[string]struct {
 	// proxy's kind is the parent's with ProxyOptions (NodeProxyOptions, PodProxyOptions,
 	// ServiceProxyOptions): subresourceKind.
 	"proxy": {verbs: metav1.Verbs{"create", "delete", "get", "patch", "update"}},
+	// pods/ephemeralcontainers, as upstream (pkg/registry/core/pod/storage's
+	// EphemeralContainersREST): GET returns the pod; PUT and PATCH take a pod of which only
+	// spec.ephemeralContainers is kept (registry/store.go, updateEphemeral), checked by
+	// validation.ValidatePodEphemeralContainersUpdate (additions only). It is authorized as
+	// its own subresource, so a role needs pods/ephemeralcontainers to add a debug
+	// container; a node credential has no such rule (authz/nodeauth.go). The kubelet starts what
+	// is added (kubelet/worker.go). The pods row of the resources table (registry/) lists the
+	// subresource.
+	"ephemeralcontainers": {verbs: metav1.Verbs{"get", "patch", "update"}},
+	// The stream subresources (streaming.go), as upstream's discovery lists them: connect
+	// verbs, the options kinds.
+	"exec":        {gvk: schema.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"}, verbs: metav1.Verbs{"create", "get"}},
+	"attach":      {gvk: schema.GroupVersionKind{Version: "v1", Kind: "PodAttachOptions"}, verbs: metav1.Verbs{"create", "get"}},
+	"portforward": {gvk: schema.GroupVersionKind{Version: "v1", Kind: "PodPortForwardOptions"}, verbs: metav1.Verbs{"create", "get"}},
 }
 
 // subresourceKind is the kind discovery names for sub of r.

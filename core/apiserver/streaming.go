@@ -15,8 +15,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilproxy "k8s.io/apimachinery/pkg/util/proxy"
 	proxy "k8s.io/apiserver/pkg/util/proxy"
 	"k8s.io/streaming/pkg/httpstream/wsstream"
@@ -38,16 +36,6 @@ import (
 
 // streamSubresources are the pod subresources served by a connection upgrade.
 var streamSubresources = map[string]bool{"exec": true, "attach": true, "portforward": true}
-
-func init() {
-	// The pods row of the resources table lists them. As upstream's discovery lists them: connect verbs, the options kinds.
-	for sub, kind := range map[string]string{"exec": "PodExecOptions", "attach": "PodAttachOptions", "portforward": "PodPortForwardOptions"} {
-		d := subresourceDiscovery[sub]
-		d.gvk = schema.GroupVersionKind{Version: "v1", Kind: kind}
-		d.verbs = metav1.Verbs{"create", "get"}
-		subresourceDiscovery[sub] = d
-	}
-}
 
 // Hijack lets an upgraded stream take the connection over.
 func (s *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
