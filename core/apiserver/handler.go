@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -264,80 +263,86 @@ func (s *Server) serveResource(rq *handlers.Request) error {
 	if rq.Info.Subresource == "proxy" {
 		return s.serveProxy(rq, s.storeOf(rq.Info.Resource)) // podproxy.go, nodeproxy.go
 	}
-	var err error
-	if rq.Format, err = handlers.Negotiate(rq.Req.Header.Get("Accept")); err != nil {
+	if err := handlers.ParseOptions(rq); err != nil {
 		return err
 	}
-	if rq.FieldValidation, err = handlers.ParseFieldValidation(rq.Query.Get("fieldValidation")); err != nil {
+	ctx, cancel, err := requestContext(rq)
+	if err != nil {
 		return err
 	}
-	for _, d := range rq.Query["dryRun"] {
-		if d != "All" {
-			return apierrors.NewBadRequest(fmt.Sprintf("invalid dryRun %q: only All is supported", d))
-		}
-		rq.DryRun = true
+	defer cancel()
+	st := s.storeOf(rq.Info.Resource)
+	if served, err := s.serveSpecial(ctx, rq, st); served {
+		return err
 	}
-	if rv := rq.Query.Get("resourceVersion"); rv != "" {
-		if _, err := strconv.ParseUint(rv, 10, 64); err != nil {
-			return apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: must be a non-negative integer", rv))
-		}
+	if rq.Info.Resource.GVR == crdGVR && rq.Info.Verb != "get" && rq.Info.Verb != "list" && rq.Info.Verb != "watch" && !rq.DryRun {
+		rq.W = &refreshFirst{ResponseWriter: rq.W, refresh: func() { s.crdWritten(ctx) }} // serve the new kinds before answering (customresources.go)
 	}
-	info := rq.Info
-	st := s.storeOf(info.Resource)
-	ctx := rq.Req.Context()
-	// Requests other than watches and log streams are bounded, as upstream: 60s, or the
-	// client's ?timeout= (kubectl --request-timeout) if shorter.
-	if info.Verb != "watch" && info.Subresource != "log" {
-		limit := defaultRequestTimeout
-		if v := rq.Query.Get("timeout"); v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return apierrors.NewBadRequest(fmt.Sprintf("invalid timeout %q: must be a positive duration such as 30s", v))
-			}
-			limit = min(limit, d)
-		}
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, limit)
-		defer cancel()
-	}
+	return s.serveVerb(ctx, rq, st)
+}
 
+// requestContext bounds requests other than watches and log streams, as upstream: 60s,
+// or the client's ?timeout= (kubectl --request-timeout) if shorter.
+func requestContext(rq *handlers.Request) (context.Context, context.CancelFunc, error) {
+	ctx := rq.Req.Context()
+	if rq.Info.Verb == "watch" || rq.Info.Subresource == "log" {
+		return ctx, func() {}, nil
+	}
+	limit := defaultRequestTimeout
+	if v := rq.Query.Get("timeout"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("invalid timeout %q: must be a positive duration such as 30s", v))
+		}
+		limit = min(limit, d)
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	return ctx, cancel, nil
+}
+
+// serveSpecial serves the subresources and resources that are not a verb on a stored
+// object (binding, eviction, log, scale, token; metrics; the reviews); served is false
+// for the rest.
+func (s *Server) serveSpecial(ctx context.Context, rq *handlers.Request, st *registry.Store) (served bool, _ error) {
+	info := rq.Info
 	switch info.Subresource {
 	case "binding":
-		return s.serveBinding(ctx, rq, st)
+		return true, s.serveBinding(ctx, rq, st)
 	case "eviction":
-		return s.serveEviction(ctx, rq, st)
+		return true, s.serveEviction(ctx, rq, st)
 	case "log":
-		return s.servePodLog(ctx, rq, st)
+		return true, s.servePodLog(ctx, rq, st)
 	case "scale":
 		if st.Resource.Custom != nil {
-			return s.serveCustomScale(ctx, rq, st)
+			return true, s.serveCustomScale(ctx, rq, st)
 		}
-		return s.serveScale(ctx, rq, st)
+		return true, s.serveScale(ctx, rq, st)
 	case "token":
-		return s.serveTokenRequest(ctx, rq, st)
+		return true, s.serveTokenRequest(ctx, rq, st)
 	}
 	if info.Resource.ReadOnly && info.Resource.GVR.Group == MetricsGroup {
-		return s.serveMetrics(ctx, rq)
+		return true, s.serveMetrics(ctx, rq)
 	}
 	switch info.Resource.GVR.Resource {
 	case "tokenreviews":
-		return s.serveTokenReview(rq)
+		return true, s.serveTokenReview(rq)
 	case "selfsubjectreviews":
-		return s.serveSelfSubjectReview(rq)
+		return true, s.serveSelfSubjectReview(rq)
 	case "selfsubjectaccessreviews":
-		return s.serveSelfSubjectAccessReview(rq)
+		return true, s.serveSelfSubjectAccessReview(rq)
 	case "selfsubjectrulesreviews":
-		return s.serveSelfSubjectRulesReview(rq)
+		return true, s.serveSelfSubjectRulesReview(rq)
 	case "subjectaccessreviews":
-		return s.serveSubjectAccessReview(rq)
+		return true, s.serveSubjectAccessReview(rq)
 	case "localsubjectaccessreviews":
-		return s.serveLocalSubjectAccessReview(rq)
+		return true, s.serveLocalSubjectAccessReview(rq)
 	}
+	return false, nil
+}
 
-	if info.Resource.GVR == crdGVR && info.Verb != "get" && info.Verb != "list" && info.Verb != "watch" && !rq.DryRun {
-		rq.W = &refreshFirst{ResponseWriter: rq.W, refresh: func() { s.crdWritten(ctx) }} // serve the new kinds before answering (customresources.go)
-	}
-	switch info.Verb {
+// serveVerb runs the verb's handler on the resource's store.
+func (s *Server) serveVerb(ctx context.Context, rq *handlers.Request, st *registry.Store) error {
+	switch rq.Info.Verb {
 	case "get":
 		return handlers.Get(ctx, rq, st)
 	case "list":
@@ -355,7 +360,7 @@ func (s *Server) serveResource(rq *handlers.Request) error {
 	case "deletecollection":
 		return handlers.DeleteCollection(ctx, rq, st)
 	}
-	return apierrors.NewMethodNotSupported(info.Resource.GVR.GroupResource(), info.Verb)
+	return apierrors.NewMethodNotSupported(rq.Info.Resource.GVR.GroupResource(), rq.Info.Verb)
 }
 
 // created runs after a create through the API (not a dry run) and before its answer: a new
