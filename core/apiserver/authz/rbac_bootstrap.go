@@ -218,6 +218,9 @@ func bootstrapClusterRoles() []*rbacv1.ClusterRole {
 			rule([]string{"patch", "update"}, core, "persistentvolumeclaims"),
 			rule(read, []string{"storage.k8s.io"}, "storageclasses"),
 			rule(read, []string{"policy"}, "poddisruptionbudgets"),
+			// Gang scheduling (docs/scheduler.md): the groups and their status.
+			rule(read, []string{"scheduling.k8s.io"}, "podgroups", "workloads"),
+			rule([]string{"patch", "update"}, []string{"scheduling.k8s.io"}, "podgroups/status"),
 			rule([]string{"create"}, []string{"authentication.k8s.io"}, "tokenreviews"),
 			rule([]string{"create"}, []string{"authorization.k8s.io"}, "subjectaccessreviews")),
 		// wasmkube's controller manager runs every controller under one credential (upstream

@@ -16,6 +16,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -106,6 +107,9 @@ var resources = []resource{
 	{gv: policyv1.SchemeGroupVersion, plural: "poddisruptionbudgets", kind: "PodDisruptionBudget", namespaced: true, obj: &policyv1.PodDisruptionBudget{}, list: &policyv1.PodDisruptionBudgetList{},
 		subresources: []subresource{statusOf(policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"), &policyv1.PodDisruptionBudget{})}},
 	{gv: schedulingv1.SchemeGroupVersion, plural: "priorityclasses", kind: "PriorityClass", obj: &schedulingv1.PriorityClass{}, list: &schedulingv1.PriorityClassList{}},
+	{gv: schedulingv1beta1.SchemeGroupVersion, plural: "workloads", kind: "Workload", namespaced: true, obj: &schedulingv1beta1.Workload{}, list: &schedulingv1beta1.WorkloadList{}},
+	{gv: schedulingv1beta1.SchemeGroupVersion, plural: "podgroups", kind: "PodGroup", namespaced: true, obj: &schedulingv1beta1.PodGroup{}, list: &schedulingv1beta1.PodGroupList{},
+		subresources: []subresource{statusOf(schedulingv1beta1.SchemeGroupVersion.WithKind("PodGroup"), &schedulingv1beta1.PodGroup{})}},
 	{gv: corev1.SchemeGroupVersion, plural: "resourcequotas", kind: "ResourceQuota", namespaced: true, obj: &corev1.ResourceQuota{}, list: &corev1.ResourceQuotaList{},
 		subresources: []subresource{statusOf(corev1.SchemeGroupVersion.WithKind("ResourceQuota"), &corev1.ResourceQuota{})}},
 	{gv: corev1.SchemeGroupVersion, plural: "limitranges", kind: "LimitRange", namespaced: true, obj: &corev1.LimitRange{}, list: &corev1.LimitRangeList{}},

@@ -24,6 +24,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	storagev1 "k8s.io/api/storage/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -321,6 +322,14 @@ var resources = []*Resource{
 	{GVR: schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"), Kind: "PriorityClass", Singular: "priorityclass",
 		ShortNames: []string{"pc"},
 		NewFunc:    NewOf[schedulingv1.PriorityClass](), NewList: NewOf[schedulingv1.PriorityClassList]()},
+	// Gang scheduling (issue 32; docs/scheduler.md): Workloads and the PodGroups pods name
+	// in spec.schedulingGroup, as upstream's scheduling.k8s.io/v1beta1.
+	{GVR: schedulingv1beta1.SchemeGroupVersion.WithResource("workloads"), Kind: "Workload", Singular: "workload", Namespaced: true,
+		Generation: true,
+		NewFunc:    NewOf[schedulingv1beta1.Workload](), NewList: NewOf[schedulingv1beta1.WorkloadList]()},
+	{GVR: schedulingv1beta1.SchemeGroupVersion.WithResource("podgroups"), Kind: "PodGroup", Singular: "podgroup", Namespaced: true,
+		Subresources: []string{"status"}, Generation: true,
+		NewFunc: NewOf[schedulingv1beta1.PodGroup](), NewList: NewOf[schedulingv1beta1.PodGroupList]()},
 	{GVR: corev1.SchemeGroupVersion.WithResource("resourcequotas"), Kind: "ResourceQuota", Singular: "resourcequota", Namespaced: true,
 		ShortNames: []string{"quota"}, Subresources: []string{"status"},
 		NewFunc: NewOf[corev1.ResourceQuota](), NewList: NewOf[corev1.ResourceQuotaList]()},

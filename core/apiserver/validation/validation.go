@@ -34,6 +34,9 @@ func Validate(obj runtime.Object) field.ErrorList {
 	if errs, ok := validatePolicy(obj); ok { // policy.go
 		return errs
 	}
+	if errs, ok := validateScheduling(obj); ok { // scheduling.go
+		return errs
+	}
 	if errs, ok := validateAutoscaling(obj); ok { // autoscaling.go
 		return errs
 	}
@@ -103,6 +106,9 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 		return errs
 	}
 	if errs, ok := validatePolicyUpdate(obj, old); ok { // policy.go
+		return errs
+	}
+	if errs, ok := validateSchedulingUpdate(obj, old); ok { // scheduling.go
 		return errs
 	}
 	if errs, ok := validateAutoscalingUpdate(obj, old); ok { // autoscaling.go
