@@ -145,13 +145,18 @@ func New(ctx context.Context, opts Options) (*Scheduler, error) {
 		_, _ = rand.Read(b)
 		opts.Identity = host + "_" + hex.EncodeToString(b)
 	}
-	s := &Scheduler{
+	var s *Scheduler
+	qopts := opts.Queue
+	if qopts.GroupKey == nil {
+		qopts.GroupKey = func(p *v1.Pod) (string, time.Time) { return s.groupKey(p) }
+	}
+	s = &Scheduler{
 		opts:     opts,
 		log:      opts.Logger.With("component", "scheduler"),
 		client:   client,
 		cache:    schedcache.New(),
 		snapshot: schedcache.NewSnapshot(),
-		queue:    queue.New(opts.Queue),
+		queue:    queue.New(qopts),
 		status:   leaderelect.NewStatus(),
 	}
 	s.metrics = newMetrics(s.queue)
@@ -324,7 +329,7 @@ func (s *Scheduler) addHandlers() {
 			}
 		},
 	})
-	s.handlersSynced = []cache.InformerSynced{podReg.HasSynced, nodeReg.HasSynced}
+	s.handlersSynced = []cache.InformerSynced{podReg.HasSynced, nodeReg.HasSynced, s.addGroupHandlers()}
 }
 
 func terminated(p *v1.Pod) bool {
@@ -343,6 +348,7 @@ func (s *Scheduler) onPodAdd(p *v1.Pod) {
 		s.moveOnEvent(framework.ClusterEvent{Resource: framework.ResourcePod, Action: framework.Add}, nil, p, affinityRelated)
 	case s.pending(p):
 		s.queue.Add(p)
+		s.memberAdded(p)
 	}
 }
 

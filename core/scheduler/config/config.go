@@ -319,12 +319,14 @@ func (p *Profile) Args(plugin string) json.RawMessage {
 // VolumeBinding is in, for local-path claims).
 func DefaultPlugins() map[string][]Plugin {
 	return map[string][]Plugin{
-		PreFilter:  {{Name: "NodeAffinity"}, {Name: "NodePorts"}, {Name: "NodeResourcesFit"}, {Name: "VolumeBinding"}, {Name: "PodTopologySpread"}, {Name: "InterPodAffinity"}},
+		PreFilter:  {{Name: "NodeAffinity"}, {Name: "NodePorts"}, {Name: "NodeResourcesFit"}, {Name: "VolumeBinding"}, {Name: "PodTopologySpread"}, {Name: "InterPodAffinity"}, {Name: "GangScheduling"}},
 		Filter:     {{Name: "NodeUnschedulable"}, {Name: "NodeName"}, {Name: "TaintToleration"}, {Name: "NodeAffinity"}, {Name: "NodePorts"}, {Name: "NodeResourcesFit"}, {Name: "VolumeBinding"}, {Name: "PodTopologySpread"}, {Name: "InterPodAffinity"}},
 		PostFilter: {{Name: "DefaultPreemption"}},
 		PreScore:   {{Name: "TaintToleration"}, {Name: "NodeAffinity"}, {Name: "NodeResourcesFit"}, {Name: "PodTopologySpread"}, {Name: "InterPodAffinity"}, {Name: "NodeResourcesBalancedAllocation"}},
 		Score: {{Name: "TaintToleration", Weight: 3}, {Name: "NodeAffinity", Weight: 2}, {Name: "NodeResourcesFit", Weight: 1},
 			{Name: "PodTopologySpread", Weight: 2}, {Name: "InterPodAffinity", Weight: 2}, {Name: "NodeResourcesBalancedAllocation", Weight: 1}},
+		Reserve: {{Name: "GangScheduling"}},
+		Permit:  {{Name: "GangScheduling"}},
 		PreBind: {{Name: "VolumeBinding"}},
 		Bind:    {{Name: "DefaultBinder"}},
 	}

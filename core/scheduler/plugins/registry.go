@@ -7,6 +7,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/scheduler/plugins/balancedallocation"
 	"github.com/wasmkube/wasmkube/core/scheduler/plugins/defaultbinder"
 	"github.com/wasmkube/wasmkube/core/scheduler/plugins/defaultpreemption"
+	"github.com/wasmkube/wasmkube/core/scheduler/plugins/gangscheduling"
 	"github.com/wasmkube/wasmkube/core/scheduler/plugins/interpodaffinity"
 	"github.com/wasmkube/wasmkube/core/scheduler/plugins/nodeaffinity"
 	"github.com/wasmkube/wasmkube/core/scheduler/plugins/nodename"
@@ -33,5 +34,6 @@ func NewInTreeRegistry() framework.Registry {
 		defaultpreemption.Name:  defaultpreemption.New,
 		defaultbinder.Name:      defaultbinder.New,
 		volumebinding.Name:      volumebinding.New,
+		gangscheduling.Name:     gangscheduling.New,
 	}
 }

@@ -39,6 +39,11 @@ type QueuedPodInfo struct {
 	UnschedulablePlugins map[string]struct{}
 	// Created is when the pod was first seen (for latency metrics).
 	Created time.Time
+
+	// groupTime and group order a gang's members together in activeQ (Options.GroupKey),
+	// fixed when the pod entered the queue so that the heap's order never changes under it.
+	groupTime time.Time
+	group     string
 }
 
 // Key is the namespace/name of the pod.
@@ -51,6 +56,11 @@ type Options struct {
 	MaxUnschedulableDelay time.Duration
 	// Now is the clock (tests).
 	Now func() time.Time
+	// GroupKey, when set, returns the scheduling group of a pod ("" for none) and the time
+	// that orders its group: pods of one group then leave activeQ one after another, groups
+	// in the order of their times (then names), so two gangs are never placed interleaved
+	// (docs/scheduler.md, "Gang scheduling").
+	GroupKey func(*v1.Pod) (group string, since time.Time)
 }
 
 // Queue is the scheduling queue. It is safe for concurrent use.
@@ -109,12 +119,37 @@ func New(opts Options) *Queue {
 	return q
 }
 
-// activeLess orders activeQ by spec.priority, then by creation time (metadata has
-// second granularity), then by when the pod entered the queue.
+// newQueued is a pod entering the queue, with its group's order key.
+func (q *Queue) newQueued(pod *v1.Pod, now time.Time) *QueuedPodInfo {
+	qp := &QueuedPodInfo{PodInfo: framework.NewPodInfo(pod), Timestamp: now, Created: now}
+	if q.opts.GroupKey != nil {
+		qp.group, qp.groupTime = q.opts.GroupKey(pod)
+	}
+	return qp
+}
+
+// activeLess orders activeQ by spec.priority, then by group (a gang's members together,
+// groups by their time, then name; a pod without a group counts as a group of its own
+// created with it), then by creation time (metadata has second granularity), then by when
+// the pod entered the queue. Each step compares one key, so the order is a strict weak
+// order the heap can keep.
 func activeLess(a, b *QueuedPodInfo) bool {
 	pa, pb := framework.PodPriority(a.Pod), framework.PodPriority(b.Pod)
 	if pa != pb {
 		return pa > pb
+	}
+	ga, gb := a.groupTime, b.groupTime
+	if a.group == "" {
+		ga = a.Pod.CreationTimestamp.Time
+	}
+	if b.group == "" {
+		gb = b.Pod.CreationTimestamp.Time
+	}
+	if !ga.Equal(gb) {
+		return ga.Before(gb)
+	}
+	if a.group != b.group {
+		return a.group < b.group
 	}
 	ca, cb := a.Pod.CreationTimestamp.Time, b.Pod.CreationTimestamp.Time
 	if !ca.Equal(cb) {
@@ -151,7 +186,7 @@ func (q *Queue) Add(pod *v1.Pod) {
 	if q.inFlight[pod.UID] {
 		return
 	}
-	qp := &QueuedPodInfo{PodInfo: framework.NewPodInfo(pod), Timestamp: now, Created: now}
+	qp := q.newQueued(pod, now)
 	heap.Push(q.active, qp)
 	q.updateNominatedLocked(pod)
 	q.cond.Broadcast()
@@ -194,7 +229,7 @@ func (q *Queue) Update(old, pod *v1.Pod) {
 		return
 	}
 	now := q.opts.Now()
-	heap.Push(q.active, &QueuedPodInfo{PodInfo: framework.NewPodInfo(pod), Timestamp: now, Created: now})
+	heap.Push(q.active, q.newQueued(pod, now))
 	q.cond.Broadcast()
 }
 

@@ -1,0 +1,226 @@
+// Package gangscheduling is the built-in gang policy: the pods of a PodGroup
+// (scheduling.k8s.io/v1beta1) whose policy is gang, named by the pods'
+// spec.schedulingGroup.podGroupName, are bound all together or not at all, as upstream's
+// GangScheduling plugin:
+//
+//   - PreFilter holds a member while its PodGroup does not exist or fewer than minCount
+//     members have been created (upstream's PreEnqueue): UnschedulableAndUnresolvable,
+//     and the pod comes back when a member or the PodGroup is added.
+//   - Permit holds each member, reserved on its node, until minCount members are reserved
+//     or bound; the member that completes the group allows the waiting ones by UID.
+//   - A member's wait ends after the timeout (args permitTimeoutSeconds, default 300, as
+//     upstream's fixed 5 minutes); its Unreserve then rejects every other waiting member
+//     of the group, so the whole group releases its nodes at once and requeues.
+//
+// Two groups never hold each other's room for ever: the queue orders gang members by
+// group (queue.activeLess), so one group's members are Permitted one after another
+// before the next group's; and any wait ends at its timeout with the whole group
+// released (docs/scheduler.md, "Gang scheduling").
+package gangscheduling
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	schedulinglisters "k8s.io/client-go/listers/scheduling/v1beta1"
+
+	"github.com/wasmkube/wasmkube/core/scheduler/framework"
+)
+
+// Name is the plugin's name in profiles.
+const Name = "GangScheduling"
+
+// DefaultPermitTimeout is how long a member waits at Permit for its group, as upstream.
+const DefaultPermitTimeout = 5 * time.Minute
+
+// Args are the plugin's args.
+type Args struct {
+	// PermitTimeoutSeconds is the wait at Permit (1 .. 900; 0: the default).
+	PermitTimeoutSeconds int `json:"permitTimeoutSeconds,omitempty"`
+}
+
+// GroupLister finds PodGroups and the pods of a namespace (client-go listers in the
+// scheduler; anything that answers the same in tests).
+type GroupLister interface {
+	PodGroup(namespace, name string) (*schedulingv1beta1.PodGroup, error)
+	Pods(namespace string) ([]*v1.Pod, error)
+}
+
+// Plugin is the gang policy.
+type Plugin struct {
+	timeout time.Duration
+	groups  GroupLister
+	waiting framework.WaitingPodHandle
+}
+
+var (
+	_ framework.PreFilterPlugin = (*Plugin)(nil)
+	_ framework.ReservePlugin   = (*Plugin)(nil)
+	_ framework.PermitPlugin    = (*Plugin)(nil)
+)
+
+// New builds the plugin from the scheduler's informers (PodGroups and pods). Without
+// informers (a simulation) it lets every pod through.
+func New(_ context.Context, raw json.RawMessage, h framework.Handle) (framework.Plugin, error) {
+	var a Args
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &a); err != nil {
+			return nil, fmt.Errorf("args: %w", err)
+		}
+	}
+	if a.PermitTimeoutSeconds < 0 || a.PermitTimeoutSeconds > int(framework.MaxPermitTimeout/time.Second) {
+		return nil, fmt.Errorf("args.permitTimeoutSeconds: %d is outside 1..900", a.PermitTimeoutSeconds)
+	}
+	p := &Plugin{timeout: DefaultPermitTimeout}
+	if a.PermitTimeoutSeconds > 0 {
+		p.timeout = time.Duration(a.PermitTimeoutSeconds) * time.Second
+	}
+	if ih, ok := h.(framework.InformerHandle); ok && ih.SharedInformerFactory() != nil {
+		f := ih.SharedInformerFactory()
+		p.groups = informerGroups{pg: f.Scheduling().V1beta1().PodGroups().Lister(), pods: f.Core().V1().Pods().Lister()}
+	}
+	if w, ok := h.(framework.WaitingPodHandle); ok {
+		p.waiting = w
+	}
+	return p, nil
+}
+
+// NewWith builds the plugin on the given lister and waiting pods (tests, tools).
+func NewWith(groups GroupLister, waiting framework.WaitingPodHandle, timeout time.Duration) *Plugin {
+	return &Plugin{timeout: timeout, groups: groups, waiting: waiting}
+}
+
+// Name implements framework.Plugin.
+func (p *Plugin) Name() string { return Name }
+
+// GroupOf is the PodGroup name of a pod ("" when it names none).
+func GroupOf(pod *v1.Pod) string {
+	if g := pod.Spec.SchedulingGroup; g != nil && g.PodGroupName != nil {
+		return *g.PodGroupName
+	}
+	return ""
+}
+
+// gang returns the pod's PodGroup when its policy is gang (nil: not a gang member), or a
+// rejection when it names a PodGroup that does not exist.
+func (p *Plugin) gang(pod *v1.Pod) (*schedulingv1beta1.PodGroup, *framework.Status) {
+	name := GroupOf(pod)
+	if name == "" || p.groups == nil {
+		return nil, nil
+	}
+	pg, err := p.groups.PodGroup(pod.Namespace, name)
+	if apierrors.IsNotFound(err) {
+		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("pod group %q not found", name))
+	}
+	if err != nil {
+		return nil, framework.AsStatus(fmt.Errorf("pod group %s/%s: %w", pod.Namespace, name, err))
+	}
+	if pg.Spec.SchedulingPolicy.Gang == nil {
+		return nil, nil
+	}
+	return pg, nil
+}
+
+// PreFilter holds a member until its group exists and has minCount members created.
+func (p *Plugin) PreFilter(_ context.Context, _ *framework.CycleState, pod *v1.Pod) (*framework.PreFilterResult, *framework.Status) {
+	pg, st := p.gang(pod)
+	if st != nil || pg == nil {
+		return nil, st
+	}
+	pods, err := p.groups.Pods(pod.Namespace)
+	if err != nil {
+		return nil, framework.AsStatus(err)
+	}
+	n := Members(pods, pg.Name)
+	if min := int(pg.Spec.SchedulingPolicy.Gang.MinCount); n < min {
+		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable,
+			fmt.Sprintf("pod group %q has %d of its minCount %d pods", pg.Name, n, min))
+	}
+	return nil, nil
+}
+
+// Members counts the pods of group among pods: not deleted, not finished.
+func Members(pods []*v1.Pod, group string) int {
+	n := 0
+	for _, q := range pods {
+		if GroupOf(q) == group && q.DeletionTimestamp == nil && q.Status.Phase != v1.PodSucceeded && q.Status.Phase != v1.PodFailed {
+			n++
+		}
+	}
+	return n
+}
+
+// Reserve has nothing to do: the pod's room is held by the scheduler's assumption.
+func (p *Plugin) Reserve(context.Context, *framework.CycleState, *v1.Pod, string) *framework.Status {
+	return nil
+}
+
+// Unreserve releases the whole group when one member does not end bound (its wait timed
+// out, it was rejected, or a later step failed): every other member waiting at Permit is
+// rejected, so the group's nodes are free at once and the group requeues together.
+func (p *Plugin) Unreserve(_ context.Context, _ *framework.CycleState, pod *v1.Pod, _ string) {
+	group := GroupOf(pod)
+	if group == "" || p.waiting == nil {
+		return
+	}
+	p.waiting.IterateOverWaitingPods(func(wp framework.WaitingPod) {
+		q := wp.GetPod()
+		if q.UID != pod.UID && q.Namespace == pod.Namespace && GroupOf(q) == group {
+			wp.Reject(Name, fmt.Sprintf("pod group %q released: member %s was not bound", group, pod.Name))
+		}
+	})
+}
+
+// Permit holds a member until minCount members of its group are reserved or bound; the
+// member that completes the group allows the others.
+func (p *Plugin) Permit(_ context.Context, _ *framework.CycleState, pod *v1.Pod, _ string) (*framework.Status, time.Duration) {
+	pg, st := p.gang(pod)
+	if st != nil || pg == nil {
+		return st, 0
+	}
+	var waiting []framework.WaitingPod
+	if p.waiting != nil {
+		p.waiting.IterateOverWaitingPods(func(wp framework.WaitingPod) {
+			q := wp.GetPod()
+			if q.Namespace == pod.Namespace && GroupOf(q) == pg.Name && q.UID != pod.UID {
+				waiting = append(waiting, wp)
+			}
+		})
+	}
+	bound := 0
+	if pods, err := p.groups.Pods(pod.Namespace); err == nil {
+		for _, q := range pods {
+			if q.Spec.NodeName != "" && GroupOf(q) == pg.Name && q.UID != pod.UID && q.DeletionTimestamp == nil {
+				bound++
+			}
+		}
+	}
+	if 1+len(waiting)+bound < int(pg.Spec.SchedulingPolicy.Gang.MinCount) {
+		return framework.NewStatus(framework.Wait), p.timeout
+	}
+	for _, wp := range waiting {
+		wp.Allow(Name)
+	}
+	return nil, 0
+}
+
+// informerGroups answers from the scheduler's informers.
+type informerGroups struct {
+	pg   schedulinglisters.PodGroupLister
+	pods corelisters.PodLister
+}
+
+func (g informerGroups) PodGroup(ns, name string) (*schedulingv1beta1.PodGroup, error) {
+	return g.pg.PodGroups(ns).Get(name)
+}
+
+func (g informerGroups) Pods(ns string) ([]*v1.Pod, error) {
+	return g.pods.Pods(ns).List(labels.Everything())
+}
