@@ -60,7 +60,7 @@ func names(l *unstructured.UnstructuredList) []string {
 }
 
 // Lists of custom objects, served from the objects each store keeps per revision
-// (customlist.go), answer as a list that decodes everything would: every item equal to
+// (handlers/customlist.go), answer as a list that decodes everything would: every item equal to
 // its GET and to its create's answer, selectors, pages with continue and remainingItemCount, a list at an older
 // resourceVersion, deletes, the None conversion to another served version, tables and
 // YAML, and pruning and defaulting on read after the CRD's schema changes.
@@ -117,7 +117,7 @@ func TestCustomObjectLists(t *testing.T) {
 		if !reflect.DeepEqual(got.Object, it.Object) {
 			t.Errorf("list item %s = %v, GET = %v", it.GetName(), it.Object, got.Object)
 		}
-		// The create's answer is the kept served form a list then reuses (customlist.go).
+		// The create's answer is the kept served form a list then reuses (handlers/customlist.go).
 		if c := created[it.GetName()]; !reflect.DeepEqual(c.Object, got.Object) {
 			t.Errorf("create answered %s = %v, GET = %v", it.GetName(), c.Object, got.Object)
 		}

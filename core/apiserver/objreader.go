@@ -29,7 +29,7 @@ func newObjectReader(ctx context.Context, s *Server) *objectReader {
 	r := &objectReader{s: s, ctx: ctx, byName: map[string]*registry.Store{}, caches: map[string]*registry.Cache{}}
 	for gvr, st := range s.stores {
 		if st.Resource.StoredAs != nil {
-			// A version view (versions.go) shares its resource name with the stored
+			// A version view (registry/versions.go) shares its resource name with the stored
 			// version: policies read the stored one, as they always did.
 			continue
 		}

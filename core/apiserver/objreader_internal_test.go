@@ -10,7 +10,7 @@ import (
 )
 
 // TestObjectReaderReadsStoredVersion: a resource served in two versions (autoscaling/v1
-// HorizontalPodAutoscaler is a view of the stored autoscaling/v2, versions.go) is read by
+// HorizontalPodAutoscaler is a view of the stored autoscaling/v2, registry/versions.go) is read by
 // policies in its stored version, whatever order the server's stores are walked in.
 func TestObjectReaderReadsStoredVersion(t *testing.T) {
 	s := &Server{stores: map[schema.GroupVersionResource]*registry.Store{

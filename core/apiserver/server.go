@@ -107,7 +107,7 @@ type Server struct {
 	crds *customResources
 	auth *authn.Authenticator
 	// joinFailures and bearerFailures budget failed join secrets and bearer tokens per
-	// source IP (ratelimit.go).
+	// source IP (authn/ratelimit.go).
 	joinFailures   *authn.FailureLimiter
 	bearerFailures *authn.FailureLimiter
 	pki            *authn.PKI

@@ -76,7 +76,7 @@ func newServer(opts Options) *Server {
 }
 
 // loadIdentity loads or creates the PKI, the tokens and the service account signing key
-// (through etcd first when several servers share it: identity.go).
+// (through etcd first when several servers share it: authn/identity.go).
 func (s *Server) loadIdentity(ctx context.Context, host string) error {
 	pkiDir := filepath.Join(s.opts.DataDir, "pki")
 	var shared *authn.SharedIdentity

@@ -70,7 +70,7 @@ type NodeCred struct {
 	// Previous is the token this one replaced, accepted until PreviousExpires.
 	Previous        string    `json:"previous,omitempty"`
 	PreviousExpires time.Time `json:"previousExpires,omitempty"`
-	// Agent is the token of the node's NetworkPolicy enforcer (netpolcred.go), issued,
+	// Agent is the token of the node's NetworkPolicy enforcer (core/apiserver/netpolcred.go), issued,
 	// rotated, revoked and expiring with Token; PreviousAgent goes with Previous.
 	Agent         string `json:"agent,omitempty"`
 	PreviousAgent string `json:"previousAgent,omitempty"`
@@ -115,7 +115,7 @@ type Authenticator struct {
 	File   tokenFile
 	byHash map[[32]byte]tokenEntry
 	// components are the in-memory tokens of the in-process scheduler and controller
-	// manager (components.go), by token hash and by user.
+	// manager (core/apiserver/components.go), by token hash and by user.
 	components      map[[32]byte]admission.UserInfo
 	componentTokens map[string]string
 

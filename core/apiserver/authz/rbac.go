@@ -39,7 +39,7 @@ const (
 	UnauthenticatedGroup    = "system:unauthenticated"
 	ServiceAccountPrefix    = "system:serviceaccount:"
 	AllServiceAccountsGroup = "system:serviceaccounts"
-	// networkPolicyAgentsGroup: the NetworkPolicy enforcers' credentials (netpolcred.go).
+	// networkPolicyAgentsGroup: the NetworkPolicy enforcers' credentials (core/apiserver/netpolcred.go).
 	NetworkPolicyAgentsGroup = "system:wasmkube:network-policy-agents"
 )
 

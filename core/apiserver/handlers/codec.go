@@ -154,7 +154,7 @@ func decodeInto(data []byte, res *registry.Resource, kind string, gv schema.Grou
 	}
 	var strictErrs []error
 	if u, ok := obj.(*unstructured.Unstructured); ok {
-		strictErrs, err = decodeUnstructured(data, u, fv) // customresources.go
+		strictErrs, err = decodeUnstructured(data, u, fv) // customview.go
 	} else if fv == fvIgnore {
 		// Not UnmarshalStrict without options: that applies every strict check.
 		err = kjson.UnmarshalCaseSensitivePreserveInts(data, obj)
@@ -183,7 +183,7 @@ func decodeInto(data []byte, res *registry.Resource, kind string, gv schema.Grou
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the apiVersion in the body (%s) does not match the expected apiVersion %s of %s", av.String(), gv.String(), res.GVR.Resource))
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gv.WithKind(kind))
-	// Custom objects are pruned and defaulted by their schema (customresources.go).
+	// Custom objects are pruned and defaulted by their schema (customview.go).
 	ws, err := customDecoded(res, obj, fv)
 	if err != nil {
 		return nil, err

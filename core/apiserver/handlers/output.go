@@ -50,7 +50,7 @@ func Respond(rq *Request, code int, obj runtime.Object) error {
 // or PartialObjectMetadata.
 func transform(rq *Request, obj runtime.Object) (any, error) {
 	res := rq.Info.Resource
-	obj = customView(res, obj) // a custom object in the request's version (customresources.go)
+	obj = customView(res, obj) // a custom object in the request's version (customview.go)
 	isList := meta.IsListType(obj)
 	if isList {
 		ensureKind(obj, res.GVR.GroupVersion().WithKind(res.Kind+"List"))

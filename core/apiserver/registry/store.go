@@ -34,7 +34,7 @@ type Store struct {
 	Chain    *admission.Chain
 	// Alloc hands out service cluster IPs and node ports (services only).
 	Alloc *ServiceAllocator
-	// Reads keeps custom objects as served, for lists (custom resources only; customlist.go).
+	// Reads keeps custom objects as served, for lists (custom resources only; customreads.go, handlers/customlist.go).
 	Reads *customReads
 }
 
@@ -195,7 +195,7 @@ func (st *Store) PrepareForCreate(obj runtime.Object, now metav1.Time) {
 		// a kubelet registers its node with status: keep it.
 	default:
 		if st.Resource.HasStatus() {
-			clearStatus(obj) // customresources.go: typed or unstructured
+			clearStatus(obj) // strategy.go: typed or unstructured
 		}
 	}
 }
