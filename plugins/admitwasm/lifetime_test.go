@@ -28,7 +28,6 @@ func TestSwapClosesADroppedPolicyAfterItsLastRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer o.Close(ctx)
 	first := admitwasm.PoliciesInForce(o)
 	_, v, release := o.AcquirePlugins() // a request in flight
 	if len(v) != 2 {
@@ -47,7 +46,18 @@ func TestSwapClosesADroppedPolicyAfterItsLastRequest(t *testing.T) {
 	if closed, _ := admitwasm.PolicyClosed(first, "kept"); closed {
 		t.Error("the policy the new config kept was closed with the old set")
 	}
-	if closed, ok := admitwasm.PolicyClosed(admitwasm.PoliciesInForce(o), "kept"); !ok || closed {
+	second := admitwasm.PoliciesInForce(o)
+	if closed, ok := admitwasm.PolicyClosed(second, "kept"); !ok || closed {
 		t.Errorf("the kept policy in force: closed %v, present %v", closed, ok)
+	}
+	// Closing the policies closes what is in force; a request after it runs none.
+	o.Close(ctx)
+	if closed, _ := admitwasm.PolicyClosed(second, "kept"); !closed {
+		t.Error("the policy in force is open after Close")
+	}
+	m, v, release := o.AcquirePlugins()
+	release()
+	if len(m)+len(v) != 0 {
+		t.Errorf("%d policies after Close, want none", len(m)+len(v))
 	}
 }

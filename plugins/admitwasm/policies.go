@@ -374,9 +374,9 @@ func (o *Policies) Run(ctx context.Context, client kubernetes.Interface) {
 }
 
 // Close retires the set in force: its instances and modules close after the requests
-// that use it. Call it once nothing takes new requests.
+// that use it. Later requests see no policies. Call it once nothing takes new requests.
 func (o *Policies) Close(ctx context.Context) {
-	o.set.Load().lease.Retire()
+	o.set.Swap(&policySet{cfg: &Config{}, byName: map[string]*Policy{}, lease: wasmhost.NewSet()}).lease.Retire()
 }
 
 // watchConfig reloads the policies when the config file or a module it declares changes,
