@@ -88,6 +88,11 @@ func New(r Resource) (*Manager, error) {
 	if reset == nil {
 		reset = DefaultResetFields(false)
 	}
+	if !r.Custom && r.Convertor == nil && !Scheme.Recognizes(r.Kind) {
+		// A kind of our own not added to Scheme: no field manager (writes keep their
+		// entries as they were) rather than a failing create.
+		return nil, fmt.Errorf("field manager of %v: the kind is not in fieldmanager.Scheme", r.Kind)
+	}
 	var conv runtime.ObjectConvertor
 	var creater runtime.ObjectCreater
 	if r.Custom {

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
@@ -558,5 +559,13 @@ func TestApplyJSONBody(t *testing.T) {
 	dup := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","name":"q"}}`
 	if _, _, err := m.Apply(m.New(), []byte(dup), ApplyOptions{Manager: "x", Validation: ValidationStrict}); !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "duplicate") {
 		t.Fatalf("strict duplicate in JSON: %v", err)
+	}
+}
+
+// TestUnknownKind: a built-in kind missing from Scheme gets no field manager (an error
+// the registry turns into "entries unchanged"), never a panic on the first create.
+func TestUnknownKind(t *testing.T) {
+	if _, err := New(Resource{Kind: schema.GroupVersionKind{Group: "nowhere.example", Version: "v1", Kind: "Thing"}}); err == nil {
+		t.Fatal("a field manager for a kind the scheme does not know")
 	}
 }
