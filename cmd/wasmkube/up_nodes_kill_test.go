@@ -126,10 +126,10 @@ func TestUpNodesKilledKubelet(t *testing.T) {
 	}
 
 	stopUp()
-	for _, pid := range left {
-		if syscall.Kill(pid, 0) == nil {
-			b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-			t.Errorf("process %d of host wkh1-2 left running: %s", pid, strings.ReplaceAll(string(b), "\x00", " "))
+	for _, p := range left {
+		if running(p) {
+			b, _ := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/cmdline")
+			t.Errorf("process %d of host wkh1-2 left running: %s", p.pid, strings.ReplaceAll(string(b), "\x00", " "))
 		}
 	}
 	if m := mountsUnder(hostDir); m != "" {
@@ -144,42 +144,68 @@ func TestUpNodesKilledKubelet(t *testing.T) {
 	}
 }
 
+// proc is a process as /proc/<pid>/stat showed it: its start time tells a reused pid apart.
+type proc struct {
+	pid   int
+	start string
+}
+
+// procStat is a process's state and start time ("" when it is gone).
+func procStat(pid int) (state, start string, ppid int) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", "", 0
+	}
+	// pid (comm) state ppid ... starttime (field 22): comm may hold spaces, so read after its ')'.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 20 {
+		return "", "", 0
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	return f[0], f[19], ppid
+}
+
+// running says whether p still runs: not gone, not a zombie awaiting its parent, not
+// another process under a reused pid.
+func running(p proc) bool {
+	state, start, _ := procStat(p.pid)
+	return state != "" && state != "Z" && start == p.start
+}
+
 // hostProcesses are the containerd shims whose address is under dir (a host's containerd)
 // and every process below them (the pods' pause and containers).
-func hostProcesses(dir string) []int {
-	parent := map[int]int{}
-	var pids []int
+func hostProcesses(dir string) []proc {
+	parent, started := map[int]int{}, map[int]string{}
+	var shims []int
 	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, p := range procs {
 		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-		b, err := os.ReadFile(p)
-		if err != nil {
+		state, start, ppid := procStat(pid)
+		if state == "" || state == "Z" {
 			continue
 		}
-		// pid (comm) state ppid ...: comm may hold spaces, so read after its ')'.
-		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(f) > 1 {
-			parent[pid], _ = strconv.Atoi(f[1])
-		}
+		parent[pid], started[pid] = ppid, start
 		cmd, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
 		args := strings.Split(string(cmd), "\x00")
 		if strings.HasPrefix(filepath.Base(args[0]), "containerd-shim") && strings.Contains(string(cmd), dir) {
-			pids = append(pids, pid)
+			shims = append(shims, pid)
 		}
 	}
-	shims := map[int]bool{}
-	for _, p := range pids {
-		shims[p] = true
+	isShim := map[int]bool{}
+	var out []proc
+	for _, p := range shims {
+		isShim[p] = true
+		out = append(out, proc{p, started[p]})
 	}
 	for pid := range parent {
 		for a, n := parent[pid], 0; a > 1 && n < 32; a, n = parent[a], n+1 {
-			if shims[a] {
-				pids = append(pids, pid)
+			if isShim[a] {
+				out = append(out, proc{pid, started[pid]})
 				break
 			}
 		}
 	}
-	return pids
+	return out
 }
 
 // mountsUnder is the lines of this mount namespace's mountinfo whose mount point is under dir.
