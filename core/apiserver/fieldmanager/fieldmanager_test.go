@@ -3,6 +3,7 @@ package fieldmanager
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"sort"
 	"strings"
@@ -567,5 +568,28 @@ func TestApplyJSONBody(t *testing.T) {
 func TestUnknownKind(t *testing.T) {
 	if _, err := New(Resource{Kind: schema.GroupVersionKind{Group: "nowhere.example", Version: "v1", Kind: "Thing"}}); err == nil {
 		t.Fatal("a field manager for a kind the scheme does not know")
+	}
+}
+
+// TestConcurrentWrites: one Manager serves concurrent writes (the API server shares one
+// per resource); run with -race.
+func TestConcurrentWrites(t *testing.T) {
+	m := deployments(t)
+	done := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		go func(i int) {
+			live, _, err := m.Apply(m.New(), []byte(withReplicas(fmt.Sprint(i))), ApplyOptions{Manager: fmt.Sprint("m", i)})
+			if err == nil {
+				next := live.DeepCopyObject().(*appsv1.Deployment)
+				next.Labels = map[string]string{"i": fmt.Sprint(i)}
+				m.Update(live, next, "labeller", "")
+			}
+			done <- err
+		}(i)
+	}
+	for i := 0; i < 8; i++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
