@@ -176,25 +176,39 @@ func runPluginReplay(ctx context.Context, out io.Writer, recording string, o *re
 	}
 	defer h.Close(ctx)
 	var admRep *wasmtest.AdmissionReport
+	var closers []*admitwasm.Policies
+	defer func() {
+		for _, p := range closers {
+			p.Close(ctx)
+		}
+	}()
 	if hasAdm {
-		load := func(file string) (*admitwasm.Policies, error) {
+		// A config's admission: section (wasm policies), or a file of
+		// ValidatingAdmissionPolicies and MutatingAdmissionPolicies (CEL).
+		load := func(file string) (wasmtest.AdmissionSet, error) {
 			data, err := os.ReadFile(file)
 			if err != nil {
 				return nil, err
 			}
-			return wasmtest.AdmissionPolicies(ctx, admitwasm.Options{Host: h, Logger: quiet}, file, data)
+			if wasmtest.IsCELPolicies(data) {
+				return wasmtest.CELPolicies(file, data)
+			}
+			p, err := wasmtest.AdmissionPolicies(ctx, admitwasm.Options{Host: h, Logger: quiet}, file, data)
+			if err != nil {
+				return nil, err
+			}
+			closers = append(closers, p)
+			return p, nil
 		}
 		cand, err := load(o.config)
 		if err != nil {
 			return err
 		}
-		defer cand.Close(ctx)
-		var base *admitwasm.Policies
+		var base wasmtest.AdmissionSet
 		if o.baseline != "" {
 			if base, err = load(o.baseline); err != nil {
 				return err
 			}
-			defer base.Close(ctx)
 		}
 		if admRep, err = wasmtest.ReplayAdmission(ctx, recs, cand, base); err != nil {
 			return err
