@@ -32,10 +32,10 @@ func validateSchedulingUpdate(obj, old runtime.Object) (field.ErrorList, bool) {
 	if !ok {
 		return nil, false
 	}
-	errs = append(errs, apimachineryvalidation.ValidateObjectMetaUpdate(metaOf(obj), metaOf(old), metaPath)...)
 	switch o := obj.(type) {
 	case *schedulingv1beta1.Workload:
 		ow := old.(*schedulingv1beta1.Workload)
+		errs = append(errs, metaUpdate(&o.ObjectMeta, &ow.ObjectMeta)...)
 		if !apiequality.Semantic.DeepEqual(o.Spec.PodGroupTemplates, ow.Spec.PodGroupTemplates) {
 			errs = append(errs, field.Invalid(field.NewPath("spec", "podGroupTemplates"), "", "field is immutable"))
 		}
@@ -44,6 +44,7 @@ func validateSchedulingUpdate(obj, old runtime.Object) (field.ErrorList, bool) {
 		}
 	case *schedulingv1beta1.PodGroup:
 		op := old.(*schedulingv1beta1.PodGroup)
+		errs = append(errs, metaUpdate(&o.ObjectMeta, &op.ObjectMeta)...)
 		p := field.NewPath("spec", "schedulingPolicy")
 		if (o.Spec.SchedulingPolicy.Gang == nil) != (op.Spec.SchedulingPolicy.Gang == nil) {
 			errs = append(errs, field.Forbidden(p.Child("gang"), "may not be set or unset after creation"))

@@ -45,3 +45,19 @@ func TestValidateGangKinds(t *testing.T) {
 		}
 	}
 }
+
+// An update of either kind with its resourceVersion is valid; a changed policy kind is not.
+func TestValidateGangKindsUpdate(t *testing.T) {
+	meta := metav1.ObjectMeta{Name: "g", Namespace: "default", ResourceVersion: "7"}
+	old := &schedulingv1beta1.PodGroup{ObjectMeta: meta, Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
+		Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 2}}}}
+	upd := old.DeepCopy()
+	upd.Spec.SchedulingPolicy.Gang.MinCount = 3 // minCount may change
+	if errs := ValidateUpdate(upd, old); len(errs) != 0 {
+		t.Fatalf("a minCount change: %v", errs)
+	}
+	upd.Spec.SchedulingPolicy = schedulingv1beta1.PodGroupSchedulingPolicy{Basic: &schedulingv1beta1.BasicSchedulingPolicy{}}
+	if errs := ValidateUpdate(upd, old); !strings.Contains(errs.ToAggregate().Error(), "spec.schedulingPolicy.gang") {
+		t.Fatalf("gang to basic: %v, want a refusal naming spec.schedulingPolicy.gang", errs)
+	}
+}
