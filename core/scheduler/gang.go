@@ -59,3 +59,12 @@ func (s *Scheduler) addGroupHandlers() cache.InformerSynced {
 	})
 	return reg.HasSynced
 }
+
+// activateGroup sends the other queued members of a pod that waits at Permit straight to
+// activeQ: the group completes only if they reach Permit before its wait times out, which
+// a back-off of up to 10 s would not allow.
+func (s *Scheduler) activateGroup(p *v1.Pod) {
+	if g := gangscheduling.GroupOf(p); g != "" {
+		s.queue.Activate(sameGroup(p.Namespace, g))
+	}
+}

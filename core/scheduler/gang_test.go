@@ -82,6 +82,22 @@ scheduler:
 	for _, m := range members {
 		c.waitPod(m, "bound with its group", func(p *v1.Pod) bool { return p.Spec.NodeName != "" })
 	}
+	// The group's status says so (kubectl's SCHEDULED column).
+	err = wait.PollUntilContextTimeout(c.ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		pg, err := c.client.SchedulingV1beta1().PodGroups("default").Get(ctx, "train", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, cond := range pg.Status.Conditions {
+			if cond.Type == schedulingv1beta1.PodGroupInitiallyScheduled && cond.Status == metav1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("PodGroup train: no %s=True condition: %v", schedulingv1beta1.PodGroupInitiallyScheduled, err)
+	}
 }
 
 // TestTwoGangsDoNotDeadlock: two groups of two, each fitting alone but not together, with

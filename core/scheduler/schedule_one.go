@@ -68,11 +68,15 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp *queue.QueuedPodInfo) {
 	}
 	// Permit runs here, in the scheduling cycle, as upstream: a gang's later member must
 	// see the earlier ones waiting. A Wait is served by the binding cycle (WaitOnPermit).
-	if st := fwk.RunPermitPlugins(ctx, state, assumed, host); !st.IsSuccess() && !st.IsWait() {
+	st := fwk.RunPermitPlugins(ctx, state, assumed, host)
+	if !st.IsSuccess() && !st.IsWait() {
 		fwk.RunReservePluginsUnreserve(ctx, state, assumed, host)
 		_ = s.cache.ForgetPod(assumed)
 		s.handleFailure(ctx, fwk, state, qp, fmt.Errorf("binding rejected: %w", statusError(st)), 0, start)
 		return
+	}
+	if st.IsWait() {
+		s.activateGroup(pod)
 	}
 	if e := res.Explanation; e != nil {
 		fwk.Annotate(e, state)

@@ -348,6 +348,36 @@ func (q *Queue) MoveAllToActiveOrBackoff(pred func(*QueuedPodInfo) bool) {
 	q.moveCycle++
 }
 
+// Activate moves the pods pred selects from the unschedulable pool and backoffQ straight
+// to activeQ, back-off or not: a gang member waits at Permit for the others, and they must
+// not sit out a back-off longer than its wait (upstream's PodsToActivate).
+func (q *Queue) Activate(pred func(*QueuedPodInfo) bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	moved := false
+	for uid, qp := range q.unsched {
+		if pred(qp) {
+			delete(q.unsched, uid)
+			heap.Push(q.active, qp)
+			moved = true
+		}
+	}
+	for i := 0; i < len(q.backoff.items); {
+		qp := q.backoff.items[i]
+		if !pred(qp) {
+			i++
+			continue
+		}
+		heap.Remove(q.backoff, i)
+		heap.Push(q.active, qp)
+		moved = true
+	}
+	if moved {
+		q.moveCycle++
+		q.cond.Broadcast()
+	}
+}
+
 func (q *Queue) moveLocked(qp *QueuedPodInfo) {
 	if q.backoffExpiry(qp).After(q.opts.Now()) {
 		heap.Push(q.backoff, qp)

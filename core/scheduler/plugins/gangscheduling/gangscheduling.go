@@ -27,7 +27,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	schedulinglisters "k8s.io/client-go/listers/scheduling/v1beta1"
 
@@ -58,6 +60,7 @@ type Plugin struct {
 	timeout time.Duration
 	groups  GroupLister
 	waiting framework.WaitingPodHandle
+	client  kubernetes.Interface
 }
 
 var (
@@ -88,6 +91,9 @@ func New(_ context.Context, raw json.RawMessage, h framework.Handle) (framework.
 	}
 	if w, ok := h.(framework.WaitingPodHandle); ok {
 		p.waiting = w
+	}
+	if h != nil {
+		p.client = h.ClientSet()
 	}
 	return p, nil
 }
@@ -176,6 +182,10 @@ func (p *Plugin) Unreserve(_ context.Context, _ *framework.CycleState, pod *v1.P
 			wp.Reject(Name, fmt.Sprintf("pod group %q released: member %s was not bound", group, pod.Name))
 		}
 	})
+	if pg, _ := p.gang(pod); pg != nil {
+		p.setScheduled(pg, metav1.ConditionFalse, schedulingv1beta1.PodGroupReasonUnschedulable,
+			fmt.Sprintf("fewer than %d pods of the group could be placed together", pg.Spec.SchedulingPolicy.Gang.MinCount))
+	}
 }
 
 // Permit holds a member until minCount members of its group are reserved or bound; the
@@ -208,8 +218,47 @@ func (p *Plugin) Permit(_ context.Context, _ *framework.CycleState, pod *v1.Pod,
 	for _, wp := range waiting {
 		wp.Allow(Name)
 	}
+	p.setScheduled(pg, metav1.ConditionTrue, "Scheduled", fmt.Sprintf("%d pods of the group were placed together", 1+len(waiting)+bound))
 	return nil, 0
 }
+
+// setScheduled records on the PodGroup's status whether the group was placed
+// (PodGroupInitiallyScheduled), off the scheduling loop; once True it is not changed.
+func (p *Plugin) setScheduled(pg *schedulingv1beta1.PodGroup, status metav1.ConditionStatus, reason, msg string) {
+	if p.client == nil {
+		return
+	}
+	for _, c := range pg.Status.Conditions {
+		if c.Type == schedulingv1beta1.PodGroupInitiallyScheduled && (c.Status == metav1.ConditionTrue || (c.Status == status && c.Reason == reason)) {
+			return
+		}
+	}
+	cond := metav1.Condition{Type: schedulingv1beta1.PodGroupInitiallyScheduled, Status: status, Reason: reason, Message: msg,
+		LastTransitionTime: metav1.Now(), ObservedGeneration: pg.Generation}
+	ns, name := pg.Namespace, pg.Name
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		// Failures are dropped: the condition is a report, the next change of the group
+		// writes it again.
+		pgs := p.client.SchedulingV1beta1().PodGroups(ns)
+		cur, err := pgs.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return
+		}
+		conds := cur.Status.Conditions[:0:0]
+		for _, c := range cur.Status.Conditions {
+			if c.Type != cond.Type {
+				conds = append(conds, c)
+			} else if c.Status == metav1.ConditionTrue {
+				return
+			}
+		}
+		cur.Status.Conditions = append(conds, cond)
+		_, _ = pgs.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+	}()
+}
+
 
 // informerGroups answers from the scheduler's informers.
 type informerGroups struct {
