@@ -259,7 +259,6 @@ func (p *Plugin) setScheduled(pg *schedulingv1beta1.PodGroup, status metav1.Cond
 	}()
 }
 
-
 // informerGroups answers from the scheduler's informers.
 type informerGroups struct {
 	pg   schedulinglisters.PodGroupLister
