@@ -12,6 +12,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -120,6 +121,7 @@ var resources = []resource{
 	{gv: networkingv1.SchemeGroupVersion, plural: "ingressclasses", kind: "IngressClass", obj: &networkingv1.IngressClass{}, list: &networkingv1.IngressClassList{}},
 	{gv: networkingv1.SchemeGroupVersion, plural: "networkpolicies", kind: "NetworkPolicy", namespaced: true, obj: &networkingv1.NetworkPolicy{}, list: &networkingv1.NetworkPolicyList{}},
 	{gv: discoveryv1.SchemeGroupVersion, plural: "endpointslices", kind: "EndpointSlice", namespaced: true, obj: &discoveryv1.EndpointSlice{}, list: &discoveryv1.EndpointSliceList{}},
+	{gv: eventsv1.SchemeGroupVersion, plural: "events", kind: "Event", namespaced: true, obj: &eventsv1.Event{}, list: &eventsv1.EventList{}},
 	// Admission webhooks and CEL admission policies (issue 29).
 	{gv: admissionregistrationv1.SchemeGroupVersion, plural: "mutatingwebhookconfigurations", kind: "MutatingWebhookConfiguration",
 		obj: &admissionregistrationv1.MutatingWebhookConfiguration{}, list: &admissionregistrationv1.MutatingWebhookConfigurationList{}},

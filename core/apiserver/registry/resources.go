@@ -219,9 +219,8 @@ var resources = []*Resource{
 	{GVR: corev1.SchemeGroupVersion.WithResource("nodes"), Kind: "Node", Singular: "node",
 		ShortNames: []string{"no"}, Subresources: []string{"status", "proxy"},
 		NewFunc: NewOf[corev1.Node](), NewList: NewOf[corev1.NodeList](), Fields: nodeFields},
-	{GVR: corev1.SchemeGroupVersion.WithResource("events"), Kind: "Event", Singular: "event", Namespaced: true,
-		ShortNames: []string{"ev"},
-		NewFunc:    NewOf[corev1.Event](), NewList: NewOf[corev1.EventList](), Fields: eventFields},
+	// Events: stored as core/v1, served in events.k8s.io/v1 too (versions.go, conversion/).
+	coreEvents,
 	{GVR: corev1.SchemeGroupVersion.WithResource("services"), Kind: "Service", Singular: "service", Namespaced: true,
 		ShortNames: []string{"svc"}, Categories: allCategory, Subresources: []string{"status", "proxy"},
 		NewFunc: NewOf[corev1.Service](), NewList: NewOf[corev1.ServiceList]()},
@@ -349,6 +348,7 @@ var resources = []*Resource{
 		NewFunc: NewOf[networkingv1.NetworkPolicy](), NewList: NewOf[networkingv1.NetworkPolicyList]()},
 	{GVR: discoveryv1.SchemeGroupVersion.WithResource("endpointslices"), Kind: "EndpointSlice", Singular: "endpointslice", Namespaced: true,
 		NewFunc: NewOf[discoveryv1.EndpointSlice](), NewList: NewOf[discoveryv1.EndpointSliceList]()},
+	eventsV1,
 	// Admission webhooks and CEL admission policies (issue 29; admission/webhook,
 	// admission/celpolicy, docs/admission.md).
 	{GVR: admissionregistrationv1.SchemeGroupVersion.WithResource("mutatingwebhookconfigurations"), Kind: "MutatingWebhookConfiguration",

@@ -7,6 +7,8 @@ import (
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -44,7 +46,35 @@ func ViewOf(r *Resource, inner storage.Interface) storage.Interface {
 var viewConversions = map[*Resource]struct {
 	toStored, fromStored func(runtime.Object) (runtime.Object, error)
 }{
-	HPAV1: {toStored: hpaToStored, fromStored: hpaFromStored},
+	HPAV1:    {toStored: hpaToStored, fromStored: hpaFromStored},
+	eventsV1: {toStored: eventToStored, fromStored: eventFromStored},
+}
+
+// coreEvents is core/v1 Event, the stored version of events; eventsV1 is events.k8s.io/v1
+// Event, a view of the same objects (upstream serves both, and its event recorders, such as
+// kube-scheduler's, write events.k8s.io/v1).
+var coreEvents = &Resource{GVR: corev1.SchemeGroupVersion.WithResource("events"), Kind: "Event", Singular: "event", Namespaced: true,
+	ShortNames: []string{"ev"},
+	NewFunc:    NewOf[corev1.Event](), NewList: NewOf[corev1.EventList](), Fields: eventFields}
+
+var eventsV1 = &Resource{GVR: eventsv1.SchemeGroupVersion.WithResource("events"), Kind: "Event", Singular: "event", Namespaced: true,
+	ShortNames: []string{"ev"}, StoredAs: coreEvents,
+	NewFunc: NewOf[eventsv1.Event](), NewList: NewOf[eventsv1.EventList]()}
+
+func eventToStored(obj runtime.Object) (runtime.Object, error) {
+	in, ok := obj.(*eventsv1.Event)
+	if !ok {
+		return nil, fmt.Errorf("events.k8s.io/v1 view: unexpected %T", obj)
+	}
+	return conversion.EventFromEventsV1(in), nil
+}
+
+func eventFromStored(obj runtime.Object) (runtime.Object, error) {
+	in, ok := obj.(*corev1.Event)
+	if !ok {
+		return nil, fmt.Errorf("events.k8s.io/v1 view: unexpected stored %T", obj)
+	}
+	return conversion.EventToEventsV1(in), nil
 }
 
 // HPAV1 is autoscaling/v1 HorizontalPodAutoscaler, a view of the stored autoscaling/v2.

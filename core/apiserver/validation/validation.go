@@ -12,6 +12,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,6 +69,8 @@ func Validate(obj runtime.Object) field.ErrorList {
 		return validateServiceAccount(o)
 	case *corev1.Event:
 		return validateEvent(o)
+	case *eventsv1.Event:
+		return validateEventsV1(o)
 	case *coordinationv1.Lease:
 		return validateLease(o)
 	case *appsv1.Deployment:
@@ -139,6 +142,8 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 		return append(metaUpdate(&o.ObjectMeta, &old.(*corev1.ServiceAccount).ObjectMeta), validateServiceAccountRefs(o)...)
 	case *corev1.Event:
 		return validateEventUpdate(o, old.(*corev1.Event))
+	case *eventsv1.Event:
+		return validateEventsV1Update(o, old.(*eventsv1.Event))
 	case *coordinationv1.Lease:
 		return append(metaUpdate(&o.ObjectMeta, &old.(*coordinationv1.Lease).ObjectMeta), validateLeaseSpec(&o.Spec, field.NewPath("spec"))...)
 	case *appsv1.Deployment:
