@@ -49,8 +49,18 @@ func (s *Scheduler) memberAdded(p *v1.Pod) {
 func (s *Scheduler) addGroupHandlers() cache.InformerSynced {
 	inf := s.factory.Scheduling().V1beta1().PodGroups().Informer()
 	move := func(obj any) {
-		if pg, ok := obj.(*schedulingv1beta1.PodGroup); ok {
-			s.moveOnEvent(framework.ClusterEvent{Resource: "PodGroup", Action: framework.Add}, nil, pg, sameGroup(pg.Namespace, pg.Name))
+		pg, ok := obj.(*schedulingv1beta1.PodGroup)
+		if !ok {
+			return
+		}
+		s.moveOnEvent(framework.ClusterEvent{Resource: "PodGroup", Action: framework.Add}, nil, pg, sameGroup(pg.Namespace, pg.Name))
+		// A lowered minCount may complete the members already waiting at Permit.
+		ps := s.acquireProfiles()
+		defer ps.release()
+		for _, f := range ps.frameworks {
+			if g, ok := f.Plugin(gangscheduling.Name).(*gangscheduling.Plugin); ok {
+				g.Recheck(pg)
+			}
 		}
 	}
 	reg, _ := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -10,6 +10,7 @@ import (
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/wasmkube/wasmkube/core/scheduler"
@@ -120,5 +121,44 @@ func TestTwoGangsDoNotDeadlock(t *testing.T) {
 		if p, err := c.client.CoreV1().Pods("default").Get(c.ctx, m, metav1.GetOptions{}); err != nil || p.Spec.NodeName != "" {
 			t.Fatalf("pod %s of group b: node %q, err %v; want unbound (no room left)", m, nodeOf(p), err)
 		}
+	}
+}
+
+// TestLoweredMinCountCompletesWaitingMembers: two members wait at Permit for a third that
+// fits nowhere; lowering the PodGroup's minCount to 2 binds the two at once, without
+// waiting for their timeout.
+func TestLoweredMinCountCompletesWaitingMembers(t *testing.T) {
+	c := newCluster(t, 2)
+	s, _ := c.startScheduler(scheduler.Options{})
+	c.createPodGroup("g", 3)
+	for _, m := range []string{"g-0", "g-1", "g-2"} {
+		c.createPod(m, requests("3", "1Gi"), inGroup("g"))
+	}
+	err := wait.PollUntilContextTimeout(c.ctx, 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return len(s.WaitingPods()) == 2, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting at Permit: %v, want two members", s.WaitingPods())
+	}
+	patch := []byte(`{"spec":{"schedulingPolicy":{"gang":{"minCount":2}}}}`)
+	if _, err := c.client.SchedulingV1beta1().PodGroups("default").Patch(c.ctx, "g", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bound := 0
+	err = wait.PollUntilContextTimeout(c.ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		bound = 0
+		for _, m := range []string{"g-0", "g-1", "g-2"} {
+			p, err := c.client.CoreV1().Pods("default").Get(ctx, m, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if p.Spec.NodeName != "" {
+				bound++
+			}
+		}
+		return bound == 2, nil
+	})
+	if err != nil {
+		t.Fatalf("after minCount 2: %d members bound, want 2: %v", bound, err)
 	}
 }

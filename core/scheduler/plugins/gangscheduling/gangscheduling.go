@@ -222,6 +222,41 @@ func (p *Plugin) Permit(_ context.Context, _ *framework.CycleState, pod *v1.Pod,
 	return nil, 0
 }
 
+// Recheck allows the members of pg waiting at Permit when they (with the members already
+// bound) reach its minCount: a lowered minCount completes a group without waiting for
+// another member to reach Permit. The scheduler calls it when a PodGroup changes.
+func (p *Plugin) Recheck(pg *schedulingv1beta1.PodGroup) {
+	if p.waiting == nil || pg.Spec.SchedulingPolicy.Gang == nil {
+		return
+	}
+	var waiting []framework.WaitingPod
+	p.waiting.IterateOverWaitingPods(func(wp framework.WaitingPod) {
+		if q := wp.GetPod(); q.Namespace == pg.Namespace && GroupOf(q) == pg.Name {
+			waiting = append(waiting, wp)
+		}
+	})
+	if len(waiting) == 0 {
+		return
+	}
+	bound := 0
+	if p.groups != nil {
+		if pods, err := p.groups.Pods(pg.Namespace); err == nil {
+			for _, q := range pods {
+				if q.Spec.NodeName != "" && GroupOf(q) == pg.Name && q.DeletionTimestamp == nil {
+					bound++
+				}
+			}
+		}
+	}
+	if len(waiting)+bound < int(pg.Spec.SchedulingPolicy.Gang.MinCount) {
+		return
+	}
+	for _, wp := range waiting {
+		wp.Allow(Name)
+	}
+	p.setScheduled(pg, metav1.ConditionTrue, "Scheduled", fmt.Sprintf("%d pods of the group were placed together", len(waiting)+bound))
+}
+
 // setScheduled records on the PodGroup's status whether the group was placed
 // (PodGroupInitiallyScheduled), off the scheduling loop; once True it is not changed.
 func (p *Plugin) setScheduled(pg *schedulingv1beta1.PodGroup, status metav1.ConditionStatus, reason, msg string) {
