@@ -146,7 +146,7 @@ var resources = []resource{
 var groupVersions = []schema.GroupVersion{
 	corev1.SchemeGroupVersion, appsv1.SchemeGroupVersion, autoscalingv1.SchemeGroupVersion, batchv1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion,
 	rbacv1.SchemeGroupVersion, policyv1.SchemeGroupVersion, schedulingv1.SchemeGroupVersion, networkingv1.SchemeGroupVersion, storagev1.SchemeGroupVersion,
-	admissionregistrationv1.SchemeGroupVersion,
+	admissionregistrationv1.SchemeGroupVersion, schedulingv1beta1.SchemeGroupVersion,
 	policyv1alpha1.SchemeGroupVersion,
 }
 

@@ -236,7 +236,10 @@ func (g *generator) collectFields(t reflect.Type, props object, required *[]stri
 			name = f.Name
 		}
 		props[name] = g.fieldSchema(f, docs[name])
-		if !strings.Contains(","+opts+",", ",omitempty,") && !strings.Contains(","+opts+",", ",omitzero,") {
+		// A pointer may be nil (serialized as null): upstream marks such fields +optional
+		// even without omitempty (scheduling.k8s.io/v1beta1 PodGroupTemplate's
+		// schedulingConstraints), and kubectl's client-side validation must not demand them.
+		if !strings.Contains(","+opts+",", ",omitempty,") && !strings.Contains(","+opts+",", ",omitzero,") && f.Type.Kind() != reflect.Pointer {
 			*required = append(*required, name)
 		}
 	}
