@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	schedulinglisters "k8s.io/client-go/listers/scheduling/v1beta1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/wasmkube/wasmkube/core/scheduler/framework"
 )
@@ -52,7 +53,8 @@ type Args struct {
 // scheduler; anything that answers the same in tests).
 type GroupLister interface {
 	PodGroup(namespace, name string) (*schedulingv1beta1.PodGroup, error)
-	Pods(namespace string) ([]*v1.Pod, error)
+	// GroupPods returns the pods of namespace that name group (others may be included).
+	GroupPods(namespace, group string) ([]*v1.Pod, error)
 }
 
 // Plugin is the gang policy.
@@ -87,7 +89,16 @@ func New(_ context.Context, raw json.RawMessage, h framework.Handle) (framework.
 	}
 	if ih, ok := h.(framework.InformerHandle); ok && ih.SharedInformerFactory() != nil {
 		f := ih.SharedInformerFactory()
-		p.groups = informerGroups{pg: f.Scheduling().V1beta1().PodGroups().Lister(), pods: f.Core().V1().Pods().Lister()}
+		pods := f.Core().V1().Pods()
+		g := informerGroups{pg: f.Scheduling().V1beta1().PodGroups().Lister(), pods: pods.Lister()}
+		// An index by group, so a member's cycle reads its group's pods, not its
+		// namespace's. It can be added only before the informer starts: a profile built
+		// by a config reload finds it there, or lists the namespace.
+		inf := pods.Informer()
+		if _, ok := inf.GetIndexer().GetIndexers()[groupIndex]; ok || inf.AddIndexers(cache.Indexers{groupIndex: groupIndexFunc}) == nil {
+			g.index = inf.GetIndexer()
+		}
+		p.groups = g
 	}
 	if w, ok := h.(framework.WaitingPodHandle); ok {
 		p.waiting = w
@@ -140,7 +151,7 @@ func (p *Plugin) PreFilter(_ context.Context, _ *framework.CycleState, pod *v1.P
 	if st != nil || pg == nil {
 		return nil, st
 	}
-	pods, err := p.groups.Pods(pod.Namespace)
+	pods, err := p.groups.GroupPods(pod.Namespace, GroupOf(pod))
 	if err != nil {
 		return nil, framework.AsStatus(err)
 	}
@@ -205,7 +216,7 @@ func (p *Plugin) Permit(_ context.Context, _ *framework.CycleState, pod *v1.Pod,
 		})
 	}
 	bound := 0
-	if pods, err := p.groups.Pods(pod.Namespace); err == nil {
+	if pods, err := p.groups.GroupPods(pod.Namespace, GroupOf(pod)); err == nil {
 		for _, q := range pods {
 			if q.Spec.NodeName != "" && GroupOf(q) == pg.Name && q.UID != pod.UID && q.DeletionTimestamp == nil {
 				bound++
@@ -240,7 +251,7 @@ func (p *Plugin) Recheck(pg *schedulingv1beta1.PodGroup) {
 	}
 	bound := 0
 	if p.groups != nil {
-		if pods, err := p.groups.Pods(pg.Namespace); err == nil {
+		if pods, err := p.groups.GroupPods(pg.Namespace, pg.Name); err == nil {
 			for _, q := range pods {
 				if q.Spec.NodeName != "" && GroupOf(q) == pg.Name && q.DeletionTimestamp == nil {
 					bound++
@@ -294,16 +305,42 @@ func (p *Plugin) setScheduled(pg *schedulingv1beta1.PodGroup, status metav1.Cond
 	}()
 }
 
+// groupIndex indexes pods by namespace/PodGroup.
+const groupIndex = "wasmkube.io/pod-group"
+
+func groupIndexFunc(obj any) ([]string, error) {
+	if p, ok := obj.(*v1.Pod); ok {
+		if g := GroupOf(p); g != "" {
+			return []string{p.Namespace + "/" + g}, nil
+		}
+	}
+	return nil, nil
+}
+
 // informerGroups answers from the scheduler's informers.
 type informerGroups struct {
-	pg   schedulinglisters.PodGroupLister
-	pods corelisters.PodLister
+	pg    schedulinglisters.PodGroupLister
+	pods  corelisters.PodLister
+	index cache.Indexer // nil: list the namespace
 }
 
 func (g informerGroups) PodGroup(ns, name string) (*schedulingv1beta1.PodGroup, error) {
 	return g.pg.PodGroups(ns).Get(name)
 }
 
-func (g informerGroups) Pods(ns string) ([]*v1.Pod, error) {
-	return g.pods.Pods(ns).List(labels.Everything())
+func (g informerGroups) GroupPods(ns, group string) ([]*v1.Pod, error) {
+	if g.index == nil {
+		return g.pods.Pods(ns).List(labels.Everything())
+	}
+	objs, err := g.index.ByIndex(groupIndex, ns+"/"+group)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*v1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*v1.Pod); ok {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
