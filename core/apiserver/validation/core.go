@@ -286,31 +286,7 @@ func validateEventFields(ev *corev1.Event) field.ErrorList {
 		if ev.InvolvedObject.Namespace == "" && ev.Namespace != metav1.NamespaceDefault && ev.Namespace != metav1.NamespaceSystem {
 			allErrs = append(allErrs, field.Invalid(nsPath, ev.InvolvedObject.Namespace, "does not match event.namespace"))
 		}
-		if ev.ReportingController == "" {
-			allErrs = append(allErrs, field.Required(field.NewPath("reportingComponent"), ""))
-		} else {
-			for _, msg := range utilvalidation.IsQualifiedName(ev.ReportingController) {
-				allErrs = append(allErrs, field.Invalid(field.NewPath("reportingComponent"), ev.ReportingController, msg))
-			}
-		}
-		if ev.ReportingInstance == "" {
-			allErrs = append(allErrs, field.Required(field.NewPath("reportingInstance"), ""))
-		} else if len(ev.ReportingInstance) > eventReportingInstanceLen {
-			allErrs = append(allErrs, field.Invalid(field.NewPath("reportingInstance"), "", fmt.Sprintf("can have at most %v characters", eventReportingInstanceLen)))
-		}
-		if ev.Action == "" {
-			allErrs = append(allErrs, field.Required(field.NewPath("action"), ""))
-		} else if len(ev.Action) > eventActionLengthLimit {
-			allErrs = append(allErrs, field.Invalid(field.NewPath("action"), "", fmt.Sprintf("can have at most %v characters", eventActionLengthLimit)))
-		}
-		if ev.Reason == "" {
-			allErrs = append(allErrs, field.Required(field.NewPath("reason"), ""))
-		} else if len(ev.Reason) > eventReasonLengthLimit {
-			allErrs = append(allErrs, field.Invalid(field.NewPath("reason"), "", fmt.Sprintf("can have at most %v characters", eventReasonLengthLimit)))
-		}
-		if len(ev.Message) > eventNoteLengthLimit {
-			allErrs = append(allErrs, field.Invalid(field.NewPath("message"), "", fmt.Sprintf("can have at most %v characters", eventNoteLengthLimit)))
-		}
+		allErrs = append(allErrs, eventReporting(eventFields{"reportingComponent", ev.ReportingController, ev.ReportingInstance, ev.Action, ev.Reason, "message", ev.Message})...)
 	}
 	if ev.Type != "" && ev.Type != corev1.EventTypeNormal && ev.Type != corev1.EventTypeWarning {
 		allErrs = append(allErrs, field.NotSupported(field.NewPath("type"), ev.Type, []string{corev1.EventTypeNormal, corev1.EventTypeWarning}))

@@ -65,30 +65,38 @@ func validateEventsV1Fields(ev *eventsv1.Event, strict bool) field.ErrorList {
 	if ev.Regarding.Namespace == "" && ev.Namespace != "default" && ev.Namespace != "kube-system" {
 		allErrs = append(allErrs, field.Invalid(field.NewPath("regarding", "namespace"), ev.Regarding.Namespace, "does not match event.namespace"))
 	}
-	if ev.ReportingController == "" {
-		allErrs = append(allErrs, field.Required(field.NewPath("reportingController"), ""))
+	allErrs = append(allErrs, eventReporting(eventFields{"reportingController", ev.ReportingController, ev.ReportingInstance, ev.Action, ev.Reason, "note", ev.Note})...)
+	return allErrs
+}
+
+// eventFields are the reporting fields both event APIs require of a new-style event, with
+// the names each gives the controller and the message.
+type eventFields struct {
+	controllerField, controller, instance, action, reason, noteField, note string
+}
+
+// eventReporting checks them as upstream's ValidateEventCreate does for both versions.
+func eventReporting(f eventFields) field.ErrorList {
+	var allErrs field.ErrorList
+	if f.controller == "" {
+		allErrs = append(allErrs, field.Required(field.NewPath(f.controllerField), ""))
 	} else {
-		for _, msg := range utilvalidation.IsQualifiedName(ev.ReportingController) {
-			allErrs = append(allErrs, field.Invalid(field.NewPath("reportingController"), ev.ReportingController, msg))
+		for _, msg := range utilvalidation.IsQualifiedName(f.controller) {
+			allErrs = append(allErrs, field.Invalid(field.NewPath(f.controllerField), f.controller, msg))
 		}
 	}
-	if ev.ReportingInstance == "" {
-		allErrs = append(allErrs, field.Required(field.NewPath("reportingInstance"), ""))
-	} else if len(ev.ReportingInstance) > eventReportingInstanceLen {
-		allErrs = append(allErrs, field.Invalid(field.NewPath("reportingInstance"), "", fmt.Sprintf("can have at most %v characters", eventReportingInstanceLen)))
+	for _, c := range []struct {
+		name, value string
+		limit       int
+	}{{"reportingInstance", f.instance, eventReportingInstanceLen}, {"action", f.action, eventActionLengthLimit}, {"reason", f.reason, eventReasonLengthLimit}} {
+		if c.value == "" {
+			allErrs = append(allErrs, field.Required(field.NewPath(c.name), ""))
+		} else if len(c.value) > c.limit {
+			allErrs = append(allErrs, field.Invalid(field.NewPath(c.name), "", fmt.Sprintf("can have at most %v characters", c.limit)))
+		}
 	}
-	if ev.Action == "" {
-		allErrs = append(allErrs, field.Required(field.NewPath("action"), ""))
-	} else if len(ev.Action) > eventActionLengthLimit {
-		allErrs = append(allErrs, field.Invalid(field.NewPath("action"), "", fmt.Sprintf("can have at most %v characters", eventActionLengthLimit)))
-	}
-	if ev.Reason == "" {
-		allErrs = append(allErrs, field.Required(field.NewPath("reason"), ""))
-	} else if len(ev.Reason) > eventReasonLengthLimit {
-		allErrs = append(allErrs, field.Invalid(field.NewPath("reason"), "", fmt.Sprintf("can have at most %v characters", eventReasonLengthLimit)))
-	}
-	if len(ev.Note) > eventNoteLengthLimit {
-		allErrs = append(allErrs, field.Invalid(field.NewPath("note"), "", fmt.Sprintf("can have at most %v characters", eventNoteLengthLimit)))
+	if len(f.note) > eventNoteLengthLimit {
+		allErrs = append(allErrs, field.Invalid(field.NewPath(f.noteField), "", fmt.Sprintf("can have at most %v characters", eventNoteLengthLimit)))
 	}
 	return allErrs
 }
