@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/apiservertest"
 	"github.com/wasmkube/wasmkube/core/scheduler"
@@ -52,9 +53,19 @@ admission:
 
 	c.createPod("fits", requests("100m", "64Mi"))
 	p := c.waitPod("fits", "bound", bound)
-	// The policy is in force: a user's update of the pod is refused.
-	p.Labels = map[string]string{"edited": "yes"}
-	if _, err := client.CoreV1().Pods("default").Update(ctx, p, metav1.UpdateOptions{}); err == nil || !strings.Contains(err.Error(), "pod updates are denied") {
+	// The policy is in force: a user's update of the pod is refused. The hollow kubelet
+	// may write the pod's status in between, so a stale copy is read again on a conflict
+	// (the resourceVersion check comes before admission, as upstream's).
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := client.CoreV1().Pods("default").Get(ctx, "fits", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Labels = map[string]string{"edited": "yes"}
+		_, err = client.CoreV1().Pods("default").Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "pod updates are denied") {
 		t.Fatalf("a user's pod update: %v, want the policy's denial", err)
 	}
 	p = c.waitPod("fits", "bound with an explanation", func(p *v1.Pod) bool { return podExplanation(t, client, p) != nil })
