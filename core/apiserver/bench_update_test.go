@@ -3,15 +3,13 @@ package apiserver_test
 import (
 	"encoding/json"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/apiservertest"
 )
@@ -24,57 +22,25 @@ import (
 //	go test ./core/apiserver -run '^$' -bench PodUpdate -benchtime 5000x
 func BenchmarkPodUpdate(b *testing.B) {
 	const clients = 16
-	srv := apiservertest.Start(b)
-	cs := make([]kubernetes.Interface, clients)
-	for i := range cs {
-		c, err := kubernetes.NewForConfig(srv.Config)
+	cs := benchClients(b, apiservertest.Start(b), clients)
+	cur := make([]*corev1.Pod, clients)
+	for w, c := range cs {
+		if _, err := c.CoreV1().Pods("default").Create(ctx, testPod(fmt.Sprintf("u-%d", w)), metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		p, err := c.CoreV1().Pods("default").Get(ctx, fmt.Sprintf("u-%d", w), metav1.GetOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		cs[i] = c
+		cur[w] = p
 	}
-	for i, c := range cs {
-		if _, err := c.CoreV1().Pods("default").Create(ctx, testPod(fmt.Sprintf("u-%d", i)), metav1.CreateOptions{}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var failed atomic.Value
-	b.ResetTimer()
-	cpu0, start := processCPU(b), time.Now()
-	for w := 0; w < clients; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			api := cs[w].CoreV1().Pods("default")
-			p := testPod(fmt.Sprintf("u-%d", w))
-			cur, err := api.Get(ctx, p.Name, metav1.GetOptions{})
-			if err != nil {
-				failed.Store(err)
-				return
-			}
-			for {
-				i := next.Add(1)
-				if i > int64(b.N) {
-					return
-				}
-				cur.Labels["rev"] = fmt.Sprint(i)
-				if cur, err = api.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
-					failed.Store(err)
-					return
-				}
-			}
-		}(w)
-	}
-	wg.Wait()
-	elapsed, cpu := time.Since(start), processCPU(b)-cpu0
-	b.StopTimer()
-	if err, _ := failed.Load().(error); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "updates/s")
-	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/update")
+	l := drive(b, clients, func(w int, i int64) (err error) {
+		cur[w].Labels["rev"] = fmt.Sprint(i)
+		cur[w], err = cs[w].CoreV1().Pods("default").Update(ctx, cur[w], metav1.UpdateOptions{})
+		return err
+	})
+	b.ReportMetric(float64(b.N)/l.elapsed.Seconds(), "updates/s")
+	b.ReportMetric(l.cpuPerCallUs(b.N), "cpu-us/update")
 }
 
 // BenchmarkPodCreateCPU is BenchmarkPodCreate's work (16 clients creating pods) reporting
@@ -83,48 +49,18 @@ func BenchmarkPodUpdate(b *testing.B) {
 //	go test ./core/apiserver -run '^$' -bench PodCreateCPU -benchtime 5000x
 func BenchmarkPodCreateCPU(b *testing.B) {
 	const clients = 16
-	srv := apiservertest.Start(b)
-	cs := make([]kubernetes.Interface, clients)
-	for i := range cs {
-		c, err := kubernetes.NewForConfig(srv.Config)
-		if err != nil {
-			b.Fatal(err)
-		}
-		cs[i] = c
+	cs := benchClients(b, apiservertest.Start(b), clients)
+	for i, c := range cs {
 		if _, err := c.CoreV1().Pods("default").Create(ctx, testPod(fmt.Sprintf("warm-%d", i)), metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var failed atomic.Value
-	b.ResetTimer()
-	cpu0, start := processCPU(b), time.Now()
-	for w := 0; w < clients; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			api := cs[w].CoreV1().Pods("default")
-			for {
-				i := next.Add(1)
-				if i > int64(b.N) {
-					return
-				}
-				if _, err := api.Create(ctx, testPod(fmt.Sprintf("p-%d", i)), metav1.CreateOptions{}); err != nil {
-					failed.Store(err)
-					return
-				}
-			}
-		}(w)
-	}
-	wg.Wait()
-	elapsed, cpu := time.Since(start), processCPU(b)-cpu0
-	b.StopTimer()
-	if err, _ := failed.Load().(error); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "creates/s")
-	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/create")
+	l := drive(b, clients, func(w int, i int64) error {
+		_, err := cs[w].CoreV1().Pods("default").Create(ctx, testPod(fmt.Sprintf("p-%d", i)), metav1.CreateOptions{})
+		return err
+	})
+	b.ReportMetric(float64(b.N)/l.elapsed.Seconds(), "creates/s")
+	b.ReportMetric(l.cpuPerCallUs(b.N), "cpu-us/create")
 }
 
 // largeCRD is a CustomResourceDefinition of about size bytes of JSON; rev changes one
