@@ -6,7 +6,10 @@ set -euo pipefail
 
 PKGS=(containerd runc crun containernetworking-plugins busybox-static iproute2 iptables
       clang lld wasi-libc libclang-rt-14-dev-wasm32 wabt etcd-server
-      rustc libstd-rust-dev-wasm32 cargo curl iperf3 jq)
+      rustc libstd-rust-dev-wasm32 cargo curl iperf3 jq
+      chromium)
+# chromium: the decision explorer's browser tests drive Debian's /usr/bin/chromium headless
+# (github.com/chromedp/chromedp); no browser is downloaded at test time.
 
 missing=()
 for p in "${PKGS[@]}"; do
