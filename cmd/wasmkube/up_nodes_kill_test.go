@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,8 +14,6 @@ import (
 	"github.com/vishvananda/netns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // TestUpNodesKilledKubelet runs `wasmkube up --nodes 2`, starts a pod on the second host,
@@ -27,68 +23,9 @@ import (
 // network namespace. Its own resources: host bridge wkh1t (namespace wkh1t-2), host
 // network 172.30.81.0/24, pod bridge wkh1p0, cluster CIDR 10.81.0.0/16, API port 46600.
 func TestUpNodesKilledKubelet(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("up --nodes makes network namespaces and runs containers: needs root")
-	}
-	images, _ := filepath.Abs("../../bin/images")
-	if _, err := os.Stat(filepath.Join(images, "busybox.tar")); err != nil {
-		t.Fatalf("no busybox image archive in %s: run `make images`", images)
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "wkh1-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	data := filepath.Join(dir, "data")
-	hostDir := filepath.Join(data, "nodes", "wkh1-2")
-	up := exec.Command(exe, "up", "--nodes", "2", "--data-dir", data,
-		"--listen", "127.0.0.1:46600", "--metrics-addr", "", "--node-name", "wkh1",
-		"--host-network", "172.30.81.0/24", "--host-bridge", "wkh1t", "--bridge", "wkh1p0",
-		"--cluster-cidr", "10.81.0.0/16", "--images-dir", images, "--warm-sandboxes", "1")
-	up.Env = append(os.Environ(), "WASMKUBE_TEST_RUN_MAIN=1")
-	var upLog lockedBuffer // read while up writes it
-	up.Stdout, up.Stderr = &upLog, &upLog
-	up.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := up.Start(); err != nil {
-		t.Fatal(err)
-	}
-	upDone := make(chan error, 1)
-	go func() { upDone <- up.Wait() }()
-	stopped := false
-	stopUp := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		_ = up.Process.Signal(syscall.SIGINT)
-		select {
-		case <-upDone:
-		case <-time.After(4 * time.Minute):
-			_ = up.Process.Kill()
-			<-upDone
-			t.Errorf("up did not stop within 4 minutes of Ctrl-C")
-		}
-	}
-	defer func() {
-		stopUp()
-		if t.Failed() {
-			t.Logf("up's log:\n%s", tail(upLog.String(), 60))
-			b, _ := os.ReadFile(filepath.Join(hostDir, "kubelet.log"))
-			t.Logf("wkh1-2's kubelet log:\n%s", tail(string(b), 40))
-		}
-	}()
-
-	kubeconfig := filepath.Join(data, "admin.kubeconfig")
-	waitUntil(t, "up's admin kubeconfig", func() bool { _, err := os.Stat(kubeconfig); return err == nil })
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := kubernetes.NewForConfigOrDie(rc)
+	u := startUp(t, testUpOptions{Name: "wkh1", Nodes: 2, Port: "46600", HostNetwork: "172.30.81.0/24",
+		ClusterCIDR: "10.81.0.0/16", Warm: 1, StopWithin: 4 * time.Minute})
+	client, data, hostDir := u.Client, u.Data, u.HostDir("wkh1-2")
 	ctx := context.Background()
 	waitUntil(t, "node wkh1-2 Ready", func() bool {
 		n, err := client.CoreV1().Nodes().Get(ctx, "wkh1-2", metav1.GetOptions{})
@@ -116,7 +53,7 @@ func TestUpNodesKilledKubelet(t *testing.T) {
 	if err := syscall.Kill(kubeletPID(t, data, "wkh1-2"), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "up to see the kubelet gone", func() bool { return strings.Contains(upLog.String(), "a host's kubelet exited") })
+	waitUntil(t, "up to see the kubelet gone", func() bool { return strings.Contains(u.Log(), "a host's kubelet exited") })
 	left := hostProcesses(hostDir)
 	if len(left) == 0 {
 		t.Fatalf("no shim of host wkh1-2 running after its kubelet was killed: the test shows nothing")
@@ -125,7 +62,7 @@ func TestUpNodesKilledKubelet(t *testing.T) {
 		t.Fatalf("no mount under %s after its kubelet was killed: the test shows nothing", hostDir)
 	}
 
-	stopUp()
+	u.Stop()
 	for _, p := range left {
 		if running(p) {
 			b, _ := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/cmdline")
@@ -139,7 +76,7 @@ func TestUpNodesKilledKubelet(t *testing.T) {
 		h.Close()
 		t.Errorf("network namespace wkh1t-2 left behind")
 	}
-	if !strings.Contains(upLog.String(), "cleaning up after a host's dead kubelet") {
+	if !strings.Contains(u.Log(), "cleaning up after a host's dead kubelet") {
 		t.Errorf("up did not say it cleaned up after the dead kubelet")
 	}
 }
@@ -218,22 +155,4 @@ func mountsUnder(dir string) string {
 		}
 	}
 	return strings.Join(out, "\n")
-}
-
-// lockedBuffer is a bytes.Buffer a test reads while a process writes it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

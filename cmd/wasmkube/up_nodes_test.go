@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -17,8 +15,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/wasmkube/wasmkube/kubelet/overlay"
 )
@@ -46,85 +42,12 @@ func TestUpNodes(t *testing.T) {
 }
 
 func testUpNodes(t *testing.T, backend string) {
-	if os.Getuid() != 0 {
-		t.Skip("up --nodes makes network namespaces and runs containers: needs root")
-	}
-	if _, err := exec.LookPath("kubectl"); err != nil {
-		t.Skip("kubectl not installed")
-	}
-	images, _ := filepath.Abs("../../bin/images")
-	if _, err := os.Stat(filepath.Join(images, "busybox.tar")); err != nil {
-		t.Fatalf("no busybox image archive in %s: run `make images`", images)
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "wkh4-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	cfg := filepath.Join(dir, "config.yaml")
 	// A short node grace (twice the kubelet's 10 s lease renewal) and toleration, so that
 	// the failed host's pod moves within half a minute.
-	if err := os.WriteFile(cfg, []byte("controller:\n  nodeMonitorGracePeriod: 20s\n  defaultTolerationSeconds: 2\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	data := filepath.Join(dir, "data")
-	up := exec.Command(exe, "up", "--nodes", "3", "--data-dir", data, "--config", cfg,
-		"--listen", "127.0.0.1:"+upTestPort, "--metrics-addr", "", "--node-name", "wkh4",
-		"--host-network", "172.30.64.0/24", "--host-bridge", upTestBridge, "--bridge", "wkh4p0",
-		"--cluster-cidr", "10.64.0.0/16", "--network-backend", backend,
-		"--images-dir", images, "--warm-sandboxes", "0")
-	up.Env = append(os.Environ(), "WASMKUBE_TEST_RUN_MAIN=1")
-	var upLog bytes.Buffer
-	up.Stdout, up.Stderr = &upLog, &upLog
-	up.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := up.Start(); err != nil {
-		t.Fatal(err)
-	}
-	upDone := make(chan error, 1)
-	go func() { upDone <- up.Wait() }()
-	stopped := false
-	stopUp := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		_ = up.Process.Signal(syscall.SIGINT)
-		select {
-		case <-upDone:
-		case <-time.After(3 * time.Minute):
-			_ = up.Process.Kill()
-			<-upDone
-			t.Errorf("up did not stop within 3 minutes of Ctrl-C")
-		}
-	}
-	defer func() {
-		stopUp()
-		if t.Failed() {
-			t.Logf("up's log:\n%s", tail(upLog.String(), 80))
-			for _, n := range []string{"wkh4-2", "wkh4-3"} {
-				b, _ := os.ReadFile(filepath.Join(data, "nodes", n, "kubelet.log"))
-				t.Logf("%s's kubelet log:\n%s", n, tail(string(b), 40))
-			}
-		}
-	}()
-
-	kubeconfig := filepath.Join(data, "admin.kubeconfig")
-	waitUntil(t, "up's admin kubeconfig", func() bool { _, err := os.Stat(kubeconfig); return err == nil })
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := kubernetes.NewForConfigOrDie(rc)
-	kubectl := func(args ...string) (string, error) {
-		cmd := exec.Command("kubectl", args...)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	u := startUp(t, testUpOptions{Name: "wkh4", Nodes: 3, Port: upTestPort, HostNetwork: "172.30.64.0/24",
+		ClusterCIDR: "10.64.0.0/16", Backend: backend,
+		Config: "controller:\n  nodeMonitorGracePeriod: 20s\n  defaultTolerationSeconds: 2\n"})
+	client, kubectl, data := u.Client, u.kubectl, u.Data
 	ctx := context.Background()
 	nodes := []string{"wkh4", "wkh4-2", "wkh4-3"}
 
@@ -253,7 +176,7 @@ func testUpNodes(t *testing.T, backend string) {
 	})
 
 	// Ctrl-C: nothing of up's hosts is left.
-	stopUp()
+	u.Stop()
 	if h, err := netns.GetFromName(upTestBridge + "-2"); err == nil {
 		h.Close()
 		t.Errorf("network namespace %s-2 left behind", upTestBridge)

@@ -1,15 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,8 +13,6 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // TestUpNodesServicesAndPolicies runs `wasmkube up --nodes 2` and checks what rides on the
@@ -31,68 +24,9 @@ import (
 // client. Its own resources: host bridge wkh5t (namespace wkh5t-2), host network
 // 172.30.65.0/24, pod bridge wkh5p0, cluster CIDR 10.65.0.0/16, API port 56443.
 func TestUpNodesServicesAndPolicies(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("up --nodes makes network namespaces and runs containers: needs root")
-	}
-	if _, err := exec.LookPath("kubectl"); err != nil {
-		t.Skip("kubectl not installed")
-	}
-	images, _ := filepath.Abs("../../bin/images")
-	if _, err := os.Stat(filepath.Join(images, "busybox.tar")); err != nil {
-		t.Fatalf("no busybox image archive in %s: run `make images`", images)
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "wkh5-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	data := filepath.Join(dir, "data")
-	up := exec.Command(exe, "up", "--nodes", "2", "--data-dir", data,
-		"--listen", "127.0.0.1:56443", "--metrics-addr", "", "--node-name", "wkh5",
-		"--host-network", "172.30.65.0/24", "--host-bridge", "wkh5t", "--bridge", "wkh5p0",
-		"--cluster-cidr", "10.65.0.0/16", "--images-dir", images, "--warm-sandboxes", "0")
-	up.Env = append(os.Environ(), "WASMKUBE_TEST_RUN_MAIN=1")
-	var upLog bytes.Buffer
-	up.Stdout, up.Stderr = &upLog, &upLog
-	up.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := up.Start(); err != nil {
-		t.Fatal(err)
-	}
-	upDone := make(chan error, 1)
-	go func() { upDone <- up.Wait() }()
-	defer func() {
-		_ = up.Process.Signal(syscall.SIGINT)
-		select {
-		case <-upDone:
-		case <-time.After(3 * time.Minute):
-			_ = up.Process.Kill()
-			<-upDone
-			t.Errorf("up did not stop within 3 minutes of Ctrl-C")
-		}
-		if t.Failed() {
-			t.Logf("up's log:\n%s", tail(upLog.String(), 80))
-			b, _ := os.ReadFile(filepath.Join(data, "nodes", "wkh5-2", "kubelet.log"))
-			t.Logf("wkh5-2's kubelet log:\n%s", tail(string(b), 40))
-		}
-	}()
-
-	kubeconfig := filepath.Join(data, "admin.kubeconfig")
-	waitUntil(t, "up's admin kubeconfig", func() bool { _, err := os.Stat(kubeconfig); return err == nil })
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := kubernetes.NewForConfigOrDie(rc)
-	kubectl := func(args ...string) (string, error) {
-		cmd := exec.Command("kubectl", args...)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	u := startUp(t, testUpOptions{Name: "wkh5", Nodes: 2, Port: "56443", HostNetwork: "172.30.65.0/24",
+		ClusterCIDR: "10.65.0.0/16"})
+	client, kubectl := u.Client, u.kubectl
 	ctx := context.Background()
 	nodes := []string{"wkh5", "wkh5-2"}
 	waitUntil(t, "two Ready nodes", func() bool {
