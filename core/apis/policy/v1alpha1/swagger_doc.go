@@ -61,6 +61,7 @@ func (AdmissionHook) SwaggerDoc() map[string]string {
 		"objectSelector":    "Only objects (or old objects) with these labels.",
 		"validationActions": "What a denial does: Deny (the default), Warn, Audit; Deny and Warn exclude each other. admission.validate only.",
 		"capabilities":      "The resources the policy may read through get_object and list_objects (granted only when the requester may get and list them).",
+		"matchConditions":   "CEL expressions, as a ValidatingAdmissionPolicy's (name, expression; at most 64): the policy sees a request only when every one is true; an expression that fails to evaluate follows failurePolicy.",
 	}
 }
 

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -138,6 +139,10 @@ type AdmissionHook struct {
 	ValidationActions []string `json:"validationActions,omitempty"`
 	// Capabilities are the resources the policy may read (get_object, list_objects).
 	Capabilities []string `json:"capabilities,omitempty"`
+	// MatchConditions are CEL expressions, as a ValidatingAdmissionPolicy's: the policy
+	// sees a request only when every one is true; an expression that fails to evaluate
+	// follows failurePolicy (Fail refuses the request, Ignore skips the policy).
+	MatchConditions []admissionregistrationv1.MatchCondition `json:"matchConditions,omitempty"`
 }
 
 // Rule matches requests by API group, version, resource and operation.

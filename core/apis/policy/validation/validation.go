@@ -269,6 +269,7 @@ func validateAdmission(h policyv1alpha1.Hook, a *policyv1alpha1.AdmissionHook, f
 		errs = append(errs, field.Invalid(fld.Child("validationActions"), a.ValidationActions, "Deny and Warn may not be used together"))
 	}
 	errs = append(errs, validateCapabilities(a.Capabilities, nil, fld.Child("capabilities"))...)
+	errs = append(errs, ValidateMatchConditions(a.MatchConditions, fld.Child("matchConditions"))...)
 	return errs
 }
 
