@@ -5,7 +5,8 @@ import "github.com/google/go-containerregistry/pkg/name"
 // DefaultSchedulerName is the profile a scheduler policy joins when it names none.
 const DefaultSchedulerName = "default-scheduler"
 
-// SetDefaults fills what a policy leaves out: mode Enforce, failurePolicy Fail, the pull
+// SetDefaults fills what a policy leaves out: mode Enforce, failurePolicy Fail, rollout
+// Progressive, the pull
 // policy as a container image's (Always for the tag latest or none, else IfNotPresent),
 // the scheduler section of a scheduler hook, and the Deny action of a validate hook.
 func SetDefaults(p *WasmPolicy) {
@@ -15,6 +16,9 @@ func SetDefaults(p *WasmPolicy) {
 	}
 	if s.FailurePolicy == "" {
 		s.FailurePolicy = Fail
+	}
+	if s.Rollout == "" {
+		s.Rollout = RolloutProgressive
 	}
 	if s.Module.Image != "" && s.Module.PullPolicy == "" {
 		s.Module.PullPolicy = PullIfNotPresent

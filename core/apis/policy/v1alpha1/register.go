@@ -17,9 +17,9 @@ func Resource(resource string) schema.GroupResource {
 	return SchemeGroupVersion.WithResource(resource).GroupResource()
 }
 
-// AddToScheme registers WasmPolicy and WasmPolicyList, as k8s.io/api's packages do.
+// AddToScheme registers WasmPolicy, WasmPolicyReport and their lists, as k8s.io/api's packages do.
 func AddToScheme(s *runtime.Scheme) error {
-	s.AddKnownTypes(SchemeGroupVersion, &WasmPolicy{}, &WasmPolicyList{})
+	s.AddKnownTypes(SchemeGroupVersion, &WasmPolicy{}, &WasmPolicyList{}, &WasmPolicyReport{}, &WasmPolicyReportList{})
 	metav1.AddToGroupVersion(s, SchemeGroupVersion)
 	return nil
 }

@@ -27,6 +27,8 @@ func (WasmPolicySpec) SwaggerDoc() map[string]string {
 		"timeout":       "The time limit of one call (default: the component's: 100ms for the scheduler, 10s for admission). At most 30s.",
 		"memoryLimit":   "The memory limit of one instance, 64Ki to 4Gi (default 64Mi).",
 		"pool":          "The number of instances, so of parallel calls, 1 to 1024 (default: the component's).",
+		"rollout":       "When components switch to a new revision: Progressive (the default; each as soon as it has it loaded) or AllOrNothing (all together, once every targeted component has it compiled).",
+		"revision":      "Set to roll back: the controller replaces the spec with that revision's (wasmkube policy history NAME lists them) and clears this field.",
 		"scheduler":     "For scheduler.* hooks: the profile, weight and extension points.",
 		"admission":     "For admission.* hooks: which requests the policy sees (required).",
 		"kubelet":       "For kubelet.* hooks: the hook name pods ask for and the hosts that load it (required).",
@@ -93,6 +95,7 @@ func (WasmPolicyStatus) SwaggerDoc() map[string]string {
 		"targetedComponents": "How many components should load the policy.",
 		"components":         "One entry per API server, scheduler or kubelet that should load the policy.",
 		"conditions":         "Ready (every targeted component Active) and Degraded (one or more Failed).",
+		"revision":           "The number of the revision the spec is (a ControllerRevision in kube-system).",
 	}
 }
 
@@ -100,7 +103,7 @@ func (ComponentStatus) SwaggerDoc() map[string]string {
 	return map[string]string{
 		"":                   "ComponentStatus is one component's report on a policy.",
 		"name":               "The component instance: an API server's identity, a scheduler's, a node's name.",
-		"component":          "admission, scheduler or kubelet.",
+		"component":          "apiserver, scheduler or kubelet.",
 		"observedGeneration": "The policy generation the component acted on.",
 		"digest":             "The module digest the component runs.",
 		"phase":              "Pending, Fetching, Active or Failed.",
@@ -108,4 +111,17 @@ func (ComponentStatus) SwaggerDoc() map[string]string {
 		"message":            "What happened, for a person.",
 		"lastTransitionTime": "When the phase last changed.",
 	}
+}
+
+func (WasmPolicyReport) SwaggerDoc() map[string]string {
+	return map[string]string{
+		"":         "WasmPolicyReport is one component's report on one WasmPolicy, written only by that component (an API server, a scheduler or a kubelet); the wasmpolicy controller rolls the reports up into the policy's status. Cluster-scoped; deleted with its policy.",
+		"metadata": "Standard object's metadata.",
+		"policy":   "The WasmPolicy's name.",
+		"status":   "The component's status for the policy.",
+	}
+}
+
+func (WasmPolicyReportList) SwaggerDoc() map[string]string {
+	return map[string]string{"": "WasmPolicyReportList is a list of WasmPolicyReports.", "items": "The reports."}
 }

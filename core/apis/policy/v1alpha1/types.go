@@ -27,7 +27,8 @@ func Hooks() []Hook {
 }
 
 // Component is the part of the cluster a hook runs in: "scheduler", "admission" (the API
-// servers) or "kubelet".
+// servers) or "kubelet". (A ComponentStatus names the API servers "apiserver": see
+// ComponentOf.)
 func (h Hook) Component() string {
 	for i := 0; i < len(h); i++ {
 		if h[i] == '.' {
@@ -54,6 +55,34 @@ const (
 	Fail   FailurePolicy = "Fail"
 	Ignore FailurePolicy = "Ignore"
 )
+
+// Rollout says when the components that load a policy switch to a new revision of it.
+type Rollout string
+
+const (
+	// RolloutProgressive: each component switches as soon as it has the new revision
+	// loaded (the default).
+	RolloutProgressive Rollout = "Progressive"
+	// RolloutAllOrNothing: components compile the new revision and switch only once every
+	// targeted one reports it compiled, then together.
+	RolloutAllOrNothing Rollout = "AllOrNothing"
+)
+
+// Component values of a ComponentStatus and a WasmPolicyReport.
+const (
+	ComponentAPIServer = "apiserver"
+	ComponentScheduler = "scheduler"
+	ComponentKubelet   = "kubelet"
+)
+
+// ComponentOf is the component (ComponentAPIServer, ComponentScheduler, ComponentKubelet)
+// that loads a hook's policies.
+func (h Hook) ComponentOf() string {
+	if c := h.Component(); c != "admission" {
+		return c
+	}
+	return ComponentAPIServer
+}
 
 // PullPolicy says when the registry is asked which manifest a module's tag names.
 type PullPolicy string
@@ -94,6 +123,12 @@ type WasmPolicySpec struct {
 	MemoryLimit *resource.Quantity `json:"memoryLimit,omitempty"`
 	// Pool is the number of instances, so of parallel calls (default: the component's).
 	Pool *int32 `json:"pool,omitempty"`
+	// Rollout is Progressive (the default) or AllOrNothing.
+	Rollout Rollout `json:"rollout,omitempty"`
+	// Revision, when set, asks for a rollback: the controller replaces the spec with the
+	// one of that revision (wasmkube policy history lists them) and clears the field, as
+	// a Deployment's rollbackTo did.
+	Revision *int64 `json:"revision,omitempty"`
 
 	// Exactly the section of the hook's component may be set.
 	Scheduler *SchedulerHook `json:"scheduler,omitempty"`
@@ -188,13 +223,16 @@ type WasmPolicyStatus struct {
 	Components []ComponentStatus `json:"components,omitempty"`
 	// Conditions: Ready, Degraded.
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Revision is the number of the revision the spec is (its ControllerRevision,
+	// wasmkube policy history).
+	Revision int64 `json:"revision,omitempty"`
 }
 
 // ComponentStatus is one component's report on the policy.
 type ComponentStatus struct {
 	// Name of the component instance (an API server's identity, a scheduler's, a node's).
 	Name string `json:"name"`
-	// Component is admission, scheduler or kubelet.
+	// Component is apiserver, scheduler or kubelet.
 	Component          string      `json:"component"`
 	ObservedGeneration int64       `json:"observedGeneration,omitempty"`
 	Digest             string      `json:"digest,omitempty"`
@@ -211,4 +249,29 @@ type WasmPolicyList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []WasmPolicy `json:"items"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// WasmPolicyReport is one component's report on one policy: what it has loaded and why
+// not. Each API server, scheduler and kubelet writes only its own reports (one object per
+// policy it loads), so a change costs each component at most one write and no component
+// rewrites an object others write; a controller rolls them up into the WasmPolicy's status.
+type WasmPolicyReport struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Policy is the WasmPolicy's name.
+	Policy string `json:"policy"`
+	// Status is the component's status for it.
+	Status ComponentStatus `json:"status"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// WasmPolicyReportList is a list of WasmPolicyReports.
+type WasmPolicyReportList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []WasmPolicyReport `json:"items"`
 }

@@ -31,6 +31,8 @@ var (
 	hooks       = sets.New(policyv1alpha1.Hooks()...)
 	modes       = sets.New(policyv1alpha1.ModeEnforce, policyv1alpha1.ModeMonitor)
 	failures    = sets.New(policyv1alpha1.Fail, policyv1alpha1.Ignore)
+	rollouts    = sets.New(policyv1alpha1.RolloutProgressive, policyv1alpha1.RolloutAllOrNothing)
+	components  = sets.New(policyv1alpha1.ComponentAPIServer, policyv1alpha1.ComponentScheduler, policyv1alpha1.ComponentKubelet)
 	pulls       = sets.New(policyv1alpha1.PullAlways, policyv1alpha1.PullIfNotPresent, policyv1alpha1.PullNever)
 	operations  = sets.New("CREATE", "UPDATE", "DELETE", "CONNECT", "*")
 	actions     = sets.New("Deny", "Warn", "Audit")
@@ -62,6 +64,12 @@ func ValidateSpec(s *policyv1alpha1.WasmPolicySpec, fld *field.Path) field.Error
 	}
 	if s.FailurePolicy != "" && !failures.Has(s.FailurePolicy) {
 		errs = append(errs, field.NotSupported(fld.Child("failurePolicy"), s.FailurePolicy, names(failures)))
+	}
+	if s.Rollout != "" && !rollouts.Has(s.Rollout) {
+		errs = append(errs, field.NotSupported(fld.Child("rollout"), s.Rollout, names(rollouts)))
+	}
+	if s.Revision != nil && *s.Revision < 1 {
+		errs = append(errs, field.Invalid(fld.Child("revision"), *s.Revision, "must be a revision number (1 or more; wasmkube policy history NAME lists them)"))
 	}
 	errs = append(errs, validateModule(&s.Module, fld.Child("module"))...)
 	if s.Settings != nil && len(s.Settings.Raw) > 0 && s.Settings.Raw[0] != '{' && s.Settings.Raw[0] != '[' && string(s.Settings.Raw) != "null" {
@@ -320,18 +328,45 @@ func ValidateStatus(s *policyv1alpha1.WasmPolicyStatus, fld *field.Path) field.E
 	if hex, ok := strings.CutPrefix(s.Digest, "sha256:"); s.Digest != "" && (!ok || !sha256Hex.MatchString(hex)) {
 		errs = append(errs, field.Invalid(fld.Child("digest"), s.Digest, "must be sha256:<64 hex>"))
 	}
-	for i, c := range s.Components {
-		p := fld.Child("components").Index(i)
-		if c.Name == "" {
-			errs = append(errs, field.Required(p.Child("name"), ""))
-		}
-		if c.Component != "admission" && c.Component != "scheduler" && c.Component != "kubelet" {
-			errs = append(errs, field.NotSupported(p.Child("component"), c.Component, []string{"admission", "kubelet", "scheduler"}))
-		}
-		if !phases.Has(c.Phase) {
-			errs = append(errs, field.NotSupported(p.Child("phase"), c.Phase, names(phases)))
-		}
+	if s.Revision < 0 {
+		errs = append(errs, field.Invalid(fld.Child("revision"), s.Revision, "must not be negative"))
+	}
+	for i := range s.Components {
+		errs = append(errs, ValidateComponentStatus(&s.Components[i], fld.Child("components").Index(i))...)
 	}
 	errs = append(errs, metav1validation.ValidateConditions(s.Conditions, fld.Child("conditions"))...)
 	return errs
+}
+
+// ValidateComponentStatus checks one component's status (in a policy's status.components
+// or a WasmPolicyReport).
+func ValidateComponentStatus(c *policyv1alpha1.ComponentStatus, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if c.Name == "" {
+		errs = append(errs, field.Required(fld.Child("name"), ""))
+	}
+	if !components.Has(c.Component) {
+		errs = append(errs, field.NotSupported(fld.Child("component"), c.Component, sets.List(components)))
+	}
+	if !phases.Has(c.Phase) {
+		errs = append(errs, field.NotSupported(fld.Child("phase"), c.Phase, names(phases)))
+	}
+	if c.ObservedGeneration < 0 {
+		errs = append(errs, field.Invalid(fld.Child("observedGeneration"), c.ObservedGeneration, "must not be negative"))
+	}
+	return errs
+}
+
+// ValidateReport checks a WasmPolicyReport: the policy it speaks of and the component's
+// status (its metadata is the caller's).
+func ValidateReport(r *policyv1alpha1.WasmPolicyReport) field.ErrorList {
+	var errs field.ErrorList
+	if r.Policy == "" {
+		errs = append(errs, field.Required(field.NewPath("policy"), "the WasmPolicy's name"))
+	} else {
+		for _, msg := range utilvalidation.IsDNS1123Subdomain(r.Policy) {
+			errs = append(errs, field.Invalid(field.NewPath("policy"), r.Policy, msg))
+		}
+	}
+	return append(errs, ValidateComponentStatus(&r.Status, field.NewPath("status"))...)
 }

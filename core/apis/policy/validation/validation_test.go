@@ -113,6 +113,8 @@ func TestHookSections(t *testing.T) {
 		{"spec: {hook: scheduler.score, module: {file: /m.wasm}, scheduler: {extensionPoints: [Bind]}}", "spec.scheduler.extensionPoints[0]"},
 		{"spec: {hook: admission.mutate, module: {file: /m.wasm}, admission: {rules: [{apiGroups: [''], apiVersions: [v1], resources: [pods], operations: [CREATE]}], validationActions: [Warn]}}", "spec.admission.validationActions"},
 		{"spec: {hook: scheduler.score, module: {}}", "spec.module"},
+		{"spec: {hook: scheduler.score, module: {file: /m.wasm}, rollout: Canary}", "spec.rollout"},
+		{"spec: {hook: scheduler.score, module: {file: /m.wasm}, revision: 0}", "spec.revision"},
 		{"spec: {hook: scheduler.score, module: {file: /m.wasm, pullPolicy: Always}}", "spec.module.pullPolicy"},
 		{"spec: {hook: scheduler.score, module: {image: 'r.io/p/m@sha256:abc'}}", "spec.module.image"},
 		{"spec: {hook: scheduler.score, module: {file: /a/../m.wasm}}", "spec.module.file"},
@@ -156,5 +158,32 @@ func TestStatus(t *testing.T) {
 		if !found {
 			t.Errorf("no error for %s: %v", f, errs)
 		}
+	}
+}
+
+func TestReport(t *testing.T) {
+	ok := &policyv1alpha1.WasmPolicyReport{Policy: "require-team",
+		Status: policyv1alpha1.ComponentStatus{Name: "n1", Component: policyv1alpha1.ComponentKubelet, Phase: policyv1alpha1.PhaseActive}}
+	if errs := validation.ValidateReport(ok); len(errs) != 0 {
+		t.Fatalf("a good report refused: %v", errs)
+	}
+	bad := &policyv1alpha1.WasmPolicyReport{Status: policyv1alpha1.ComponentStatus{Component: "admission", Phase: "Running", ObservedGeneration: -1}}
+	errs := validation.ValidateReport(bad)
+	for _, f := range []string{"policy", "status.name", "status.component", "status.phase", "status.observedGeneration"} {
+		found := false
+		for _, e := range errs {
+			found = found || e.Field == f
+		}
+		if !found {
+			t.Errorf("no error for %s: %v", f, errs)
+		}
+	}
+}
+
+func TestDefaultRollout(t *testing.T) {
+	p := &policyv1alpha1.WasmPolicy{Spec: policyv1alpha1.WasmPolicySpec{Hook: policyv1alpha1.HookSchedulerFilter, Module: policyv1alpha1.ModuleSource{File: "/m.wasm"}}}
+	policyv1alpha1.SetDefaults(p)
+	if p.Spec.Rollout != policyv1alpha1.RolloutProgressive {
+		t.Fatalf("rollout %q, want Progressive", p.Spec.Rollout)
 	}
 }
