@@ -60,6 +60,11 @@ var nodeRules = []rbacv1.PolicyRule{
 	// and only gets PVs; wasmkube's is also k3s's local-path provisioner.
 	{Verbs: []string{"create", "delete", "get", "list", "watch", "update", "patch"}, APIGroups: []string{""}, Resources: []string{"persistentvolumes"}},
 	{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses"}},
+	// The kubelet's wasm policies (plugins/wasmpolicy): it reads the WasmPolicies and writes
+	// its own reports on them (NodeRestriction: only reports of component kubelet named
+	// for its node).
+	{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{"policy.wasmkube.io"}, Resources: []string{"wasmpolicies"}},
+	{Verbs: []string{"create", "get", "update"}, APIGroups: []string{"policy.wasmkube.io"}, Resources: []string{"wasmpolicyreports"}},
 	// Client certificate rotation, as upstream's kubelet.
 	{Verbs: []string{"create", "get", "list", "watch"}, APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}},
 }

@@ -221,6 +221,9 @@ func bootstrapClusterRoles() []*rbacv1.ClusterRole {
 			// Gang scheduling (docs/scheduler.md): the groups and their status.
 			rule(read, []string{"scheduling.k8s.io"}, "podgroups", "workloads"),
 			rule([]string{"patch", "update"}, []string{"scheduling.k8s.io"}, "podgroups/status"),
+			// Its wasm policies (plugins/wasmpolicy): the WasmPolicies, its reports on them.
+			rule(read, []string{"policy.wasmkube.io"}, "wasmpolicies"),
+			rule([]string{"create", "get", "update"}, []string{"policy.wasmkube.io"}, "wasmpolicyreports"),
 			rule([]string{"create"}, []string{"authentication.k8s.io"}, "tokenreviews"),
 			rule([]string{"create"}, []string{"authorization.k8s.io"}, "subjectaccessreviews")),
 		// wasmkube's controller manager runs every controller under one credential (upstream

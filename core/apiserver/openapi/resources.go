@@ -139,6 +139,7 @@ var resources = []resource{
 	// wasmkube's own (issue 27).
 	{gv: policyv1alpha1.SchemeGroupVersion, plural: "wasmpolicies", kind: "WasmPolicy", obj: &policyv1alpha1.WasmPolicy{}, list: &policyv1alpha1.WasmPolicyList{},
 		subresources: []subresource{statusOf(policyv1alpha1.SchemeGroupVersion.WithKind("WasmPolicy"), &policyv1alpha1.WasmPolicy{})}},
+	{gv: policyv1alpha1.SchemeGroupVersion, plural: "wasmpolicyreports", kind: "WasmPolicyReport", obj: &policyv1alpha1.WasmPolicyReport{}, list: &policyv1alpha1.WasmPolicyReportList{}},
 }
 
 // groupVersions are the documents served under /openapi/v3, in a stable order. autoscaling/v1

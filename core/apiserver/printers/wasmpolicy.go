@@ -50,3 +50,30 @@ func printWasmPolicy(obj runtime.Object, now time.Time) ([]any, []metav1.TableRo
 func init() {
 	register(policyv1alpha1.SchemeGroupVersion.WithKind("WasmPolicy"), wasmPolicyColumns, printWasmPolicy)
 }
+
+// WasmPolicyReport's columns: kubectl get wasmpolicyreports shows whose report on which
+// policy, the phase and the generation and digest it speaks of.
+var wasmPolicyReportColumns = []metav1.TableColumnDefinition{
+	nameColumn,
+	{Name: "Policy", Type: "string", Description: policyv1alpha1.WasmPolicyReport{}.SwaggerDoc()["policy"]},
+	{Name: "Component", Type: "string", Description: policyv1alpha1.ComponentStatus{}.SwaggerDoc()["component"]},
+	{Name: "Instance", Type: "string", Description: policyv1alpha1.ComponentStatus{}.SwaggerDoc()["name"]},
+	{Name: "Phase", Type: "string", Description: policyv1alpha1.ComponentStatus{}.SwaggerDoc()["phase"]},
+	{Name: "Generation", Type: "integer", Description: policyv1alpha1.ComponentStatus{}.SwaggerDoc()["observedGeneration"]},
+	ageColumn,
+	{Name: "Reason", Type: "string", Priority: 1, Description: policyv1alpha1.ComponentStatus{}.SwaggerDoc()["reason"]},
+	{Name: "Message", Type: "string", Priority: 1, Description: policyv1alpha1.ComponentStatus{}.SwaggerDoc()["message"]},
+}
+
+func printWasmPolicyReport(obj runtime.Object, now time.Time) ([]any, []metav1.TableRowCondition, bool) {
+	r, ok := obj.(*policyv1alpha1.WasmPolicyReport)
+	if !ok {
+		return nil, nil, false
+	}
+	s := r.Status
+	return []any{r.Name, r.Policy, s.Component, s.Name, string(s.Phase), s.ObservedGeneration, age(r.CreationTimestamp, now), s.Reason, s.Message}, nil, true
+}
+
+func init() {
+	register(policyv1alpha1.SchemeGroupVersion.WithKind("WasmPolicyReport"), wasmPolicyReportColumns, printWasmPolicyReport)
+}

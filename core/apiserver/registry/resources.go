@@ -373,6 +373,10 @@ var resources = []*Resource{
 	{GVR: policyv1alpha1.SchemeGroupVersion.WithResource("wasmpolicies"), Kind: "WasmPolicy", Singular: "wasmpolicy",
 		ShortNames: []string{"wp"}, Categories: []string{"wasmkube"}, Subresources: []string{"status"}, Generation: true,
 		NewFunc: NewOf[policyv1alpha1.WasmPolicy](), NewList: NewOf[policyv1alpha1.WasmPolicyList]()},
+	// One component's report on one policy (plugins/wasmpolicy/report; docs/wasmpolicy-status.md).
+	{GVR: policyv1alpha1.SchemeGroupVersion.WithResource("wasmpolicyreports"), Kind: "WasmPolicyReport", Singular: "wasmpolicyreport",
+		ShortNames: []string{"wpr"}, Categories: []string{"wasmkube"},
+		NewFunc: NewOf[policyv1alpha1.WasmPolicyReport](), NewList: NewOf[policyv1alpha1.WasmPolicyReportList]()},
 }
 
 // Builtin is the static table: every built-in resource in discovery order.
