@@ -1,0 +1,297 @@
+// The pod page: why the pod landed where it did (or was refused), attempt by attempt.
+import { get, watch } from "./api.js";
+import {
+  el, setMain, section, empty, badge, legend, fmtDuration, fmtTime, moduleLabel, link,
+  requestHref, policyHref, nodeHref, setLive, errorBox, recordSummary, recordVerdict, TYPE_LABEL, verdictClass,
+} from "./ui.js";
+
+// heat is the background of a score cell: a single-hue blue ramp, readable by people
+// who cannot tell red from green, with dark text on light and light text on dark.
+export function heat(norm) {
+  const v = Math.max(0, Math.min(100, Number(norm) || 0)) / 100;
+  const light = 96 - v * 58;
+  return { background: `hsl(217 80% ${light}%)`, color: light < 60 ? "#fff" : "#0b1d3a" };
+}
+
+const VERDICT_ORDER = { Pass: 0, Skip: 1, NotRun: 2, Unschedulable: 3, UnschedulableAndUnresolvable: 4, Error: 5 };
+
+function attemptsOf(records) { return records.filter((r) => r.type === "SchedulingAttempt"); }
+
+// why says in one sentence why the attempt ended as it did.
+export function why(a) {
+  const rows = a.matrix || [];
+  if (a.result === "Scheduled") {
+    const chosen = rows.find((r) => r.chosen) || rows.find((r) => r.node === a.node);
+    const others = rows.filter((r) => !r.chosen && r.node !== a.node && (r.scores || []).length);
+    const runner = others.sort((x, y) => y.final - x.final)[0];
+    const parts = [];
+    if (chosen) {
+      const contrib = (a.scorePlugins || []).map((p, i) => [p.name, (chosen.scores || [])[i]]).filter(([, s]) => s)
+        .sort((x, y) => y[1].weighted - x[1].weighted).map(([n, s]) => `${n} ${s.weighted}`);
+      parts.push(`${a.node} had the highest final score, ${chosen.final}${contrib.length ? " (" + contrib.join(" + ") + ")" : ""}`);
+      if (runner) parts.push(`ahead of ${runner.node} with ${runner.final}`);
+    } else {
+      parts.push(`scheduled on ${a.node}`);
+    }
+    const rejected = rows.filter((r) => (r.filter || []).some((f) => f.verdict !== "Pass" && f.verdict !== "Skip" && f.verdict !== "NotRun"));
+    if (rejected.length) parts.push(`${rejected.length} node${rejected.length > 1 ? "s" : ""} filtered out`);
+    return parts.join(", ") + ".";
+  }
+  if (a.preFilter) return `PreFilter plugin ${a.preFilter.plugin} refused the pod: ${a.preFilter.reason || a.preFilter.verdict}.`;
+  return a.message || a.result;
+}
+
+// rejecters counts, per filter plugin, the nodes it rejected.
+function rejecters(a) {
+  const out = new Map();
+  (a.matrix || []).forEach((r) => (r.filter || []).forEach((f, i) => {
+    if (f.verdict === "Unschedulable" || f.verdict === "UnschedulableAndUnresolvable" || f.verdict === "Error") {
+      const name = (a.filterPlugins[i] || {}).name || `#${i}`;
+      out.set(name, (out.get(name) || 0) + 1);
+    }
+  }));
+  return out;
+}
+
+// columns of the matrix: node, each filter plugin, each score plugin, final.
+function columns(a) {
+  const cols = [{ key: "node", label: "Node", kind: "node", value: (r) => r.node }];
+  (a.filterPlugins || []).forEach((p, i) => cols.push({
+    key: `f${i}`, label: p.name, plugin: p, kind: "filter",
+    value: (r) => VERDICT_ORDER[((r.filter || [])[i] || {}).verdict] ?? 9,
+  }));
+  (a.scorePlugins || []).forEach((p, i) => cols.push({
+    key: `s${i}`, label: p.name, plugin: p, kind: "score",
+    value: (r) => ((r.scores || [])[i] || { weighted: -1 }).weighted,
+  }));
+  cols.push({ key: "final", label: "Final", kind: "final", value: (r) => ((r.scores || []).length ? r.final : -1) });
+  return cols;
+}
+
+function matrixTable(a, sort, onSort) {
+  const cols = columns(a);
+  let rows = (a.matrix || []).slice();
+  if (sort.key) {
+    const col = cols.find((c) => c.key === sort.key);
+    if (col) {
+      rows.sort((x, y) => {
+        const vx = col.value(x), vy = col.value(y);
+        const c = typeof vx === "string" ? vx.localeCompare(vy) : vx - vy;
+        return sort.dir * c || x.node.localeCompare(y.node);
+      });
+    }
+  }
+  const maxFinal = Math.max(1, ...rows.map((r) => r.final || 0));
+  const head = el("tr", {}, cols.map((c) => {
+    const active = sort.key === c.key;
+    const arrow = active ? (sort.dir > 0 ? " ▲" : " ▼") : "";
+    const sub = c.kind === "filter" ? "filter" : c.kind === "score" ? `score ×${c.plugin.weight || 1}` : c.kind === "final" ? "sum of weighted" : "";
+    return el("th", {
+      class: `sortable col-${c.kind}${active ? " sorted" : ""}`, "data-col": c.key, scope: "col",
+      "aria-sort": active ? (sort.dir > 0 ? "ascending" : "descending") : "none",
+      onclick: () => onSort(c.key),
+    }, el("button", { type: "button", class: "th-btn" }, c.label, arrow),
+    c.plugin ? el("div", { class: "th-sub" }, sub, " ", moduleLabel(c.plugin.wasm)) : sub ? el("div", { class: "th-sub" }, sub) : null);
+  }));
+  const body = rows.map((r) => {
+    const passed = (r.scores || []).length > 0;
+    const cells = [el("th", { scope: "row", class: "node-cell" },
+      r.chosen ? el("span", { class: "chosen-mark", title: "chosen node" }, "★ ") : null,
+      link(nodeHref(r.node), r.node),
+      r.chosen ? el("span", { class: "chosen-label" }, " chosen") : null)];
+    (a.filterPlugins || []).forEach((p, i) => {
+      const f = (r.filter || [])[i] || { verdict: "NotRun" };
+      cells.push(el("td", { class: `filter v-${verdictClass(f.verdict)}`, "data-plugin": p.name, "data-verdict": f.verdict, title: f.reason || f.verdict },
+        badge(f.verdict, f.reason), f.reason ? el("div", { class: "reason" }, f.reason) : null));
+    });
+    (a.scorePlugins || []).forEach((p, i) => {
+      const s = (r.scores || [])[i];
+      if (!s) {
+        cells.push(el("td", { class: "score none", "data-plugin": p.name, title: "not scored: the node did not pass Filter" }, "—"));
+        return;
+      }
+      cells.push(el("td", {
+        class: "score num", "data-plugin": p.name, "data-raw": s.raw, "data-normalized": s.normalized, "data-weighted": s.weighted,
+        style: heat(s.normalized), title: `raw ${s.raw} → normalized ${s.normalized} → ×${p.weight || 1} = ${s.weighted}`,
+      }, el("span", { class: "w" }, s.weighted), el("span", { class: "raw" }, `raw ${s.raw}`)));
+    });
+    cells.push(el("td", { class: "final num", "data-final": r.final },
+      passed ? [el("span", { class: "bar", style: { width: `${Math.round(100 * (r.final || 0) / maxFinal)}%` } }), el("span", { class: "fv" }, r.final)] : "—"));
+    return el("tr", { class: `row${r.chosen ? " chosen" : ""}${passed ? "" : " rejected"}`, "data-node": r.node, "aria-selected": r.chosen ? "true" : null }, cells);
+  });
+  return el("div", { class: "scroll" }, el("table", { class: "grid matrix", id: "matrix" }, el("thead", {}, head), el("tbody", {}, body)));
+}
+
+// heatMap is scores over nodes at a glance: a row per score plugin plus the final sum,
+// a column per node that passed Filter, the chosen node outlined.
+function heatMap(a) {
+  const rows = (a.matrix || []).filter((r) => (r.scores || []).length);
+  if (!rows.length || !(a.scorePlugins || []).length) return null;
+  const maxFinal = Math.max(1, ...rows.map((r) => r.final || 0));
+  const line = (label, cell) => el("div", { class: "hm-row" }, el("div", { class: "hm-label" }, label), rows.map(cell));
+  return el("div", { class: "heatmap", id: "heatmap", style: { "--cols": rows.length } },
+    el("div", { class: "hm-row hm-head" }, el("div", { class: "hm-label" }), rows.map((r) => el("div", { class: `hm-node${r.chosen ? " chosen" : ""}`, title: r.node }, r.node))),
+    (a.scorePlugins || []).map((p, i) => line(p.name, (r) => {
+      const s = r.scores[i] || { normalized: 0, weighted: 0 };
+      return el("div", { class: `hm-cell${r.chosen ? " chosen" : ""}`, style: heat(s.normalized), title: `${r.node} · ${p.name}: normalized ${s.normalized}, weighted ${s.weighted}` }, s.normalized);
+    })),
+    line("final", (r) => el("div", { class: `hm-cell final${r.chosen ? " chosen" : ""}`, style: heat(100 * (r.final || 0) / maxFinal), title: `${r.node}: final ${r.final}` }, r.final)));
+}
+
+// diff compares two attempts node by node, and their plugins (a swap between them shows
+// as a changed module digest).
+export function diffAttempts(a, b) {
+  const nodes = new Map();
+  for (const [side, att] of [["a", a], ["b", b]]) {
+    for (const r of att.matrix || []) {
+      const cur = nodes.get(r.node) || { node: r.node };
+      const failing = (r.filter || []).map((f, i) => [att.filterPlugins[i], f]).find(([, f]) => f.verdict !== "Pass" && f.verdict !== "Skip" && f.verdict !== "NotRun");
+      cur[side] = { verdict: failing ? `${failing[1].verdict} (${(failing[0] || {}).name})` : (r.scores || []).length ? "Pass" : "NotRun", final: (r.scores || []).length ? r.final : null, chosen: !!r.chosen };
+      nodes.set(r.node, cur);
+    }
+  }
+  const plugins = [];
+  const byName = (ps) => new Map((ps || []).map((p) => [p.name, p]));
+  for (const kind of ["filterPlugins", "scorePlugins"]) {
+    const pa = byName(a[kind]), pb = byName(b[kind]);
+    for (const name of new Set([...pa.keys(), ...pb.keys()])) {
+      const x = pa.get(name), y = pb.get(name);
+      const dx = x ? (x.wasm ? x.wasm.digest || x.wasm.path : "native") : "absent";
+      const dy = y ? (y.wasm ? y.wasm.digest || y.wasm.path : "native") : "absent";
+      const wx = x && x.weight, wy = y && y.weight;
+      if (dx !== dy || wx !== wy) plugins.push({ kind: kind === "filterPlugins" ? "Filter" : "Score", name, from: dx + (wx ? ` ×${wx}` : ""), to: dy + (wy ? ` ×${wy}` : "") });
+    }
+  }
+  return { nodes: [...nodes.values()].sort((x, y) => x.node.localeCompare(y.node)), plugins };
+}
+
+function diffView(recs, ia, ib, onPick) {
+  const atts = recs.map((r) => r.schedulingAttempt);
+  const pick = (which, cur) => el("select", { "aria-label": `attempt ${which}`, id: `diff-${which}`, onchange: (e) => onPick(which, Number(e.target.value)) },
+    atts.map((a, i) => el("option", { value: i, selected: i === cur }, `attempt ${a.attempt} · ${fmtTime(recs[i].time)} · ${a.result}${a.node ? " " + a.node : ""}`)));
+  const a = atts[ia], b = atts[ib];
+  const d = diffAttempts(a, b);
+  const rows = d.nodes.map((n) => {
+    const va = n.a || { verdict: "absent", final: null }, vb = n.b || { verdict: "absent", final: null };
+    const changed = va.verdict !== vb.verdict || va.final !== vb.final || va.chosen !== vb.chosen;
+    const delta = va.final !== null && vb.final !== null ? vb.final - va.final : null;
+    return el("tr", { class: changed ? "changed" : "", "data-node": n.node },
+      el("th", { scope: "row" }, n.node),
+      el("td", {}, va.verdict, va.chosen ? " ★" : ""), el("td", {}, vb.verdict, vb.chosen ? " ★" : ""),
+      el("td", { class: "num" }, va.final ?? "—"), el("td", { class: "num" }, vb.final ?? "—"),
+      el("td", { class: `num ${delta > 0 ? "up" : delta < 0 ? "down" : ""}` }, delta === null ? "" : (delta > 0 ? "+" : "") + delta));
+  });
+  return el("div", { class: "diff", id: "diff" },
+    el("div", { class: "diff-pick" }, el("label", {}, "from ", pick("a", ia)), el("label", {}, " to ", pick("b", ib))),
+    d.plugins.length ? el("ul", { class: "plugin-changes" }, d.plugins.map((p) => el("li", {}, el("strong", {}, `${p.kind} ${p.name}`), `: ${p.from} → ${p.to}`))) : el("p", { class: "muted" }, "Same plugins, modules and weights in both attempts."),
+    el("table", { class: "grid diff-table" },
+      el("thead", {}, el("tr", {}, ["node", "verdict (from)", "verdict (to)", "final (from)", "final (to)", "Δ"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, rows)));
+}
+
+function timeline(records, selectedId, onSelect) {
+  if (!records.length) return empty("No decisions about this pod are held.");
+  return el("ol", { class: "timeline", id: "timeline" }, records.map((r) => {
+    const v = recordVerdict(r);
+    const label = r.type === "SchedulingAttempt" ? `attempt ${r.schedulingAttempt.attempt}` : r.type === "Swap" ? `swap ${r.swap.policy || "config"}` : TYPE_LABEL[r.type];
+    const body = [el("span", { class: "ev-time" }, fmtTime(r.time)), el("span", { class: "ev-kind" }, label), badge(v), el("span", { class: "ev-text" }, recordSummary(r))];
+    let inner;
+    if (r.type === "SchedulingAttempt") inner = el("button", { type: "button", class: "ev-btn", onclick: () => onSelect(r.id) }, body);
+    else if (r.type === "AdmissionRequest") inner = link(requestHref(r), body, { class: "ev-btn" });
+    else if (r.type === "Swap" && r.swap.policy) inner = link(policyHref(r.swap.policy), body, { class: "ev-btn" });
+    else inner = el("div", { class: "ev-btn" }, body);
+    return el("li", { class: `ev t-${r.type} v-${verdictClass(v)}${r.id === selectedId ? " selected" : ""}`, "data-type": r.type, "data-record": r.id }, inner);
+  }));
+}
+
+function hooksTable(hooks) {
+  if (!hooks.length) return empty("No wasm probe or preStop has run for this pod on its node (or the node's records could not be read).");
+  return el("table", { class: "grid hooks" },
+    el("thead", {}, el("tr", {}, ["time", "container", "hook", "handler", "outcome", "message", "duration"].map((h) => el("th", {}, h)))),
+    el("tbody", {}, hooks.slice().reverse().map((r) => {
+      const h = r.hookRun;
+      return el("tr", { "data-record": r.id }, el("td", { class: "num muted" }, fmtTime(r.time)), el("td", {}, h.container), el("td", {}, h.hook),
+        el("td", {}, h.handler, " ", moduleLabel(h.wasm)), el("td", {}, badge(h.outcome)), el("td", {}, h.message || ""), el("td", { class: "num" }, fmtDuration(h.durationNanos)));
+    })));
+}
+
+export async function podView(ns, name) {
+  document.title = `${ns}/${name} · wasmkube explorer`;
+  const path = `namespaces/${encodeURIComponent(ns)}/pods/${encodeURIComponent(name)}`;
+  let pd;
+  try {
+    pd = await get(path);
+  } catch (e) {
+    setMain(el("h1", {}, `Pod ${ns}/${name}`), errorBox(e));
+    setLive("closed");
+    return;
+  }
+  let swaps = [];
+  try { swaps = (await get("records?type=Swap")).items || []; } catch (_) { /* may not read swaps */ }
+  const state = { records: pd.records || [], selected: null, sort: { key: "", dir: -1 }, diffA: null, diffB: null };
+
+  const render = () => {
+    const attempts = attemptsOf(state.records);
+    const sel = attempts.find((r) => r.id === state.selected) || attempts[attempts.length - 1];
+    // Swaps that happened during the pod's life belong on its timeline.
+    const first = state.records.length ? state.records[0].time : null;
+    const merged = state.records.concat(swaps.filter((s) => !first || s.time >= first)).sort((x, y) => (x.time < y.time ? -1 : x.time > y.time ? 1 : 0));
+    const admissions = state.records.filter((r) => r.type === "AdmissionRequest");
+    const hooks = state.records.filter((r) => r.type === "HookRun");
+    const a = sel && sel.schedulingAttempt;
+    const node = pd.node || (a && a.node);
+    const head = el("div", { class: "title-row" },
+      el("h1", {}, el("span", { class: "muted" }, "Pod "), `${ns}/${name}`),
+      a ? badge(a.result) : null,
+      node ? el("span", { class: "on-node" }, "on ", link(nodeHref(node), node)) : el("span", { class: "on-node muted" }, "not bound"));
+    const out = [head];
+    if (a) {
+      out.push(el("p", { class: "why", id: "why" }, why(a)));
+      const rej = rejecters(a);
+      if (rej.size) out.push(el("p", { class: "why-sub" }, "Rejected by: ", [...rej].map(([p, n], i) => [i ? ", " : "", el("strong", {}, p), ` (${n} node${n > 1 ? "s" : ""})`])));
+    } else if (admissions.some((r) => !r.admissionRequest.allowed)) {
+      const d = admissions.find((r) => !r.admissionRequest.allowed).admissionRequest;
+      out.push(el("p", { class: "why bad", id: "why" }, `Refused at admission by ${d.deniedBy}: ${d.message || ""}`));
+    }
+    out.push(section("Timeline", timeline(merged, sel && sel.id, (id) => { state.selected = id; render(); })));
+    if (a) {
+      out.push(section(`Attempt ${a.attempt} · ${fmtTime(sel.time)} · profile ${a.profile}`,
+        el("p", { class: "meta" }, `${a.nodes} nodes, ${a.evaluated} evaluated by Filter, ${a.feasible} feasible · cycle ${fmtDuration(a.durationNanos)}`,
+          a.truncatedNodes ? ` · ${a.truncatedNodes} more nodes not kept` : ""),
+        a.preFilter ? el("p", { class: "error" }, `PreFilter ${a.preFilter.plugin}: `, badge(a.preFilter.verdict), " ", a.preFilter.reason || "") : null,
+        a.postFilter ? el("p", { class: "meta" }, `PostFilter${a.postFilter.plugin ? " " + a.postFilter.plugin : ""}: `, badge(a.postFilter.verdict === "Success" ? "Pass" : a.postFilter.verdict),
+          a.postFilter.nominatedNode ? ` nominated ${a.postFilter.nominatedNode}` : "", a.postFilter.message ? ` — ${a.postFilter.message}` : "") : null,
+        legend([["Pass", "passed Filter"], ["Unschedulable", "rejected (preemption may help)"], ["UnschedulableAndUnresolvable", "rejected for good"], ["Error", "plugin failed"], ["Skip", "nothing to check"], ["NotRun", "not evaluated"]]),
+        el("div", { class: "legend scale" }, el("span", { class: "legend-title" }, "Score"), [0, 25, 50, 75, 100].map((v) => el("span", { class: "swatch", style: heat(v) }, v)),
+          el("span", { class: "muted" }, "normalized 0-100; cells show the weighted score, ★ marks the chosen node")),
+        matrixTable(a, state.sort, (key) => {
+          state.sort = state.sort.key === key ? { key, dir: -state.sort.dir } : { key, dir: key === "node" ? 1 : -1 };
+          state.selected = sel.id;
+          render();
+        }),
+        heatMap(a) ? el("h3", {}, "Scores over nodes") : null, heatMap(a),
+        (a.timings || []).length ? el("details", { class: "timings" }, el("summary", {}, "Plugin timings"),
+          el("table", { class: "grid" }, el("tbody", {}, a.timings.map((t) => el("tr", {}, el("td", {}, t.point), el("td", {}, t.plugin), el("td", { class: "num" }, fmtDuration(t.nanos))))))) : null));
+    }
+    if (attempts.length > 1) {
+      const ib = state.diffB ?? attempts.indexOf(sel);
+      const ia = state.diffA ?? Math.max(0, ib - 1);
+      out.push(section("Compare attempts", diffView(attempts, ia, ib, (which, i) => { if (which === "a") state.diffA = i; else state.diffB = i; render(); })));
+    }
+    if (admissions.length) {
+      out.push(section("Admission", el("ul", { class: "plain" }, admissions.map((r) => el("li", {}, badge(recordVerdict(r)), " ", link(requestHref(r), recordSummary(r)), el("span", { class: "muted" }, ` · ${fmtTime(r.time)} · ${fmtDuration(r.admissionRequest.durationNanos)}`))))));
+    }
+    out.push(section("Kubelet hooks", pd.kubeletError ? el("p", { class: "error" }, `The node's records could not be read: ${pd.kubeletError}`) : null, hooksTable(hooks)));
+    setMain(out);
+  };
+  render();
+  watch(path, pd.metadata && pd.metadata.resourceVersion, (r) => {
+    if (r.type === "Swap") swaps.push(r);
+    else state.records.push(r);
+    render();
+  }, setLive);
+  // Swaps are not records of the pod: follow them on their own stream.
+  watch("records?type=Swap", null, (r) => {
+    if (!swaps.some((s) => s.id === r.id)) { swaps.push(r); render(); }
+  }, null);
+}
