@@ -1,8 +1,8 @@
 // Package controller runs wasmkube's controllers in one process, as kube-controller-manager
 // does: ReplicaSet, Deployment, StatefulSet, DaemonSet, Job, CronJob, node lifecycle (with
 // taint-based eviction), node IPAM, garbage collector, pod GC, namespace, endpoints,
-// EndpointSlices, LoadBalancer ingress (ServiceLB) and ValidatingAdmissionPolicy type
-// checking, sharing one set of informers, behind
+// EndpointSlices, LoadBalancer ingress (ServiceLB), ValidatingAdmissionPolicy type
+// checking and WasmPolicy status and revisions, sharing one set of informers, behind
 // a Lease-based leader election so that only one controller manager acts at a time.
 package controller
 
@@ -50,6 +50,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/controller/serviceaccount"
 	"github.com/wasmkube/wasmkube/core/controller/servicelb"
 	"github.com/wasmkube/wasmkube/core/controller/statefulset"
+	"github.com/wasmkube/wasmkube/core/controller/wasmpolicy"
 	"github.com/wasmkube/wasmkube/core/controller/worker"
 	"github.com/wasmkube/wasmkube/core/leaderelect"
 	"github.com/wasmkube/wasmkube/internal/kubeclient"
@@ -294,6 +295,10 @@ func runControllers(ctx context.Context, cfg *rest.Config, client kubernetes.Int
 	if err != nil {
 		return fmt.Errorf("controller manager: %s: %w", admissionpolicystatus.Name, err)
 	}
+	wps, err := wasmpolicy.New(client, dyn, f, df, recorder(wasmpolicy.Name), log)
+	if err != nil {
+		return fmt.Errorf("controller manager: %s: %w", wasmpolicy.Name, err)
+	}
 
 	mc, err := metricsclient.NewForConfig(cfg)
 	if err != nil {
@@ -321,6 +326,7 @@ func runControllers(ctx context.Context, cfg *rest.Config, client kubernetes.Int
 	run(func() { ipam.Run(ctx, o.Workers) })
 	run(func() { pgc.Run(ctx) })
 	run(func() { aps.Run(ctx, 1) })
+	run(func() { wps.Run(ctx, 2) })
 	run(func() { ns.Run(ctx, o.Workers) })
 	run(func() { ep.Run(ctx, o.Workers) })
 	run(func() { eps.Run(ctx, o.Workers) })

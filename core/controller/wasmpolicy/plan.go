@@ -1,0 +1,164 @@
+package wasmpolicy
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	policyv1alpha1 "github.com/wasmkube/wasmkube/core/apis/policy/v1alpha1"
+	"github.com/wasmkube/wasmkube/plugins/wasmpolicy/report"
+)
+
+// Condition types and reasons of a WasmPolicy's status.
+const (
+	ConditionReady    = "Ready"
+	ConditionDegraded = "Degraded"
+
+	ReasonActive       = "Active"       // Ready: every targeted component has the generation active
+	ReasonProgressing  = "Progressing"  // Ready False: some have not reported it yet
+	ReasonFailed       = "Failed"       // Ready False or Degraded True: some failed to load it
+	ReasonNoComponents = "NoComponents" // Ready False: no live component runs the hook
+	ReasonNoFailures   = "NoFailures"   // Degraded False
+	ReasonNoReport     = "NoReport"     // a component's entry before its first report
+)
+
+// Target is one live component instance a policy is meant for.
+type Target struct {
+	Component, Name string
+}
+
+// Targets are the live components that should load p, sorted: for a kubelet hook the
+// Ready Nodes its nodeSelector matches; for an admission hook the API servers, for a
+// scheduler hook the schedulers running its profile, each by an identity Lease held at
+// now (report.Heartbeat). next is when the earliest of those Leases runs out (zero: none),
+// when the set must be computed again.
+func Targets(p *policyv1alpha1.WasmPolicy, nodes []*corev1.Node, leases []*coordinationv1.Lease, now time.Time) (ts []Target, next time.Time) {
+	comp := p.Spec.Hook.ComponentOf()
+	switch comp {
+	case policyv1alpha1.ComponentKubelet:
+		sel := labels.Everything()
+		if k := p.Spec.Kubelet; k != nil && k.NodeSelector != nil {
+			s, err := metav1.LabelSelectorAsSelector(k.NodeSelector)
+			if err != nil {
+				return nil, time.Time{}
+			}
+			sel = s
+		}
+		for _, n := range nodes {
+			if nodeReady(n) && sel.Matches(labels.Set(n.Labels)) {
+				ts = append(ts, Target{Component: comp, Name: n.Name})
+			}
+		}
+	case policyv1alpha1.ComponentAPIServer, policyv1alpha1.ComponentScheduler:
+		profile := policyv1alpha1.DefaultSchedulerName
+		if s := p.Spec.Scheduler; s != nil && s.SchedulerName != "" {
+			profile = s.SchedulerName
+		}
+		for _, l := range leases {
+			if l.Labels[report.ComponentLabel] != comp {
+				continue
+			}
+			live, until := report.Live(l, now)
+			if !live {
+				continue
+			}
+			if comp == policyv1alpha1.ComponentScheduler && !slices.Contains(strings.Split(l.Annotations[report.SchedulerNamesAnnotation], ","), profile) {
+				continue
+			}
+			ts = append(ts, Target{Component: comp, Name: *l.Spec.HolderIdentity})
+			if next.IsZero() || until.Before(next) {
+				next = until
+			}
+		}
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
+	return slices.Compact(ts), next
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Rollup is what the status of a policy should be.
+type Rollup struct {
+	Status policyv1alpha1.WasmPolicyStatus
+	// Failures are the targeted components that failed to load the current generation.
+	Failures []policyv1alpha1.ComponentStatus
+}
+
+// Plan rolls the reports on p (by target) up into p's status: one entry per target (a
+// component without a report on p is Pending), Ready with n/m, Degraded when any failed
+// the current generation, observedGeneration. A report from a component that is not a
+// target (it went away, or no longer matches) is left out of both the list and the
+// count. The digest and revision are kept as they are.
+func Plan(p *policyv1alpha1.WasmPolicy, targets []Target, reports map[Target]policyv1alpha1.ComponentStatus, now time.Time) Rollup {
+	gen := p.Generation
+	st := policyv1alpha1.WasmPolicyStatus{
+		ObservedGeneration: gen, Digest: p.Status.Digest, Revision: p.Status.Revision,
+		TargetedComponents: int32(len(targets)),
+		Conditions:         slices.Clone(p.Status.Conditions),
+	}
+	var out Rollup
+	for _, t := range targets {
+		r, ok := reports[t]
+		if !ok {
+			r = policyv1alpha1.ComponentStatus{Name: t.Name, Component: t.Component, Phase: policyv1alpha1.PhasePending,
+				Reason: ReasonNoReport, Message: "the component has not reported on the policy yet"}
+		}
+		st.Components = append(st.Components, r)
+		if r.ObservedGeneration != gen {
+			continue
+		}
+		switch r.Phase {
+		case policyv1alpha1.PhaseActive:
+			st.ReadyComponents++
+		case policyv1alpha1.PhaseFailed:
+			out.Failures = append(out.Failures, r)
+		}
+	}
+	ready := metav1.Condition{Type: ConditionReady, ObservedGeneration: gen,
+		Message: fmt.Sprintf("%d/%d components have generation %d active", st.ReadyComponents, st.TargetedComponents, gen)}
+	switch {
+	case len(targets) == 0:
+		ready.Status, ready.Reason = metav1.ConditionFalse, ReasonNoComponents
+		ready.Message = fmt.Sprintf("0/0: no live %s runs hook %s", p.Spec.Hook.ComponentOf(), p.Spec.Hook)
+	case st.ReadyComponents == st.TargetedComponents:
+		ready.Status, ready.Reason = metav1.ConditionTrue, ReasonActive
+	case len(out.Failures) > 0:
+		ready.Status, ready.Reason = metav1.ConditionFalse, ReasonFailed
+	default:
+		ready.Status, ready.Reason = metav1.ConditionFalse, ReasonProgressing
+	}
+	degraded := metav1.Condition{Type: ConditionDegraded, ObservedGeneration: gen, Status: metav1.ConditionFalse,
+		Reason: ReasonNoFailures, Message: "no component failed to load the current generation"}
+	if n := len(out.Failures); n > 0 {
+		f := out.Failures[0]
+		degraded.Status, degraded.Reason = metav1.ConditionTrue, ReasonFailed
+		degraded.Message = fmt.Sprintf("%d/%d components failed generation %d (the last good revision stays in force there); %s %s: %s: %s",
+			n, st.TargetedComponents, gen, f.Component, f.Name, f.Reason, f.Message)
+	}
+	setCondition(&st.Conditions, ready, now)
+	setCondition(&st.Conditions, degraded, now)
+	out.Status = st
+	return out
+}
+
+// setCondition is meta.SetStatusCondition at a given time (it keeps the transition time
+// when the status does not change).
+func setCondition(cs *[]metav1.Condition, c metav1.Condition, now time.Time) {
+	c.LastTransitionTime = metav1.NewTime(now.Truncate(time.Second))
+	meta.SetStatusCondition(cs, c)
+}
