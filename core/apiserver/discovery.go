@@ -108,7 +108,7 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, path str
 	if r.Method != http.MethodGet {
 		return false
 	}
-	served := s.servedResources() // the static table and the custom resources (customresources.go)
+	served := withExplorer(s.servedResources()) // the static table, the custom resources (customresources.go), the explorer's
 	if (path == "/api" || path == "/apis") && wantsAggregated(r.Header.Get("Accept")) {
 		writeAggregated(w, path == "/api", served)
 		return true

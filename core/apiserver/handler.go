@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	explorerv1 "github.com/wasmkube/wasmkube/core/apis/explorer/v1alpha1"
 	"github.com/wasmkube/wasmkube/core/apiserver/authz"
 	"github.com/wasmkube/wasmkube/core/apiserver/handlers"
 	"github.com/wasmkube/wasmkube/core/apiserver/registry"
@@ -107,6 +108,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	userName = user.Name
+	if isExplorerPage(r.URL.Path) {
+		s.serveExplorerPage(sw, r, user) // explorerpage.go
+		return
+	}
 	if isNonResourcePath(path) {
 		a := &authz.Attributes{User: user, Verb: strings.ToLower(r.Method), Path: r.URL.Path}
 		if ok, why := s.authorizeAttrs(r.Context(), a); !ok {
@@ -117,6 +122,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case path == "/metrics":
 		s.metricsHandler.ServeHTTP(sw, r)
+		return
+	case strings.HasPrefix(path, explorerv1.PathPrefix+"/"):
+		s.serveExplorer(sw, r, user) // explorer.go: authorized per record, as reading its object
 		return
 	case path == "/openapi/v2" || path == "/openapi/v3" || strings.HasPrefix(path, "/openapi/v3/"):
 		if s.openapi == nil {

@@ -32,6 +32,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/apiserver/defaults"
 	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 	"github.com/wasmkube/wasmkube/core/apiserver/serviceaccount"
+	"github.com/wasmkube/wasmkube/core/explorer"
 	"github.com/wasmkube/wasmkube/core/storage"
 )
 
@@ -89,6 +90,9 @@ type Options struct {
 	// NodeCredentialTTL is how long a node credential (join, renewal) is valid;
 	// DefaultNodeCredentialTTL when zero. Kubelets renew at two thirds of it.
 	NodeCredentialTTL time.Duration
+	// ExplorerRecords is the size of the decision explorer's ring (docs/explorer.md):
+	// explorer.DefaultSize when zero; negative turns records off.
+	ExplorerRecords int
 	// TokenAuthFile is a CSV file of static user tokens (upstream's --token-auth-file):
 	// token,user,uid,"group1,group2". Empty: none. See docs/security.md.
 	TokenAuthFile string
@@ -116,6 +120,11 @@ type Server struct {
 	ln             net.Listener
 	advLn          net.Listener // on AdvertiseAddress when ln does not cover it; nil otherwise
 	url            string
+
+	// explorer serves the decision records, explorerRec records this server's
+	// (explorer.go); both nil when records are off.
+	explorer    *explorer.Handler
+	explorerRec *explorer.Recorder
 
 	metricsHandler http.Handler
 	openapi        http.Handler
@@ -175,6 +184,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.initExplorer()
 	if err := s.buildStores(ctx); err != nil {
 		return nil, err
 	}
@@ -251,6 +261,7 @@ func (s *Server) Run(ctx context.Context) error {
 		_ = srv.Shutdown(sctx)
 		cancel()
 		s.bgCancel()
+		s.explorerRec.Close()
 		if err := s.backend.Close(); err != nil && runErr == nil {
 			runErr = err
 		}

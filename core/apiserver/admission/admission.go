@@ -64,6 +64,8 @@ type Attributes struct {
 	AuditAnnotations map[string]string
 
 	state map[any]any
+	// trace collects the decision explorer's record (record.go); nil when not recording.
+	trace *trace
 	// reinvoke: a mutating plugin changed the object after another one that asked to be
 	// reinvoked had run (upstream's ReinvocationContext); reinvoking: the chain's second
 	// mutating pass is under way.
@@ -164,6 +166,7 @@ type WantsObjectReader interface {
 // Chain runs mutating plugins then validating plugins.
 type Chain struct {
 	steps []step
+	rec   *Recorder
 }
 
 // step is one plugin of the chain, or a Source.
@@ -196,7 +199,11 @@ func NewChain(plugins ...Plugin) (*Chain, error) {
 // stops the request. When a mutating plugin asked for it (Attributes.RequestReinvocation),
 // the mutating phase runs a second time before validation, as upstream's reinvocation:
 // at most once, so two plugins that undo each other cannot loop.
-func (c *Chain) Admit(ctx context.Context, a *Attributes) error {
+func (c *Chain) Admit(ctx context.Context, a *Attributes) (err error) {
+	if c.rec != nil {
+		c.rec.begin(a)
+		defer func() { c.rec.finish(a, err) }()
+	}
 	type snapshot struct {
 		m []MutationInterface
 		v []ValidationInterface

@@ -79,9 +79,10 @@ func bootstrapClusterRoles() []*rbacv1.ClusterRole {
 	return []*rbacv1.ClusterRole{
 		clusterRole("cluster-admin", nil,
 			rule([]string{"*"}, []string{"*"}, "*"), urlRule([]string{"*"}, "*")),
-		// What every authenticated user may do.
+		// What every authenticated user may do. /explorer is the decision explorer's
+		// page: it holds no data (the records it shows are authorized one by one).
 		clusterRole("system:discovery", nil,
-			urlRule([]string{"get"}, "/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version", "/version/")),
+			urlRule([]string{"get"}, "/api", "/api/*", "/apis", "/apis/*", "/explorer", "/explorer/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version", "/version/")),
 		clusterRole("system:public-info-viewer", nil,
 			urlRule([]string{"get"}, "/healthz", "/livez", "/readyz", "/version", "/version/")),
 		clusterRole("system:basic-user", nil,
@@ -112,6 +113,7 @@ func bootstrapClusterRoles() []*rbacv1.ClusterRole {
 			rule(write, batch, "cronjobs", "jobs"),
 			rule(write, []string{"policy"}, "poddisruptionbudgets"),
 			rule(write, []string{"networking.k8s.io"}, "ingresses", "networkpolicies"),
+			rule(write, []string{"resource.k8s.io"}, "resourceclaims", "resourceclaimtemplates"),
 			rule(readWrite, []string{"coordination.k8s.io"}, "leases"),
 			rule(read, core, "secrets")),
 		clusterRole("system:aggregate-to-view", map[string]string{aggregateToView: "true"},
@@ -127,7 +129,8 @@ func bootstrapClusterRoles() []*rbacv1.ClusterRole {
 			rule(read, []string{"autoscaling"}, "horizontalpodautoscalers", "horizontalpodautoscalers/status"),
 			rule(read, batch, "cronjobs", "cronjobs/status", "jobs", "jobs/status"),
 			rule(read, []string{"policy"}, "poddisruptionbudgets", "poddisruptionbudgets/status"),
-			rule(read, []string{"networking.k8s.io"}, "ingresses", "ingresses/status", "networkpolicies")),
+			rule(read, []string{"networking.k8s.io"}, "ingresses", "ingresses/status", "networkpolicies"),
+			rule(read, []string{"resource.k8s.io"}, "resourceclaims", "resourceclaims/status", "resourceclaimtemplates")),
 		// Upstream's roles for add-ons and node bootstrap. wasmkube runs none of these
 		// components itself; the roles are there so that manifests binding them (a DNS
 		// server, a volume provisioner, a problem detector) work as on upstream.
@@ -208,6 +211,8 @@ func bootstrapClusterRoles() []*rbacv1.ClusterRole {
 		// (scheduler.wasmkube.io/explain, docs/scheduler.md) on the pods it binds.
 		clusterRole("system:kube-scheduler", nil,
 			rule([]string{"create", "patch", "update"}, []string{"", "events.k8s.io"}, "events"),
+			// Its decision records, pushed to the API server (docs/explorer.md).
+			rule([]string{"create"}, []string{"explorer.wasmkube.io"}, "records"),
 			rule([]string{"create", "get", "list", "watch", "update", "patch"}, []string{"coordination.k8s.io"}, "leases"),
 			rule(read, core, "nodes", "namespaces", "services", "replicationcontrollers", "persistentvolumeclaims", "persistentvolumes", "configmaps"),
 			rule([]string{"delete", "get", "list", "watch", "patch"}, core, "pods"),
@@ -221,6 +226,13 @@ func bootstrapClusterRoles() []*rbacv1.ClusterRole {
 			// Gang scheduling (docs/scheduler.md): the groups and their status.
 			rule(read, []string{"scheduling.k8s.io"}, "podgroups", "workloads"),
 			rule([]string{"patch", "update"}, []string{"scheduling.k8s.io"}, "podgroups/status"),
+			// Upstream's rules for the CSI and dynamic resource allocation kinds its
+			// volume and DynamicResources plugins read, so that upstream kube-scheduler runs
+			// against wasmkube under this role (docs/apiserver.md, "Upstream components").
+			rule(read, []string{"storage.k8s.io"}, "csinodes", "csidrivers", "csistoragecapacities", "volumeattachments"),
+			rule(read, []string{"resource.k8s.io"}, "deviceclasses", "resourceslices", "devicetaintrules"),
+			rule([]string{"get", "list", "watch", "update", "patch"}, []string{"resource.k8s.io"}, "resourceclaims", "resourceclaims/status"),
+			rule([]string{"update"}, core, "pods/finalizers"),
 			// Its wasm policies (plugins/wasmpolicy): the WasmPolicies, its reports on them.
 			rule(read, []string{"policy.wasmkube.io"}, "wasmpolicies"),
 			rule([]string{"create", "get", "update"}, []string{"policy.wasmkube.io"}, "wasmpolicyreports"),
