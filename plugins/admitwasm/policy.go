@@ -37,6 +37,10 @@ type Policy struct {
 	audit   bool
 	timeout time.Duration
 	owner   *Policies
+	// hook is the one kind an API-tier policy serves (nil: a file policy serves every kind
+	// its module exports); monitor: its verdicts are recorded, never applied.
+	hook    *wasmhost.Kind
+	monitor bool
 }
 
 // Name is the policy's name.
@@ -83,6 +87,10 @@ func (p *Policy) run(ctx context.Context, k *wasmhost.Kind, a *admission.Attribu
 	start := time.Now()
 	err := c.Do(ctx, p.pool, req)
 	elapsed := time.Since(start)
+	if p.monitor {
+		p.record(a, c, err, elapsed)
+		return nil
+	}
 	for _, w := range c.Warnings {
 		a.AddWarning(w)
 	}

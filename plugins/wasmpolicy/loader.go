@@ -1,0 +1,362 @@
+package wasmpolicy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	policyv1alpha1 "github.com/wasmkube/wasmkube/core/apis/policy/v1alpha1"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost"
+	"github.com/wasmkube/wasmkube/plugins/wasmoci"
+)
+
+// Resource is the WasmPolicy resource the loader watches.
+var Resource = policyv1alpha1.SchemeGroupVersion.WithResource("wasmpolicies")
+
+// Reasons of a Failed phase.
+const (
+	ReasonFetchFailed = "FetchFailed"  // the module could not be read or pulled, or its sha256 differs
+	ReasonLoadFailed  = "LoadFailed"   // compile, ABI check, settings (wasmkube_init) or smoke call failed
+	ReasonConflict    = "NameConflict" // the file tier declares a policy of that name
+	ReasonInvalid     = "Invalid"      // the spec cannot be mapped onto the component's kind
+)
+
+// Config configures a Loader.
+type Config struct {
+	// Component is ComponentAPIServer, ComponentScheduler or ComponentKubelet; Name is the
+	// instance (the API server's identity, the scheduler's, the node's name).
+	Component, Name string
+	// Dynamic watches WasmPolicies; Client reads imagePullSecrets and, for a kubelet, its
+	// Node.
+	Dynamic dynamic.Interface
+	Client  kubernetes.Interface
+	// Target is the component's swap path.
+	Target Target
+	// Cache is the module cache's options (Dir, Insecure, Transport); an empty Dir allows
+	// file modules only.
+	Cache wasmoci.Options
+	// SchedulerNames returns the profiles a scheduler runs (scheduler only).
+	SchedulerNames func() []string
+	// Sink receives each phase change; nil: NopSink.
+	Sink StatusSink
+	// RetryInterval is when a failed fetch is tried again (default 30s); a failed load is
+	// not: it waits for the next change of the policy.
+	RetryInterval time.Duration
+	Logger        *slog.Logger
+}
+
+// Loader keeps a component's API tier in step with the WasmPolicies that target it: an
+// informer on the policies (and, for a kubelet, on its Node), a selection (Placement), the
+// module fetched (file or registry, by digest), and the set handed to the Target, each
+// phase reported to the Sink.
+type Loader struct {
+	cfg     Config
+	log     *slog.Logger
+	fetch   *fetcher
+	kick    chan struct{}
+	store   cache.Store
+	nodeLbl map[string]string
+	nodeOK  bool
+
+	mu      sync.Mutex
+	state   map[string]*policyState // by policy name
+	applied bool
+	synced  chan struct{}
+	once    sync.Once
+}
+
+// policyState is what the loader knows of one selected policy.
+type policyState struct {
+	uid        types.UID
+	generation int64
+	// cur is the fetched revision of the current generation (nil: not fetched yet, or the
+	// fetch failed: fetchErr, tried again after RetryInterval); loadErr the target's error
+	// for cur, which waits for the next change of the policy. good is the revision last
+	// put in force: what the target keeps while cur fails.
+	cur       *Policy
+	fetchErr  error
+	fetchedAt time.Time
+	loadErr   error
+	good      *Policy
+	reported  policyv1alpha1.ComponentStatus
+}
+
+// New returns a Loader; Run starts it.
+func New(cfg Config) (*Loader, error) {
+	if cfg.Target == nil || cfg.Dynamic == nil {
+		return nil, errors.New("wasmpolicy: Config.Target and Config.Dynamic are required")
+	}
+	if cfg.Sink == nil {
+		cfg.Sink = NopSink{}
+	}
+	if cfg.RetryInterval <= 0 {
+		cfg.RetryInterval = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	f, err := newFetcher(cfg.Cache, cfg.Client)
+	if err != nil {
+		return nil, err
+	}
+	return &Loader{cfg: cfg, log: cfg.Logger.With("component", cfg.Component, "tier", TierAPI), fetch: f,
+		kick: make(chan struct{}, 1), state: map[string]*policyState{}, synced: make(chan struct{})}, nil
+}
+
+// Trigger asks for a reconcile (the scheduler's profiles changed, say).
+func (l *Loader) Trigger() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Synced is closed once the first reconcile after the informers' sync has applied.
+func (l *Loader) Synced() <-chan struct{} { return l.synced }
+
+// Run watches and reconciles until ctx ends.
+func (l *Loader) Run(ctx context.Context) {
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { l.Trigger() },
+		UpdateFunc: func(any, any) { l.Trigger() },
+		DeleteFunc: func(any) { l.Trigger() },
+	}
+	df := dynamicinformer.NewDynamicSharedInformerFactory(l.cfg.Dynamic, 0)
+	inf := df.ForResource(Resource).Informer()
+	if _, err := inf.AddEventHandler(handler); err != nil {
+		l.log.Error("wasmpolicy: informer", "err", err)
+		return
+	}
+	l.store = inf.GetStore()
+	df.Start(ctx.Done())
+	syncs := []cache.InformerSynced{inf.HasSynced}
+	var nodes cache.Store
+	if l.cfg.Component == ComponentKubelet && l.cfg.Client != nil {
+		nf := informers.NewSharedInformerFactoryWithOptions(l.cfg.Client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", l.cfg.Name).String()
+		}))
+		ni := nf.Core().V1().Nodes().Informer()
+		if _, err := ni.AddEventHandler(handler); err != nil {
+			l.log.Error("wasmpolicy: node informer", "err", err)
+			return
+		}
+		nodes = ni.GetStore()
+		nf.Start(ctx.Done())
+		syncs = append(syncs, ni.HasSynced)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), syncs...) {
+		return
+	}
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	l.Trigger()
+	for {
+		select {
+		case <-ctx.Done():
+			retry.Stop()
+			return
+		case <-l.kick:
+		case <-retry.C:
+		}
+		if nodes != nil {
+			l.nodeLbl, l.nodeOK = nil, false
+			if obj, ok, _ := nodes.GetByKey(l.cfg.Name); ok {
+				if n, ok := obj.(*corev1.Node); ok {
+					l.nodeLbl, l.nodeOK = n.Labels, true
+					if l.nodeLbl == nil {
+						l.nodeLbl = map[string]string{}
+					}
+				}
+			}
+		}
+		if l.reconcile(ctx) {
+			retry.Reset(l.cfg.RetryInterval)
+		}
+		l.once.Do(func() { close(l.synced) })
+	}
+}
+
+// policies lists the WasmPolicies from the informer's store, defaulted.
+func (l *Loader) policies() []*policyv1alpha1.WasmPolicy {
+	var out []*policyv1alpha1.WasmPolicy
+	for _, obj := range l.store.List() {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		p := &policyv1alpha1.WasmPolicy{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, p); err != nil {
+			l.log.Warn("wasmpolicy: cannot read a WasmPolicy", "name", u.GetName(), "err", err)
+			continue
+		}
+		policyv1alpha1.SetDefaults(p)
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (l *Loader) placement() Placement {
+	pl := Placement{Component: l.cfg.Component}
+	if l.cfg.SchedulerNames != nil {
+		pl.SchedulerNames = l.cfg.SchedulerNames()
+	}
+	if l.nodeOK {
+		pl.NodeLabels = l.nodeLbl
+	}
+	return pl
+}
+
+// reconcile brings the target's API tier in step with the policies; it reports whether a
+// fetch failed (and should be retried).
+func (l *Loader) reconcile(ctx context.Context) (retry bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	pl := l.placement()
+	seen := map[string]bool{}
+	changed := false
+	var set []*Policy
+	for _, obj := range l.policies() {
+		if !pl.Selects(obj) {
+			continue
+		}
+		seen[obj.Name] = true
+		st := l.state[obj.Name]
+		if st == nil || st.uid != obj.UID {
+			if st != nil {
+				changed = true // deleted and created again: its old revision goes
+			}
+			st = &policyState{uid: obj.UID}
+			l.state[obj.Name] = st
+		}
+		if st.generation != obj.Generation {
+			st.generation = obj.Generation
+			st.cur, st.fetchErr, st.loadErr, st.fetchedAt = nil, nil, nil, time.Time{}
+			l.observe(obj.Name, st, policyv1alpha1.PhasePending, "", "", "")
+		}
+		if st.cur == nil && (st.fetchErr == nil || time.Since(st.fetchedAt) >= l.cfg.RetryInterval) {
+			if l.fetchOne(ctx, obj, st) {
+				changed = true
+			}
+		}
+		if st.fetchErr != nil {
+			retry = true
+		}
+		switch {
+		case st.cur != nil && st.loadErr == nil:
+			set = append(set, st.cur)
+		case st.good != nil:
+			set = append(set, st.good)
+		}
+	}
+	for name := range l.state {
+		if !seen[name] {
+			delete(l.state, name)
+			changed = true
+		}
+	}
+	if !changed && l.applied {
+		return retry
+	}
+	errs := l.cfg.Target.ApplyPolicies(set)
+	l.applied = true
+	for _, p := range set {
+		st := l.state[p.Name]
+		if p != st.cur {
+			continue // the last good revision, kept while the current one fails (reported)
+		}
+		if err := errs[p.Name]; err != nil {
+			st.loadErr = err
+			l.log.Warn("policy not loaded; the revision in force stays", "policy", p.Name, "generation", p.Generation, "err", err)
+			l.observe(p.Name, st, policyv1alpha1.PhaseFailed, p.Digest, reasonOf(err), err.Error())
+			continue
+		}
+		st.good = p
+		mode := p.Spec.Mode
+		if mode == "" {
+			mode = policyv1alpha1.ModeEnforce
+		}
+		l.observe(p.Name, st, policyv1alpha1.PhaseActive, p.Digest, "", fmt.Sprintf("in force in %s mode", mode))
+	}
+	return retry
+}
+
+// fetchOne fetches obj's module into st.cur; false when it failed (reported).
+func (l *Loader) fetchOne(ctx context.Context, obj *policyv1alpha1.WasmPolicy, st *policyState) bool {
+	l.observe(obj.Name, st, policyv1alpha1.PhaseFetching, "", "", "")
+	hint := ""
+	if obj.Status.ObservedGeneration == obj.Generation && obj.Spec.Module.Image != "" {
+		hint = obj.Status.Digest // resolved centrally for this generation
+	}
+	mod, digest, err := l.fetch.fetch(ctx, obj, hint)
+	st.fetchedAt, st.fetchErr = time.Now(), err
+	if err != nil {
+		l.log.Warn("policy module not fetched; the revision in force stays", "policy", obj.Name, "generation", obj.Generation, "err", err)
+		l.observe(obj.Name, st, policyv1alpha1.PhaseFailed, "", ReasonFetchFailed, err.Error())
+		return false
+	}
+	st.cur = &Policy{Name: obj.Name, Generation: obj.Generation, Spec: *obj.Spec.DeepCopy(), Module: mod, Digest: digest}
+	return true
+}
+
+// reasonOf names a load error's cause by its type.
+func reasonOf(err error) string {
+	var ce *ConflictError
+	var fe *FetchError
+	var le *wasmhost.LoadError
+	var ie *InvalidError
+	switch {
+	case errors.As(err, &ce):
+		return ReasonConflict
+	case errors.As(err, &fe):
+		return ReasonFetchFailed
+	case errors.As(err, &ie):
+		return ReasonInvalid
+	case errors.As(err, &le):
+		return ReasonLoadFailed
+	}
+	return ReasonLoadFailed
+}
+
+// observe reports the policy's status to the sink when it changed.
+func (l *Loader) observe(policy string, st *policyState, phase policyv1alpha1.Phase, digest, reason, msg string) {
+	s := policyv1alpha1.ComponentStatus{Name: l.cfg.Name, Component: l.cfg.Component, ObservedGeneration: st.generation,
+		Digest: digest, Phase: phase, Reason: reason, Message: msg}
+	prev := st.reported
+	prev.LastTransitionTime = metav1.Time{}
+	if prev == s {
+		return
+	}
+	s.LastTransitionTime = metav1.NewTime(time.Now().Truncate(time.Second))
+	if prev.Phase == s.Phase && !st.reported.LastTransitionTime.IsZero() {
+		s.LastTransitionTime = st.reported.LastTransitionTime
+	}
+	st.reported = s
+	l.cfg.Sink.Observe(policy, s)
+}
+
+// InvalidError: a policy's spec cannot be mapped onto the component's kind (a target's
+// own check that the API's validation did not make).
+type InvalidError struct {
+	Policy, Field, Msg string
+}
+
+func (e *InvalidError) Error() string {
+	return fmt.Sprintf("policy %s: %s: %s", e.Policy, e.Field, e.Msg)
+}
