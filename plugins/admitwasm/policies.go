@@ -24,6 +24,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
 	"github.com/wasmkube/wasmkube/internal/configwatch"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
+	"github.com/wasmkube/wasmkube/plugins/wasmpolicy"
 )
 
 // Options configure Policies.
@@ -55,6 +56,7 @@ type Policies struct {
 	log     *slog.Logger
 	baseDir string
 	metrics *metrics
+	shared  *wasmpolicy.Metrics
 	set     atomic.Pointer[policySet]
 	rd      atomic.Pointer[readerBox]
 	rec     atomic.Pointer[recorderBox]
@@ -67,12 +69,16 @@ type readerBox struct{ r admission.ObjectReader }
 
 type recorderBox struct{ r record.EventRecorder }
 
-// policySet is everything one version of the config produced.
+// policySet is everything one version of the config and of the API tier produced.
 type policySet struct {
-	raw        []byte
-	cfg        *Config
-	policies   []*Policy
+	raw []byte
+	cfg *Config
+	// policies are the file tier's, in config order, then the API tier's (WasmPolicies,
+	// by name): the file tier is evaluated first.
+	policies []*Policy
+	// byName are the file tier's, api the API tier's.
 	byName     map[string]*Policy
+	api        []*Policy
 	mutators   []admission.MutationInterface
 	validators []admission.ValidationInterface
 	// lease holds the policies while the set is in force or a request uses it.
@@ -89,7 +95,7 @@ func New(ctx context.Context, opts Options) (*Policies, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	o := &Policies{opts: opts, log: opts.Logger.With("component", "admission"), metrics: newMetrics(opts.Registerer), ctx: ctx}
+	o := &Policies{opts: opts, log: opts.Logger.With("component", "admission"), metrics: newMetrics(opts.Registerer), shared: wasmpolicy.NewMetrics(opts.Registerer), ctx: ctx}
 	data := opts.Config
 	if opts.ConfigFile != "" {
 		abs, err := filepath.Abs(opts.ConfigFile)
@@ -265,18 +271,45 @@ func (o *Policies) build(ctx context.Context, snap configwatch.Snapshot, old *po
 		if s.fresh {
 			o.warm(s.spec.Capabilities)
 		}
-		p := s.p
+		ps.byName[s.spec.Name] = s.p
+		ps.policies = append(ps.policies, s.p)
+	}
+	var api []*Policy
+	if old != nil {
+		api = old.api
+	}
+	return o.compose(ps, api), nil
+}
+
+// compose completes a set of file-tier policies (ps.policies, ps.byName) with the API
+// tier's policies that no file policy's name shadows, and takes its lease.
+func (o *Policies) compose(ps *policySet, api []*Policy) *policySet {
+	file := ps.policies
+	ps.policies, ps.api, ps.mutators, ps.validators = nil, nil, nil, nil
+	for _, p := range file {
 		ps.policies = append(ps.policies, p)
-		ps.byName[s.spec.Name] = p
-		if p.pool.Module().Kinds().Has(Mutate) {
+	}
+	for _, p := range api {
+		if ps.byName[p.spec.Name] == nil {
+			ps.policies = append(ps.policies, p)
+			ps.api = append(ps.api, p)
+		}
+	}
+	for _, p := range ps.policies {
+		kinds := p.Kinds()
+		if p.hook != nil {
+			kinds = wasmhost.Kinds{p.hook} // an API policy serves its hook only
+		}
+		if kinds.Has(Mutate) {
 			ps.mutators = append(ps.mutators, p)
 		}
-		if p.pool.Module().Kinds().Has(Validate) {
+		if kinds.Has(Validate) {
 			ps.validators = append(ps.validators, p)
 		}
 	}
 	ps.lease = leaseOf(ps.policies)
-	return ps, nil
+	o.inForce(ps)
+	return ps
 }
 
 // Reload builds the policies of a whole config file's bytes and, if every one loads,
@@ -376,6 +409,8 @@ func (o *Policies) Run(ctx context.Context, client kubernetes.Interface) {
 // Close retires the set in force: its instances and modules close after the requests
 // that use it. Later requests see no policies. Call it once nothing takes new requests.
 func (o *Policies) Close(ctx context.Context) {
+	o.reloadMu.Lock()
+	defer o.reloadMu.Unlock()
 	o.set.Swap(&policySet{cfg: &Config{}, byName: map[string]*Policy{}, lease: wasmhost.NewSet()}).lease.Retire()
 }
 
