@@ -28,13 +28,18 @@ type policyAdmission struct {
 	reader *objectReader // set once the server's reader exists, before serving
 }
 
+// plugins are LimitRanger and Priority, which run before the caller's plugins (their
+// mutating halves default the object every later plugin sees).
 func (p *policyAdmission) plugins() []admission.Plugin {
 	return []admission.Plugin{
 		admission.LimitRanger{List: p.limitRanges},
 		admission.Priority{List: p.priorityClasses},
-		admission.ResourceQuota{Store: p},
 	}
 }
+
+// quota is ResourceQuota, the chain's last validating step (as upstream's): a request a
+// wasm policy, CEL policy or webhook refuses is never charged.
+func (p *policyAdmission) quota() admission.Plugin { return admission.ResourceQuota{Store: p} }
 
 func listAs[T any](p *policyAdmission, ctx context.Context, res, ns string) ([]*T, error) {
 	if p.reader == nil {

@@ -123,11 +123,13 @@ func (s *Server) buildAdmission() (*policyAdmission, error) {
 	// validating plugins. The chain runs every Admit before any Validate.
 	plugins = append(plugins, admission.Validation{Create: validation.Validate, Update: validation.ValidateUpdate,
 		UpdateSubresource: map[string]func(obj, old runtime.Object) field.ErrorList{"ephemeralcontainers": validation.ValidateEphemeralContainersUpdate}}, s.authz.Escalation(), customAdmission{s})
-	// LimitRanger, Priority, ResourceQuota (policyadmission.go): quota charges come last, after
-	// every built-in check, so a refused object is not charged.
+	// LimitRanger and Priority (policyadmission.go) after the built-in checks, then the
+	// caller's plugins (wasm policies, CEL policies, webhooks), then ResourceQuota last, as
+	// upstream orders it: only an object every validator admitted is charged.
 	pa := &policyAdmission{s: s}
 	plugins = append(plugins, pa.plugins()...)
 	plugins = append(plugins, s.opts.Admission...)
+	plugins = append(plugins, pa.quota())
 	var err error
 	if s.chain, err = admission.NewChain(plugins...); err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)
