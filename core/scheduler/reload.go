@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	goruntime "runtime"
+	"slices"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -26,6 +27,8 @@ type profileSet struct {
 	cfg        *config.Config
 	frameworks map[string]*runtime.Framework
 	wasm       map[string]wasmEntry
+	// api is the API tier's plugins (WasmPolicies), joined to the file's profiles.
+	api []apiEntry
 
 	// Cycles in flight hold a reference; a retired set closes its plugins when the last
 	// one lets go (a swap never closes a plugin under a running cycle).
@@ -97,6 +100,15 @@ type wasmEntry struct {
 // build whose snapshot a newer change supersedes stops after the loads in progress and
 // returns configwatch.ErrSuperseded.
 func (s *Scheduler) build(ctx context.Context, snap configwatch.Snapshot, old *profileSet) (*profileSet, error) {
+	var api []apiEntry
+	if old != nil {
+		api = old.api
+	}
+	return s.buildWith(ctx, snap, old, api)
+}
+
+// buildWith is build with the API tier's plugins api.
+func (s *Scheduler) buildWith(ctx context.Context, snap configwatch.Snapshot, old *profileSet, api []apiEntry) (*profileSet, error) {
 	data := snap.Data
 	cfg, err := config.Parse(data)
 	if err != nil {
@@ -104,6 +116,12 @@ func (s *Scheduler) build(ctx context.Context, snap configwatch.Snapshot, old *p
 	}
 	registry := plugins.NewInTreeRegistry()
 	ps := &profileSet{raw: data, cfg: cfg, frameworks: map[string]*runtime.Framework{}, wasm: map[string]wasmEntry{}, log: s.log}
+	// A plugin the file now declares wins over the API tier's of that name.
+	for _, e := range api {
+		if !slices.ContainsFunc(cfg.WasmPlugins, func(w config.WasmPlugin) bool { return w.Name == e.Plugin.Name }) {
+			ps.api = append(ps.api, e)
+		}
+	}
 	// The new modules are loaded (compiled, checked) in parallel, at most one per CPU: a
 	// swap of several plugins costs the slowest one, not their sum.
 	type slot struct {
@@ -167,8 +185,12 @@ func (s *Scheduler) build(ctx context.Context, snap configwatch.Snapshot, old *p
 	if cfg.ExplainTopNodes != nil {
 		top = max(0, int(*cfg.ExplainTopNodes))
 	}
-	for i := range cfg.Profiles {
-		p := &cfg.Profiles[i]
+	profiles, monitors, err := withAPI(cfg, ps.api, registry)
+	if err != nil {
+		return nil, err
+	}
+	for i := range profiles {
+		p := &profiles[i]
 		pct := int32(0)
 		if cfg.PercentageOfNodesToScore != nil {
 			pct = *cfg.PercentageOfNodesToScore
@@ -185,6 +207,7 @@ func (s *Scheduler) build(ctx context.Context, snap configwatch.Snapshot, old *p
 			ExplainTopNodes:          top,
 			Metrics:                  s.metrics,
 			InformerFactory:          s.factory,
+			MonitorScores:            monitors[p.SchedulerName],
 		})
 		if err != nil {
 			ps.close() // the profiles built so far
@@ -229,13 +252,20 @@ func (s *Scheduler) reload(snap configwatch.Snapshot) error {
 			"scheduler config not applied, previous profiles stay in force: %v", err)
 		return err
 	}
+	s.install(ps)
+	s.metrics.reloads.WithLabelValues("success").Inc()
+	s.log.Info("config reloaded", "profiles", s.Profiles())
+	return nil
+}
+
+// install puts ps in force from the next cycle on: the set it replaces is retired (closed
+// after its last cycle), and pending pods are tried again under the new profiles.
+func (s *Scheduler) install(ps *profileSet) {
 	s.profiles.Swap(ps).retire()
 	if s.ctx != nil {
 		// Informers that new plugins asked for (no-op for running ones).
 		s.factory.Start(s.ctx.Done())
 	}
-	s.metrics.reloads.WithLabelValues("success").Inc()
-	s.log.Info("config reloaded", "profiles", s.Profiles())
 	s.queue.MoveAllToActiveOrBackoff(nil)
 	// Pods for profiles that did not exist before were ignored until now.
 	if s.factory != nil {
@@ -246,7 +276,6 @@ func (s *Scheduler) reload(snap configwatch.Snapshot) error {
 			}
 		}
 	}
-	return nil
 }
 
 func (s *Scheduler) leaseRef() *v1.ObjectReference {

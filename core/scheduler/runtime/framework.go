@@ -55,6 +55,9 @@ type Options struct {
 	// KeepTotals makes SchedulePod return every feasible node's total score, so that a
 	// caller comparing decisions can tell a tie from a different choice (plugin replay).
 	KeepTotals bool
+	// MonitorScores are Score plugins in Monitor mode: run beside the profile's, never
+	// deciding (monitor.go).
+	MonitorScores []MonitorScore
 }
 
 type scorePlugin struct {
@@ -88,6 +91,9 @@ type Framework struct {
 	preBind    []framework.PreBindPlugin
 	bind       []framework.BindPlugin
 	postBind   []framework.PostBindPlugin
+	// monitors are the MonitorScores; monitorPlugins every plugin they built (closed too).
+	monitors       []monitorScore
+	monitorPlugins []framework.Plugin
 
 	// waiting are the pods held at Permit; events the plugins' queueing registrations.
 	waiting waitingPods
@@ -166,6 +172,10 @@ func New(ctx context.Context, registry framework.Registry, profile *config.Profi
 	if err := f.registerEvents(ctx); err != nil {
 		return nil, err
 	}
+	if err := f.newMonitors(ctx, opts.MonitorScores); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
 	if len(f.bind) == 0 {
 		return nil, &config.Error{Field: "scheduler.profiles[" + profile.SchedulerName + "].plugins.bind", Msg: "at least one Bind plugin is required"}
 	}
@@ -241,6 +251,13 @@ func (f *Framework) Close() error {
 		if c, ok := p.(framework.Closer); ok {
 			if err := c.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("plugin %s: %w", name, err))
+			}
+		}
+	}
+	for _, p := range f.monitorPlugins {
+		if c, ok := p.(framework.Closer); ok {
+			if err := c.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("monitor plugin %s: %w", p.Name(), err))
 			}
 		}
 	}
@@ -555,6 +572,9 @@ func (f *Framework) SchedulePod(ctx context.Context, state *framework.CycleState
 	}
 	best := selectHost(totals)
 	res.SuggestedHost = feasible[best].Node().Name
+	if len(f.monitors) > 0 {
+		f.runMonitors(ctx, state, pod, feasible, totals, best)
+	}
 	if f.opts.KeepTotals {
 		res.Totals = make(map[string]int64, len(feasible))
 		for i, n := range feasible {
