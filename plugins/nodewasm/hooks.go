@@ -18,6 +18,7 @@ import (
 	"github.com/wasmkube/wasmkube/kubelet/hook"
 	"github.com/wasmkube/wasmkube/kubelet/probe"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
+	"github.com/wasmkube/wasmkube/plugins/wasmpolicy"
 )
 
 // AnnotationPrefix starts the annotation with which a pod asks for a plugin:
@@ -32,8 +33,9 @@ func Annotation(kind, container string) string { return AnnotationPrefix + kind 
 // its selectors. Apply swaps them as a whole; a probe resolves its plugin at every call,
 // so running pods switch to the new logic at their next period. Safe for concurrent use.
 type Hooks struct {
-	host *wasmhost.Host
-	log  *slog.Logger
+	host    *wasmhost.Host
+	log     *slog.Logger
+	metrics *wasmpolicy.Metrics
 
 	applyMu sync.Mutex
 	cur     atomic.Pointer[pluginSet]
@@ -42,7 +44,10 @@ type Hooks struct {
 // pluginSet is one applied config. Probes and preStop hooks acquire its lease for their
 // call; Apply retires the set it replaces (docs/plugins.md, "Lifetimes").
 type pluginSet struct {
+	// plugins are the file tier's and the API tier's (api, WasmPolicies) by name; a file
+	// plugin wins a name both have.
 	plugins   map[string]*Plugin
+	api       map[string]*Plugin
 	selectors []selector
 	lease     *wasmhost.Set
 }
@@ -168,6 +173,7 @@ func (hk *Hooks) Apply(ctx context.Context, cfg *config.Config, baseDir string) 
 	if snap.Superseded() {
 		return fail(configwatch.ErrSuperseded)
 	}
+	next.withAPI(old.api)
 	next.lease = leaseOf(next.plugins)
 	hk.cur.Store(next)
 	old.lease.Retire() // its plugins that next does not keep close after their last call
@@ -298,6 +304,9 @@ func (pr *Prober) Probe(ctx context.Context, t probe.Target, h *v1.ProbeHandler)
 	case p == nil:
 		return probe.Unknown, "", missing(name, via)
 	}
+	if p.monitor {
+		return pr.hooks.monitorProbe(ctx, pr.fallback, p, t, h, kind)
+	}
 	r, msg := p.Probe(ctx, t.Pod, t.Container.Name, kind, t.PodIP)
 	return r, msg, nil
 }
@@ -321,6 +330,9 @@ func (pr *PreStopRunner) PreStop(ctx context.Context, t probe.Target, h *v1.Life
 		return pr.fallback.PreStop(ctx, t, h)
 	case p == nil:
 		return missing(name, via)
+	case p.monitor:
+		// A preStop in Monitor mode would act on the pod: the pod's own handler runs alone.
+		return pr.fallback.PreStop(ctx, t, h)
 	}
 	return p.PreStop(ctx, t.Pod, t.Container.Name, t.PodIP)
 }

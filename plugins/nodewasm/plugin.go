@@ -30,6 +30,10 @@ type Plugin struct {
 	// loaded closes the pools and the module: when the last set of Hooks holding the
 	// plugin lets go, or at once (Close) for one that never went in force.
 	loaded *wasmhost.Loaded
+	// wasmPolicy is the WasmPolicy of an API-tier plugin; monitor: in Monitor mode it runs
+	// beside the pod's own probe, which decides.
+	wasmPolicy string
+	monitor    bool
 }
 
 // Name is the plugin's name.
