@@ -122,7 +122,7 @@ func (s *Server) buildAdmission() (*policyAdmission, error) {
 	// policies), then built-in validation of the mutated object, then the caller's
 	// validating plugins. The chain runs every Admit before any Validate.
 	plugins = append(plugins, admission.Validation{Create: validation.Validate, Update: validation.ValidateUpdate,
-		UpdateSubresource: map[string]func(obj, old runtime.Object) field.ErrorList{"ephemeralcontainers": validation.ValidateEphemeralContainersUpdate}}, s.authz.Escalation(), customAdmission{s})
+		UpdateSubresource: map[string]func(obj, old runtime.Object) field.ErrorList{"ephemeralcontainers": validation.ValidateEphemeralContainersUpdate}}, s.authz.Escalation(), s.authz.PolicyCapabilities(s.servedResource), customAdmission{s})
 	// LimitRanger and Priority (policyadmission.go) after the built-in checks, then the
 	// caller's plugins (wasm policies, CEL policies, webhooks), then ResourceQuota last, as
 	// upstream orders it: only an object every validator admitted is charged.
