@@ -115,6 +115,7 @@ func SpecOf(wp *wasmpolicy.Policy) (PolicySpec, *wasmhost.Kind, error) {
 		}
 		spec.NamespaceSelector, spec.ObjectSelector = a.NamespaceSelector, a.ObjectSelector
 		spec.ValidationActions, spec.Capabilities = a.ValidationActions, a.Capabilities
+		spec.MatchConditions = a.MatchConditions
 	}
 	cfg := &Config{Policies: []PolicySpec{spec}}
 	cfg.Default()

@@ -9,10 +9,13 @@ import (
 	"slices"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	validationfield "k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
+	policyvalidation "github.com/wasmkube/wasmkube/core/apis/policy/validation"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost/modulespec"
 )
 
@@ -43,6 +46,11 @@ type PolicySpec struct {
 	ValidationActions []string `json:"validationActions,omitempty"`
 	// Capabilities are the resources the policy may read with get_object/list_objects.
 	Capabilities []string `json:"capabilities,omitempty"`
+	// MatchConditions are CEL expressions, as a ValidatingAdmissionPolicy's (upstream's
+	// matchconditions package evaluates them): the policy sees a request its rules and
+	// selectors match only when every one is true; one that fails to evaluate follows
+	// FailurePolicy (Fail refuses the request, Ignore skips the policy).
+	MatchConditions []admissionregistrationv1.MatchCondition `json:"matchConditions,omitempty"`
 }
 
 // Rule matches requests by API group, version, resource and operation, as a webhook's
@@ -328,6 +336,10 @@ func (c *Config) Validate() error {
 			if res == "" || strings.ContainsAny(res, "/*") {
 				return fail(fmt.Sprintf(".capabilities[%d]", k), "%q: must be a resource name (namespaces, configmaps, ...)", res)
 			}
+		}
+		// the API tier's checks (names, expressions that compile to a bool, at most 64)
+		if errs := policyvalidation.ValidateMatchConditions(p.MatchConditions, validationfield.NewPath("admission").Child("policies").Index(i).Child("matchConditions")); len(errs) > 0 {
+			return &ConfigError{Field: errs[0].Field, Msg: errs[0].ErrorBody()}
 		}
 	}
 	return nil

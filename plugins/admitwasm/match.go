@@ -2,22 +2,41 @@ package admitwasm
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	"k8s.io/apiserver/pkg/cel/environment"
 
+	policyvalidation "github.com/wasmkube/wasmkube/core/apis/policy/validation"
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/apiserver/admission/upstreamattrs"
 )
 
-// matcher decides whether a policy sees a request: one of its rules, and both selectors.
+// matcher decides whether a policy sees a request: one of its rules, both selectors,
+// and its CEL matchConditions.
 type matcher struct {
 	rules      []Rule
 	namespaces labels.Selector // nil: every namespace
 	objects    labels.Selector // nil: every object
+	// conditions are upstream's matchConditions matcher (nil: none), compiled once per
+	// policy; it applies the policy's failurePolicy to an expression that fails.
+	conditions matchconditions.Matcher
 }
+
+// conditionCompiler is upstream's CEL environment for matchConditions, built once (its
+// environments are costly to make).
+var conditionCompiler = sync.OnceValue(func() plugincel.ConditionCompiler {
+	return plugincel.NewConditionCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+})
 
 func newMatcher(spec *PolicySpec) matcher {
 	m := matcher{rules: spec.Rules}
@@ -26,6 +45,16 @@ func newMatcher(spec *PolicySpec) matcher {
 	}
 	if s := selector(spec.ObjectSelector); !s.Empty() {
 		m.objects = s
+	}
+	if len(spec.MatchConditions) > 0 {
+		acc := make([]plugincel.ExpressionAccessor, len(spec.MatchConditions))
+		for i := range spec.MatchConditions {
+			mc := matchconditions.MatchCondition(spec.MatchConditions[i])
+			acc[i] = &mc
+		}
+		fp := admissionregistrationv1.FailurePolicyType(spec.FailurePolicy)
+		m.conditions = matchconditions.NewMatcher(conditionCompiler().CompileCondition(acc, policyvalidation.MatchConditionVars, environment.StoredExpressions),
+			&fp, "policy", "wasm", spec.Name)
 	}
 	return m
 }
@@ -63,9 +92,47 @@ func resourceMatches(list []string, res, sub string) bool {
 	return false
 }
 
-// matches reports whether the policy sees the request. nsLabels reads a namespace's
-// labels (for namespaced objects with a namespaceSelector).
-func (m *matcher) matches(ctx context.Context, a *admission.Attributes, nsLabels func(ctx context.Context, ns string) labels.Set) bool {
+// matches reports whether the policy sees the request: its rules and selectors, then its
+// matchConditions, which are evaluated only for a request the others let through (as
+// upstream's webhooks). nsLabels reads a namespace's labels (for namespaced objects with
+// a namespaceSelector). An error is a matchCondition that failed to evaluate under
+// failurePolicy Fail (upstream's: a false condition wins over another's error; under
+// Ignore the policy is skipped); the request is refused with it.
+func (m *matcher) matches(ctx context.Context, a *admission.Attributes, nsLabels func(ctx context.Context, ns string) labels.Set) (bool, error) {
+	if !m.selects(ctx, a, nsLabels) {
+		return false, nil
+	}
+	if m.conditions == nil {
+		return true, nil
+	}
+	res := m.conditions.Match(ctx, upstreamattrs.Versioned(a), nil, nil)
+	if res.Error != nil {
+		return false, res.Error
+	}
+	return res.Matches, nil
+}
+
+// MatchConditionError is a matchCondition of a policy that failed to evaluate, under
+// failurePolicy Fail.
+type MatchConditionError struct {
+	Policy string
+	Err    error
+}
+
+func (e *MatchConditionError) Error() string {
+	return fmt.Sprintf("admission policy %s: failed to evaluate match condition: %v", e.Policy, e.Err)
+}
+
+func (e *MatchConditionError) Unwrap() error { return e.Err }
+
+// matchConditionRefusal is how the API server answers a MatchConditionError: 500, as a
+// webhook's failed call under Fail.
+func matchConditionRefusal(policy string, err error) error {
+	return apierrors.NewInternalError(&MatchConditionError{Policy: policy, Err: err})
+}
+
+// selects reports whether one of the rules and both selectors take the request.
+func (m *matcher) selects(ctx context.Context, a *admission.Attributes, nsLabels func(ctx context.Context, ns string) labels.Set) bool {
 	ok := false
 	for i := range m.rules {
 		if ruleMatches(&m.rules[i], a) {

@@ -89,7 +89,7 @@ func TestSelectors(t *testing.T) {
 		{"empty selectors match everything", empty, attrs(admission.Create, "", "v1", "pods", "", "kube-system", podWith(nil), nil), true},
 	} {
 		m := newMatcher(tc.spec)
-		if got := m.matches(context.Background(), tc.a, get); got != tc.want {
+		if got, _ := m.matches(context.Background(), tc.a, get); got != tc.want {
 			t.Errorf("%s: got %v", tc.name, got)
 		}
 	}

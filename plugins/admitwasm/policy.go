@@ -74,7 +74,15 @@ func requestOf(a *admission.Attributes) *Request {
 
 func (p *Policy) run(ctx context.Context, k *wasmhost.Kind, a *admission.Attributes) error {
 	o := p.owner
-	if !p.pool.Module().Kinds().Has(k) || !p.match.matches(ctx, a, o.namespaceLabels) {
+	if !p.pool.Module().Kinds().Has(k) {
+		return nil
+	}
+	if ok, err := p.match.matches(ctx, a, o.namespaceLabels); err != nil {
+		if p.monitor {
+			return nil // a policy in Monitor never refuses
+		}
+		return matchConditionRefusal(p.spec.Name, err)
+	} else if !ok {
 		return nil
 	}
 	req := requestOf(a)
