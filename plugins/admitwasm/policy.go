@@ -41,6 +41,8 @@ type Policy struct {
 	// its module exports); monitor: its verdicts are recorded, never applied.
 	hook    *wasmhost.Kind
 	monitor bool
+	// digest is the sha256 of the module's bytes, by which the decision explorer names it.
+	digest string
 }
 
 // Name is the policy's name.
@@ -72,17 +74,19 @@ func requestOf(a *admission.Attributes) *Request {
 	return r
 }
 
-func (p *Policy) run(ctx context.Context, k *wasmhost.Kind, a *admission.Attributes) error {
+func (p *Policy) run(ctx context.Context, k *wasmhost.Kind, a *admission.Attributes) (err error) {
 	o := p.owner
 	if !p.pool.Module().Kinds().Has(k) {
 		return nil
 	}
 	if ok, err := p.match.matches(ctx, a, o.namespaceLabels); err != nil {
+		p.recordSkip(a, k, "matchConditions: "+err.Error())
 		if p.monitor {
 			return nil // a policy in Monitor never refuses
 		}
 		return matchConditionRefusal(p.spec.Name, err)
 	} else if !ok {
+		p.recordSkip(a, k, "rules, namespaceSelector, objectSelector or matchConditions")
 		return nil
 	}
 	req := requestOf(a)
@@ -93,8 +97,10 @@ func (p *Policy) run(ctx context.Context, k *wasmhost.Kind, a *admission.Attribu
 	giveUp := 2*p.timeout + 500*time.Millisecond
 	c := &Call{Kind: k, Attributes: a, Reader: o.reader(), Capabilities: p.spec.Capabilities, Wait: giveUp}
 	start := time.Now()
-	err := c.Do(ctx, p.pool, req)
+	cerr := c.Do(ctx, p.pool, req)
 	elapsed := time.Since(start)
+	defer func() { p.recordCall(a, k, c, cerr, err, elapsed) }()
+	err = cerr
 	if p.monitor {
 		p.record(a, c, err, elapsed)
 		return nil
@@ -265,7 +271,7 @@ func (o *Policies) newPolicy(ctx context.Context, spec PolicySpec, path string, 
 		loaded.Close()
 		return nil, lerr(err)
 	}
-	p := &Policy{spec: spec, key: key, pool: pool, loaded: loaded, match: newMatcher(&spec), timeout: mod.Timeout(), owner: o,
+	p := &Policy{spec: spec, key: key, pool: pool, loaded: loaded, match: newMatcher(&spec), timeout: mod.Timeout(), owner: o, digest: moduleDigest(bin),
 		deny: slices.Contains(spec.ValidationActions, Deny), warn: slices.Contains(spec.ValidationActions, Warn),
 		audit: slices.Contains(spec.ValidationActions, Audit)}
 	return p, nil

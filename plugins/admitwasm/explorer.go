@@ -1,0 +1,89 @@
+package admitwasm
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	explorerv1 "github.com/wasmkube/wasmkube/core/apis/explorer/v1alpha1"
+	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/plugins/wasmhost"
+)
+
+// The policy's part in the decision explorer's record of a request
+// (admission.Attributes.RecordDecision, docs/explorer.md): built only when the request
+// is recorded, from what the call returned.
+
+func moduleDigest(bin []byte) string {
+	sum := sha256.Sum256(bin)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// decision is the policy's entry with the fields every verdict has.
+func (p *Policy) decision(k *wasmhost.Kind, verdict string) explorerv1.PolicyDecision {
+	phase := "Validating"
+	if k == Mutate {
+		phase = "Mutating"
+	}
+	mode := "Enforce"
+	if p.monitor {
+		mode = "Monitor"
+	}
+	return explorerv1.PolicyDecision{Name: p.spec.Name, Kind: "WasmPolicy", Phase: phase, Mode: mode, Verdict: verdict,
+		Wasm: &explorerv1.Module{Path: p.spec.Path, Digest: p.digest}}
+}
+
+// recordSkip records that the policy did not run on the request, and why.
+func (p *Policy) recordSkip(a *admission.Attributes, k *wasmhost.Kind, why string) {
+	if a.Recording() {
+		d := p.decision(k, explorerv1.PolicySkipped)
+		d.SkipReason = why
+		a.RecordDecision(d)
+	}
+}
+
+// recordCall records the outcome of a call: callErr is the call's failure, err what the
+// policy returned to the chain.
+func (p *Policy) recordCall(a *admission.Attributes, k *wasmhost.Kind, c *Call, callErr, err error, elapsed time.Duration) {
+	if !a.Recording() {
+		return
+	}
+	d := p.decision(k, explorerv1.PolicyAllowed)
+	d.DurationNanos = elapsed.Nanoseconds()
+	d.Warnings = c.Warnings
+	for _, an := range c.AuditAnnotations {
+		if d.AuditAnnotations == nil {
+			d.AuditAnnotations = map[string]string{}
+		}
+		d.AuditAnnotations[p.spec.Name+"/"+an.Key] = an.Value
+	}
+	switch {
+	case callErr != nil:
+		d.Verdict, d.FailurePolicy = explorerv1.PolicyFailed, string(p.spec.FailurePolicy)
+		if d.FailurePolicy == "" {
+			d.FailurePolicy = string(Fail)
+		}
+		d.Failure = callErr.Error()
+		var ce *wasmhost.CallError
+		if errors.As(callErr, &ce) {
+			d.Failure = fmt.Sprintf("%s: %v", ce.Reason, ce.Err)
+		}
+	case c.Code == CodeDenied:
+		d.Message = c.Reason
+		if err != nil || p.monitor {
+			d.Verdict = explorerv1.PolicyDenied
+		} else {
+			// The policy's validationActions have no Deny: its verdict warned or audited.
+			d.Message = "would deny (validationActions without Deny): " + c.Reason
+		}
+	case c.Patch != nil:
+		d.Verdict = explorerv1.PolicyMutated
+		if json.Valid(c.Patch) {
+			d.Patch = json.RawMessage(c.Patch)
+		}
+	}
+	a.RecordDecision(d)
+}
