@@ -27,6 +27,9 @@ func Default(obj runtime.Object) {
 	if storage(obj) { // volumes.go
 		return
 	}
+	if devices(obj) { // devices.go
+		return
+	}
 	if autoscaling(obj) { // autoscaling.go
 		return
 	}

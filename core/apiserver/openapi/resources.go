@@ -16,6 +16,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -85,6 +86,19 @@ var resources = []resource{
 	{gv: corev1.SchemeGroupVersion, plural: "persistentvolumeclaims", kind: "PersistentVolumeClaim", namespaced: true, obj: &corev1.PersistentVolumeClaim{}, list: &corev1.PersistentVolumeClaimList{},
 		subresources: []subresource{statusOf(corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"), &corev1.PersistentVolumeClaim{})}},
 	{gv: storagev1.SchemeGroupVersion, plural: "storageclasses", kind: "StorageClass", obj: &storagev1.StorageClass{}, list: &storagev1.StorageClassList{}},
+	// The CSI and dynamic resource allocation kinds upstream components watch (issue 28).
+	{gv: storagev1.SchemeGroupVersion, plural: "csidrivers", kind: "CSIDriver", obj: &storagev1.CSIDriver{}, list: &storagev1.CSIDriverList{}},
+	{gv: storagev1.SchemeGroupVersion, plural: "csinodes", kind: "CSINode", obj: &storagev1.CSINode{}, list: &storagev1.CSINodeList{}},
+	{gv: storagev1.SchemeGroupVersion, plural: "csistoragecapacities", kind: "CSIStorageCapacity", namespaced: true, obj: &storagev1.CSIStorageCapacity{}, list: &storagev1.CSIStorageCapacityList{}},
+	{gv: storagev1.SchemeGroupVersion, plural: "volumeattachments", kind: "VolumeAttachment", obj: &storagev1.VolumeAttachment{}, list: &storagev1.VolumeAttachmentList{},
+		subresources: []subresource{statusOf(storagev1.SchemeGroupVersion.WithKind("VolumeAttachment"), &storagev1.VolumeAttachment{})}},
+	{gv: resourcev1.SchemeGroupVersion, plural: "deviceclasses", kind: "DeviceClass", obj: &resourcev1.DeviceClass{}, list: &resourcev1.DeviceClassList{}},
+	{gv: resourcev1.SchemeGroupVersion, plural: "resourceclaims", kind: "ResourceClaim", namespaced: true, obj: &resourcev1.ResourceClaim{}, list: &resourcev1.ResourceClaimList{},
+		subresources: []subresource{statusOf(resourcev1.SchemeGroupVersion.WithKind("ResourceClaim"), &resourcev1.ResourceClaim{})}},
+	{gv: resourcev1.SchemeGroupVersion, plural: "resourceclaimtemplates", kind: "ResourceClaimTemplate", namespaced: true, obj: &resourcev1.ResourceClaimTemplate{}, list: &resourcev1.ResourceClaimTemplateList{}},
+	{gv: resourcev1.SchemeGroupVersion, plural: "resourceslices", kind: "ResourceSlice", obj: &resourcev1.ResourceSlice{}, list: &resourcev1.ResourceSliceList{}},
+	{gv: resourcev1.SchemeGroupVersion, plural: "devicetaintrules", kind: "DeviceTaintRule", obj: &resourcev1.DeviceTaintRule{}, list: &resourcev1.DeviceTaintRuleList{},
+		subresources: []subresource{statusOf(resourcev1.SchemeGroupVersion.WithKind("DeviceTaintRule"), &resourcev1.DeviceTaintRule{})}},
 	{gv: coordinationv1.SchemeGroupVersion, plural: "leases", kind: "Lease", namespaced: true, obj: &coordinationv1.Lease{}, list: &coordinationv1.LeaseList{}},
 	{gv: appsv1.SchemeGroupVersion, plural: "deployments", kind: "Deployment", namespaced: true, obj: &appsv1.Deployment{}, list: &appsv1.DeploymentList{},
 		subresources: []subresource{statusOf(appsv1.SchemeGroupVersion.WithKind("Deployment"), &appsv1.Deployment{}), scaleSub()}},
@@ -147,7 +161,7 @@ var resources = []resource{
 var groupVersions = []schema.GroupVersion{
 	corev1.SchemeGroupVersion, appsv1.SchemeGroupVersion, autoscalingv1.SchemeGroupVersion, batchv1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion,
 	rbacv1.SchemeGroupVersion, policyv1.SchemeGroupVersion, schedulingv1.SchemeGroupVersion, networkingv1.SchemeGroupVersion, storagev1.SchemeGroupVersion,
-	admissionregistrationv1.SchemeGroupVersion, schedulingv1beta1.SchemeGroupVersion,
+	admissionregistrationv1.SchemeGroupVersion, schedulingv1beta1.SchemeGroupVersion, resourcev1.SchemeGroupVersion,
 	policyv1alpha1.SchemeGroupVersion,
 }
 

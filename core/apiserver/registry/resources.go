@@ -269,6 +269,8 @@ var resources = []*Resource{
 	{GVR: storagev1.SchemeGroupVersion.WithResource("storageclasses"), Kind: "StorageClass", Singular: "storageclass",
 		ShortNames: []string{"sc"},
 		NewFunc:    NewOf[storagev1.StorageClass](), NewList: NewOf[storagev1.StorageClassList]()},
+	// The CSI kinds upstream's scheduler and kubelet watch (devices.go).
+	csiDrivers, csiNodes, csiStorageCapacities, volumeAttachments,
 	// Autoscaling (issue 15; core/controller/podautoscaler, docs/controllers.md).
 	// Stored in autoscaling/v2 (the preferred version), served in autoscaling/v1 too
 	// (versions.go, conversion/).
@@ -349,6 +351,8 @@ var resources = []*Resource{
 	{GVR: discoveryv1.SchemeGroupVersion.WithResource("endpointslices"), Kind: "EndpointSlice", Singular: "endpointslice", Namespaced: true,
 		NewFunc: NewOf[discoveryv1.EndpointSlice](), NewList: NewOf[discoveryv1.EndpointSliceList]()},
 	eventsV1,
+	// Dynamic resource allocation, resource.k8s.io/v1 (devices.go).
+	deviceClasses, resourceClaims, resourceClaimTemplates, resourceSlices, deviceTaintRules,
 	// Admission webhooks and CEL admission policies (issue 29; admission/webhook,
 	// admission/celpolicy, docs/admission.md).
 	{GVR: admissionregistrationv1.SchemeGroupVersion.WithResource("mutatingwebhookconfigurations"), Kind: "MutatingWebhookConfiguration",

@@ -32,6 +32,12 @@ func Validate(obj runtime.Object) field.ErrorList {
 	if errs, ok := validateStorage(obj); ok { // volumes.go
 		return errs
 	}
+	if errs, ok := validateCSI(obj); ok { // csi.go
+		return errs
+	}
+	if errs, ok := validateDRA(obj); ok { // dra.go
+		return errs
+	}
 	if errs, ok := validatePolicy(obj); ok { // policy.go
 		return errs
 	}
@@ -106,6 +112,12 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 		return errs
 	}
 	if errs, ok := validateStorageUpdate(obj, old); ok { // volumes.go
+		return errs
+	}
+	if errs, ok := validateCSIUpdate(obj, old); ok { // csi.go
+		return errs
+	}
+	if errs, ok := validateDRAUpdate(obj, old); ok { // dra.go
 		return errs
 	}
 	if errs, ok := validatePolicyUpdate(obj, old); ok { // policy.go
