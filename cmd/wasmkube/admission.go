@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/wasmkube/wasmkube/core/apiserver"
@@ -15,30 +18,31 @@ import (
 	"github.com/wasmkube/wasmkube/core/apiserver/defaults"
 	"github.com/wasmkube/wasmkube/plugins/admitwasm"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
+	"github.com/wasmkube/wasmkube/plugins/wasmoci"
+	"github.com/wasmkube/wasmkube/plugins/wasmpolicy"
 )
 
 // newAdmission builds the admission plugins the API server runs after its built-in ones,
 // in upstream's order within each phase (docs/admission.md): the wasm policies of the
-// config file's admission: section (none without a config file, on a host of their own:
-// the scheduler's host has the scheduler's kinds; the compilation cache on disk is
-// shared), then the MutatingAdmissionPolicies and ValidatingAdmissionPolicies, then the
-// admission webhooks, all three read from the served objects.
+// config file's admission: section and of the WasmPolicies of the admission hooks (the
+// API tier, after the file's; on a host of their own: the scheduler's host has the
+// scheduler's kinds; the compilation cache on disk is shared), then the
+// MutatingAdmissionPolicies and ValidatingAdmissionPolicies, then the admission webhooks,
+// all three read from the served objects.
 func newAdmission(ctx context.Context, dataDir, configFile string, log *slog.Logger) (*admitwasm.Policies, []admission.Plugin, error) {
-	var pol *admitwasm.Policies
 	var plugins []admission.Plugin
-	if configFile != "" {
-		host, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{admitwasm.Extension},
-			CacheDir: filepath.Join(dataDir, "wasm-cache"), Logger: log, Registerer: prometheus.DefaultRegisterer})
-		if err != nil {
-			return nil, nil, err
-		}
-		// The API server's /metrics serves the default registry.
-		pol, err = admitwasm.New(ctx, admitwasm.Options{Host: host, ConfigFile: configFile, Logger: log, Registerer: prometheus.DefaultRegisterer})
-		if err != nil {
-			return nil, nil, err
-		}
-		plugins = append(plugins, pol)
+	host, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{admitwasm.Extension},
+		CacheDir: filepath.Join(dataDir, "wasm-cache"), Logger: log, Registerer: prometheus.DefaultRegisterer})
+	if err != nil {
+		return nil, nil, err
 	}
+	// The API server's /metrics serves the default registry. Without a config file the
+	// file tier is empty and the API tier alone fills the set.
+	pol, err := admitwasm.New(ctx, admitwasm.Options{Host: host, ConfigFile: configFile, Logger: log, Registerer: prometheus.DefaultRegisterer})
+	if err != nil {
+		return nil, nil, err
+	}
+	plugins = append(plugins, pol)
 	hooks, err := webhook.New(webhook.Config{Registerer: prometheus.DefaultRegisterer, Default: defaults.Default})
 	if err != nil {
 		return nil, nil, err
@@ -47,16 +51,42 @@ func newAdmission(ctx context.Context, dataDir, configFile string, log *slog.Log
 	return pol, plugins, nil
 }
 
-// runAdmission records the policies' Events through srv and swaps them when the config
-// file changes, until ctx ends.
-func runAdmission(ctx context.Context, pol *admitwasm.Policies, srv *apiserver.Server, log *slog.Logger) {
+// runAdmission records the policies' Events through srv, swaps them when the config file
+// changes, and loads the WasmPolicies of the admission hooks (modules cached under
+// dataDir/wasm-modules), until ctx ends.
+func runAdmission(ctx context.Context, pol *admitwasm.Policies, srv *apiserver.Server, dataDir string, log *slog.Logger) {
 	if pol == nil {
 		return
 	}
-	client, err := kubernetes.NewForConfig(srv.AdminRESTConfig())
+	cfg := srv.AdminRESTConfig()
+	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		log.Error("admission policies: no client for events", "err", err)
 		client = nil
 	}
 	go pol.Run(ctx, client)
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		log.Error("admission policies: no client for WasmPolicies; only the config file's are loaded", "err", err)
+		return
+	}
+	loader, err := wasmpolicy.New(wasmpolicy.Config{
+		Component: wasmpolicy.ComponentAPIServer, Name: apiServerIdentity(srv),
+		Dynamic: dyn, Client: client, Target: pol,
+		Cache:  wasmoci.Options{Dir: filepath.Join(dataDir, "wasm-modules")},
+		Sink:   wasmpolicy.NopSink{}, // the status reports (issue 27 item 4) replace it
+		Logger: log,
+	})
+	if err != nil {
+		log.Error("admission policies: WasmPolicies not loaded", "err", err)
+		return
+	}
+	go loader.Run(ctx)
+}
+
+// apiServerIdentity names this API server in WasmPolicy status: the host and the address
+// it serves on, so that several servers on one host differ.
+func apiServerIdentity(srv *apiserver.Server) string {
+	host, _ := os.Hostname()
+	return "apiserver-" + host + "-" + strings.TrimPrefix(srv.URL(), "https://")
 }

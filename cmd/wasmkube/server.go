@@ -95,7 +95,7 @@ quorum) stops its work and campaigns again; the process does not exit. /readyz l
 			if err != nil {
 				return err
 			}
-			runAdmission(apiCtx, adm, srv, opts.Logger)
+			runAdmission(apiCtx, adm, srv, opts.DataDir, opts.Logger)
 			if !apiOnly {
 				stopAPIOnSignal()
 				go func() {

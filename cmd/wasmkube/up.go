@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/wasmkube/wasmkube/core/apiserver"
+	"github.com/wasmkube/wasmkube/core/apiserver/admission/webhook"
 	"github.com/wasmkube/wasmkube/core/controller"
 	"github.com/wasmkube/wasmkube/core/controller/nodeipam"
 	"github.com/wasmkube/wasmkube/core/leaderelect"
@@ -216,6 +217,15 @@ func runUp(o upOptions) error {
 	if err != nil {
 		return err
 	}
+	// up's host runs a node proxy: a webhook's clientConfig.service is reached at the
+	// Service's ClusterIP through it, as kube-apiserver does by default (docs/admission.md).
+	for _, p := range admPlugins {
+		if w, ok := p.(*webhook.Webhooks); ok {
+			if err := w.SetServiceRouting(webhook.RouteClusterIP); err != nil {
+				return err
+			}
+		}
+	}
 	srv, err := startAPIServer(apiCtx, apiserver.Options{
 		DataDir: dataDir, Listen: o.listen, AdvertiseAddress: advertise, DefaultTolerationSeconds: cs.tolerationSeconds, Logger: log,
 		Admission: admPlugins, TokenAuthFile: tokenFile,
@@ -224,7 +234,7 @@ func runUp(o upOptions) error {
 		return err
 	}
 	defer func() { stopAPI(); _ = srv.Wait() }()
-	runAdmission(apiCtx, adm, srv, log)
+	runAdmission(apiCtx, adm, srv, dataDir, log)
 
 	if err := startControlPlane(ctx, srv, dataDir, o.configFile, o.metricsAddr, cs, false, log); err != nil {
 		return err
