@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/wasmkube/wasmkube/core/apiserver"
-	"github.com/wasmkube/wasmkube/core/apiserver/admission/webhook"
 	"github.com/wasmkube/wasmkube/core/controller"
 	"github.com/wasmkube/wasmkube/core/controller/nodeipam"
 	"github.com/wasmkube/wasmkube/core/leaderelect"
@@ -216,15 +215,6 @@ func runUp(o upOptions) error {
 	adm, admPlugins, err := newAdmission(apiCtx, dataDir, o.configFile, log)
 	if err != nil {
 		return err
-	}
-	// up's host runs a node proxy: a webhook's clientConfig.service is reached at the
-	// Service's ClusterIP through it, as kube-apiserver does by default (docs/admission.md).
-	for _, p := range admPlugins {
-		if w, ok := p.(*webhook.Webhooks); ok {
-			if err := w.SetServiceRouting(webhook.RouteClusterIP); err != nil {
-				return err
-			}
-		}
 	}
 	srv, err := startAPIServer(apiCtx, apiserver.Options{
 		DataDir: dataDir, Listen: o.listen, AdvertiseAddress: advertise, DefaultTolerationSeconds: cs.tolerationSeconds, Logger: log,
