@@ -124,3 +124,45 @@ func FindRevision(revs []*appsv1.ControllerRevision, n int64) *appsv1.Controller
 	}
 	return nil
 }
+
+// SortRevisions sorts revisions oldest first (in place) and returns them.
+func SortRevisions(revs []*appsv1.ControllerRevision) []*appsv1.ControllerRevision {
+	sort.Slice(revs, func(i, j int) bool { return revs[i].Revision < revs[j].Revision })
+	return revs
+}
+
+// RevisionNotFoundError: no kept revision has the number asked for.
+type RevisionNotFoundError struct {
+	Revision int64
+	Kept     []int64
+}
+
+func (e *RevisionNotFoundError) Error() string {
+	if e.Revision == 0 {
+		return fmt.Sprintf("no revision before the current one is kept (kept: %v)", e.Kept)
+	}
+	return fmt.Sprintf("no revision %d is kept (kept: %v; the last %d are)", e.Revision, e.Kept, HistoryLimit)
+}
+
+// RollbackTarget is the revision a rollback goes to: to, or with to 0 the newest one
+// before current (the status.revision of the policy).
+func RollbackTarget(revs []*appsv1.ControllerRevision, current, to int64) (*appsv1.ControllerRevision, error) {
+	var kept []int64
+	var prev *appsv1.ControllerRevision
+	for _, r := range revs {
+		kept = append(kept, r.Revision)
+		if r.Revision < current && (prev == nil || r.Revision > prev.Revision) {
+			prev = r
+		}
+	}
+	if to == 0 {
+		if prev == nil {
+			return nil, &RevisionNotFoundError{Kept: kept}
+		}
+		return prev, nil
+	}
+	if r := FindRevision(revs, to); r != nil {
+		return r, nil
+	}
+	return nil, &RevisionNotFoundError{Revision: to, Kept: kept}
+}
