@@ -41,9 +41,9 @@ export async function getText(path) {
   return res.text();
 }
 
-// watch follows path?watch=true as server-sent events: onRecord gets each new record.
-// EventSource reconnects by itself and resumes after Last-Event-ID; a 410 (the ring
-// wrapped past our point) closes it, and onGone lets the view list again.
+// watch follows path?watch=true as server-sent events from since (the list's
+// resourceVersion; without it the server sends what it holds first): onRecord gets each
+// record. EventSource reconnects by itself and resumes after Last-Event-ID.
 export function watch(path, since, onRecord, onState) {
   const u = apiURL(path);
   u.searchParams.set("watch", "true");
@@ -53,6 +53,12 @@ export function watch(path, since, onRecord, onState) {
   state("connecting");
   es.onopen = () => state("live");
   es.onerror = () => state(es.readyState === EventSource.CLOSED ? "closed" : "reconnecting");
+  // ERROR: the ring overwrote records this page had not seen (410): the page lists again.
+  es.addEventListener("ERROR", () => {
+    es.close();
+    state("closed");
+    location.reload();
+  });
   es.addEventListener("ADDED", (ev) => {
     try { onRecord(JSON.parse(ev.data)); } catch (e) { console.error("explorer: bad event", e); }
   });

@@ -226,8 +226,12 @@ export async function podView(ns, name) {
     setLive("closed");
     return;
   }
-  let swaps = [];
-  try { swaps = (await get("records?type=Swap")).items || []; } catch (_) { /* may not read swaps */ }
+  let swaps = [], swapsRV = null, canSwaps = true;
+  try {
+    const l = await get("records?type=Swap");
+    swaps = l.items || [];
+    swapsRV = l.metadata && l.metadata.resourceVersion;
+  } catch (_) { canSwaps = false; /* this user may not read swaps */ }
   const state = { records: pd.records || [], selected: null, sort: { key: "", dir: -1 }, diffA: null, diffB: null };
 
   const render = () => {
@@ -286,12 +290,13 @@ export async function podView(ns, name) {
   };
   render();
   watch(path, pd.metadata && pd.metadata.resourceVersion, (r) => {
-    if (r.type === "Swap") swaps.push(r);
-    else state.records.push(r);
+    if (!state.records.some((x) => x.id === r.id && x.source === r.source)) state.records.push(r);
     render();
   }, setLive);
   // Swaps are not records of the pod: follow them on their own stream.
-  watch("records?type=Swap", null, (r) => {
-    if (!swaps.some((s) => s.id === r.id)) { swaps.push(r); render(); }
-  }, null);
+  if (canSwaps) {
+    watch("records?type=Swap", swapsRV, (r) => {
+      if (!swaps.some((s) => s.id === r.id)) { swaps.push(r); render(); }
+    }, null);
+  }
 }

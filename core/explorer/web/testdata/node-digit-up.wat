@@ -1,0 +1,32 @@
+;; node-digit (up): a Filter and Score for the decision explorer's browser tests. Filter
+;; rejects a node whose name ends in 3 ("closed for maintenance"); Score: the node whose name ends in the highest digit scores highest: hollow-N scores 30*N.
+;; The two files differ only in Score, so replacing one by the other is a policy swap.
+(module
+  (import "wasmkube" "node_name" (func $node_name (param i32 i32 i32) (result i32)))
+  (import "wasmkube" "node_status" (func $node_status (param i32 i32 i32 i32)))
+  (import "wasmkube" "node_score" (func $node_score (param i32 i64)))
+  (memory (export "memory") 1)
+  (data (i32.const 256) "closed for maintenance")
+  (func (export "wasmkube_abi_version") (result i32) (i32.const 1))
+  ;; $digit: the last character of node i's name, as a number.
+  (func $digit (param $i i32) (result i32)
+    (local $n i32)
+    (local.set $n (call $node_name (local.get $i) (i32.const 0) (i32.const 128)))
+    (i32.sub (i32.load8_u (i32.sub (local.get $n) (i32.const 1))) (i32.const 48)))
+  (func (export "wasmkube_filter") (param $count i32) (result i32)
+    (local $i i32)
+    (block $done (loop $next
+      (br_if $done (i32.ge_u (local.get $i) (local.get $count)))
+      (if (i32.eq (call $digit (local.get $i)) (i32.const 3))
+        (then (call $node_status (local.get $i) (i32.const 2) (i32.const 256) (i32.const 22))))
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br $next)))
+    (i32.const 0))
+  (func (export "wasmkube_score") (param $count i32) (result i32)
+    (local $i i32)
+    (block $done (loop $next
+      (br_if $done (i32.ge_u (local.get $i) (local.get $count)))
+      (call $node_score (local.get $i) (i64.extend_i32_u (i32.mul (call $digit (local.get $i)) (i32.const 30))))
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br $next)))
+    (i32.const 0)))
