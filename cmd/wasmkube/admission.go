@@ -20,6 +20,7 @@ import (
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 	"github.com/wasmkube/wasmkube/plugins/wasmoci"
 	"github.com/wasmkube/wasmkube/plugins/wasmpolicy"
+	"github.com/wasmkube/wasmkube/plugins/wasmpolicy/report"
 )
 
 // newAdmission builds the admission plugins the API server runs after its built-in ones,
@@ -70,11 +71,23 @@ func runAdmission(ctx context.Context, pol *admitwasm.Policies, srv *apiserver.S
 		log.Error("admission policies: no client for WasmPolicies; only the config file's are loaded", "err", err)
 		return
 	}
+	// This server's reports on its policies, and the identity Lease by which the
+	// wasmpolicy controller counts it (plugins/wasmpolicy/report).
+	id := apiServerIdentity(srv)
+	sink, err := report.New(report.Options{Client: dyn, Component: wasmpolicy.ComponentAPIServer, Instance: id, Logger: log})
+	if err != nil {
+		log.Error("admission policies: no status reports", "err", err)
+		return
+	}
+	go sink.Run(ctx)
+	if client != nil {
+		go report.Heartbeat(ctx, client, report.Identity{Component: wasmpolicy.ComponentAPIServer, Instance: id}, log)
+	}
 	loader, err := wasmpolicy.New(wasmpolicy.Config{
-		Component: wasmpolicy.ComponentAPIServer, Name: apiServerIdentity(srv),
+		Component: wasmpolicy.ComponentAPIServer, Name: id,
 		Dynamic: dyn, Client: client, Target: pol,
 		Cache:  wasmoci.Options{Dir: filepath.Join(dataDir, "wasm-modules")},
-		Sink:   wasmpolicy.NopSink{}, // the status reports (issue 27 item 4) replace it
+		Sink:   sink,
 		Logger: log,
 	})
 	if err != nil {
