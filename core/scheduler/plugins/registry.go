@@ -7,6 +7,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/scheduler/plugins/balancedallocation"
 	"github.com/wasmkube/wasmkube/core/scheduler/plugins/defaultbinder"
 	"github.com/wasmkube/wasmkube/core/scheduler/plugins/defaultpreemption"
+	"github.com/wasmkube/wasmkube/core/scheduler/plugins/dynamicresources"
 	"github.com/wasmkube/wasmkube/core/scheduler/plugins/gangscheduling"
 	"github.com/wasmkube/wasmkube/core/scheduler/plugins/interpodaffinity"
 	"github.com/wasmkube/wasmkube/core/scheduler/plugins/nodeaffinity"
@@ -34,6 +35,7 @@ func NewInTreeRegistry() framework.Registry {
 		defaultpreemption.Name:  defaultpreemption.New,
 		defaultbinder.Name:      defaultbinder.New,
 		volumebinding.Name:      volumebinding.New,
+		dynamicresources.Name:   dynamicresources.New,
 		gangscheduling.Name:     gangscheduling.New,
 	}
 }
