@@ -29,7 +29,8 @@ build:
 examples:
 	@scripts/build-examples.sh
 
-# OCI archives of the images the kubelet needs offline (busybox, pause), under bin/images/.
+# OCI archives of the images the kubelet needs offline (busybox, pause, the example webhook
+# server), under bin/images/.
 images: build
 	@scripts/build-images.sh
 

@@ -46,25 +46,26 @@ func init() {
 	importCmd.Flags().StringVar(&ns, "namespace", "wasmkube", "containerd namespace (the kubelet uses one per node: its node name)")
 	importCmd.Flags().StringVar(&snapshotter, "snapshotter", kcontainerd.SnapshotterOverlay, "snapshotter to unpack into")
 
-	var busybox, pause, out string
+	var busybox, pause, webhookServer, out string
 	buildCmd := &cobra.Command{
 		Use:    "build-builtin",
-		Short:  "Build the busybox and pause OCI archives (used by `make images`)",
+		Short:  "Build the busybox, pause and example webhook server OCI archives (used by `make images`)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return buildBuiltinImages(busybox, pause, out)
+			return buildBuiltinImages(busybox, pause, webhookServer, out)
 		},
 	}
 	buildCmd.Flags().StringVar(&busybox, "busybox", "/bin/busybox", "a statically linked busybox (Debian's busybox-static)")
 	buildCmd.Flags().StringVar(&pause, "pause", "", "a statically linked pause binary")
+	buildCmd.Flags().StringVar(&webhookServer, "webhook-server", "", "a statically linked examples/webhook-server binary (empty: no webhook-server.tar)")
 	buildCmd.Flags().StringVar(&out, "out", "bin/images", "output directory")
 
 	imageCmd.AddCommand(importCmd, buildCmd)
 	rootCmd.AddCommand(imageCmd)
 }
 
-func buildBuiltinImages(busybox, pause, out string) error {
+func buildBuiltinImages(busybox, pause, webhookServer, out string) error {
 	bb, err := os.ReadFile(busybox)
 	if err != nil {
 		return fmt.Errorf("busybox: %w (install busybox-static)", err)
@@ -102,5 +103,15 @@ func buildBuiltinImages(busybox, pause, out string) error {
 	if err != nil {
 		return fmt.Errorf("pause binary: %w", err)
 	}
-	return write("pause.tar", images.PauseRef, images.PauseEntries(pb), []string{"/pause"}, nil)
+	if err := write("pause.tar", images.PauseRef, images.PauseEntries(pb), []string{"/pause"}, nil); err != nil {
+		return err
+	}
+	if webhookServer == "" {
+		return nil
+	}
+	wb, err := os.ReadFile(webhookServer)
+	if err != nil {
+		return fmt.Errorf("webhook server binary: %w", err)
+	}
+	return write("webhook-server.tar", images.WebhookServerRef, images.BinaryEntries("webhook-server", wb), []string{"/webhook-server"}, nil)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/wasmkube/wasmkube/core/apiserver"
+	"github.com/wasmkube/wasmkube/core/apiserver/admission/webhook"
 	"github.com/wasmkube/wasmkube/core/controller"
 	"github.com/wasmkube/wasmkube/core/controller/nodeipam"
 	"github.com/wasmkube/wasmkube/core/leaderelect"
@@ -216,6 +217,15 @@ func runUp(o upOptions) error {
 	if err != nil {
 		return err
 	}
+	// up's host runs a node proxy: a webhook's clientConfig.service is reached at the
+	// Service's ClusterIP through it, as kube-apiserver does by default (docs/admission.md).
+	for _, p := range admPlugins {
+		if w, ok := p.(*webhook.Webhooks); ok {
+			if err := w.SetServiceRouting(webhook.RouteClusterIP); err != nil {
+				return err
+			}
+		}
+	}
 	srv, err := startAPIServer(apiCtx, apiserver.Options{
 		DataDir: dataDir, Listen: o.listen, AdvertiseAddress: advertise, DefaultTolerationSeconds: cs.tolerationSeconds, Logger: log,
 		Admission: admPlugins, TokenAuthFile: tokenFile,
@@ -409,6 +419,8 @@ func startControlPlane(ctx context.Context, srv *apiserver.Server, dataDir, conf
 	if err != nil {
 		return err
 	}
+	// The WasmPolicies of the scheduler hooks, from the module cache the API server uses.
+	go runSchedulerPolicies(ctx, schedCfg, sched, filepath.Join(dataDir, "wasm-modules"), prometheus.DefaultRegisterer, log)
 	// The scheduler's metrics (attempts, plugin durations, config reloads) are served where
 	// a standalone `wasmkube scheduler` serves them; the API server's /metrics has the rest.
 	if metricsAddr != "" {
@@ -487,6 +499,7 @@ func startKubelet(ctx context.Context, srv *apiserver.Server, dataDir string, o 
 		_ = daemon.Stop()
 		return nil, err
 	}
+	go runHookPolicies(ctx, nodeCfg, name, hooks, filepath.Join(dataDir, "wasm-modules"), log)
 	k, err := kubelet.New(ctx, kubelet.Options{
 		RESTConfig: nodeCfg, NetworkPolicyRESTConfig: policyCfg, NodeName: name, RootDir: filepath.Join(dataDir, "kubelet"),
 		ContainerdAddress: daemon.Address(), Snapshotter: daemon.Snapshotter(),

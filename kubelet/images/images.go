@@ -32,6 +32,8 @@ import (
 const (
 	BusyboxRef = "wasmkube.local/busybox:latest"
 	PauseRef   = "wasmkube.local/pause:latest"
+	// WebhookServerRef is the example admission webhook (examples/webhook-server).
+	WebhookServerRef = "wasmkube.local/webhook-server:latest"
 )
 
 // Entry is one file system entry of an image layer.
@@ -90,8 +92,12 @@ var mountPoints = []Entry{
 }
 
 // PauseEntries lays out the pause binary at /pause, with the mount points.
-func PauseEntries(pause []byte) []Entry {
-	return append(append([]Entry(nil), mountPoints...), Entry{Path: "pause", Mode: 0o755, Data: pause})
+func PauseEntries(pause []byte) []Entry { return BinaryEntries("pause", pause) }
+
+// BinaryEntries lays out one static binary at /name, with the mount points: the image of
+// a program that needs nothing else (pause, the example webhook server).
+func BinaryEntries(name string, bin []byte) []Entry {
+	return append(append([]Entry(nil), mountPoints...), Entry{Path: name, Mode: 0o755, Data: bin})
 }
 
 // BusyboxEntries lays out a busybox-static binary with one symlink per applet, plus the

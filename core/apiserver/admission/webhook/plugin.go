@@ -44,6 +44,9 @@ type Config struct {
 	// Default applies the server's defaults to an object a webhook patched, as upstream
 	// does after each patch; nil: none.
 	Default func(runtime.Object)
+	// ServiceRouting says how clientConfig.service is reached: RouteEndpoints (""; an
+	// endpoint directly) or RouteClusterIP (the ClusterIP, through the host's node proxy).
+	ServiceRouting Routing
 }
 
 // Webhooks is an admission plugin (admission.MutationInterface and
@@ -51,7 +54,7 @@ type Config struct {
 // validating ones in Validate.
 type Webhooks struct {
 	src      Source
-	resolver *endpointResolver
+	resolver *serviceResolver
 	reader   admission.ObjectReader
 	cm       *webhookutil.ClientManager
 	mut, val accessors
@@ -82,7 +85,12 @@ func New(cfg Config) (*Webhooks, error) {
 		return nil, fmt.Errorf("admission webhooks: %w", err)
 	}
 	cm.SetAuthenticationInfoResolver(auth)
-	res := &endpointResolver{}
+	res := &serviceResolver{routing: RouteEndpoints}
+	if cfg.ServiceRouting != "" {
+		if err := res.setRouting(cfg.ServiceRouting); err != nil {
+			return nil, err
+		}
+	}
 	cm.SetServiceResolver(res)
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
@@ -93,6 +101,11 @@ func New(cfg Config) (*Webhooks, error) {
 		compiler: cel.NewConditionCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())),
 	}, nil
 }
+
+// SetServiceRouting changes how clientConfig.service is reached (Config.ServiceRouting),
+// before the server serves: `wasmkube up`, whose host runs a node proxy, reaches Services
+// at their ClusterIP as kube-apiserver does by default.
+func (w *Webhooks) SetServiceRouting(r Routing) error { return w.resolver.setRouting(r) }
 
 // SetObjectReader implements admission.WantsObjectReader: namespaces' labels, Services
 // and EndpointSlices (and the configurations, when the source is Served) are read from
