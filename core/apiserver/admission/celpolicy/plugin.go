@@ -16,6 +16,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/warning"
+	"k8s.io/client-go/informers"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
 	"github.com/wasmkube/wasmkube/core/apiserver/admission/upstreamattrs"
@@ -158,77 +160,78 @@ func (p *Policies) policies(ctx context.Context) (Set, error) {
 // source; a paramKind the server does not serve is a configuration error that the
 // policy's failurePolicy judges.
 func (p *Policies) validatingHooks(set Set) []validating.PolicyHook {
-	if len(set.Validating) == 0 || len(set.ValidatingBindings) == 0 {
-		return nil
-	}
-	bindings := map[string][]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
-	for _, b := range set.ValidatingBindings {
-		bindings[b.Spec.PolicyName] = append(bindings[b.Spec.PolicyName], b)
-	}
-	pols := append([]*admissionregistrationv1.ValidatingAdmissionPolicy(nil), set.Validating...)
-	sort.Slice(pols, func(i, j int) bool { return pols[i].Name < pols[j].Name })
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	next := map[*admissionregistrationv1.ValidatingAdmissionPolicy]validating.Validator{}
-	var hooks []validating.PolicyHook
-	for _, pol := range pols {
-		ev, ok := p.vc[pol]
-		if !ok {
-			ev = compileValidating(pol)
-		}
-		next[pol] = ev
-		bs := bindings[pol.Name]
-		if len(bs) == 0 {
-			continue
-		}
-		h := validating.PolicyHook{Policy: pol, Bindings: bs, Evaluator: ev}
-		if pk := pol.Spec.ParamKind; pk != nil {
-			h.ParamInformer, h.ParamScope, h.ConfigurationError = paramSource(p.reader, pk)
-		}
-		hooks = append(hooks, h)
-	}
-	p.vc = next
-	return hooks
+	return hooksOf(p.reader, set.Validating, set.ValidatingBindings, &p.vc,
+		func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) string { return b.Spec.PolicyName },
+		compileValidating,
+		func(pol *admissionregistrationv1.ValidatingAdmissionPolicy, bs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, ev validating.Validator, ps paramSourceOf) validating.PolicyHook {
+			h := validating.PolicyHook{Policy: pol, Bindings: bs, Evaluator: ev}
+			if pk := pol.Spec.ParamKind; pk != nil {
+				h.ParamInformer, h.ParamScope, h.ConfigurationError = ps(pk)
+			}
+			return h
+		})
 }
 
+// mutatingHooks are validatingHooks' twins for the MutatingAdmissionPolicies; a policy
+// that did not compile is a configuration error too.
 func (p *Policies) mutatingHooks(set Set) []mutating.PolicyHook {
-	if len(set.Mutating) == 0 || len(set.MutatingBindings) == 0 {
-		return nil
-	}
-	bindings := map[string][]*admissionregistrationv1.MutatingAdmissionPolicyBinding{}
-	for _, b := range set.MutatingBindings {
-		bindings[b.Spec.PolicyName] = append(bindings[b.Spec.PolicyName], b)
-	}
-	pols := append([]*admissionregistrationv1.MutatingAdmissionPolicy(nil), set.Mutating...)
-	sort.Slice(pols, func(i, j int) bool { return pols[i].Name < pols[j].Name })
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	next := map[*admissionregistrationv1.MutatingAdmissionPolicy]mutating.PolicyEvaluator{}
-	var hooks []mutating.PolicyHook
+	return hooksOf(p.reader, set.Mutating, set.MutatingBindings, &p.mc,
+		func(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) string { return b.Spec.PolicyName },
+		compileMutating,
+		func(pol *admissionregistrationv1.MutatingAdmissionPolicy, bs []*admissionregistrationv1.MutatingAdmissionPolicyBinding, ev mutating.PolicyEvaluator, ps paramSourceOf) mutating.PolicyHook {
+			h := mutating.PolicyHook{Policy: pol, Bindings: bs, Evaluator: ev, ConfigurationError: ev.Error}
+			if pk := pol.Spec.ParamKind; pk != nil {
+				var err error
+				if h.ParamInformer, h.ParamScope, err = ps(pk); err != nil {
+					h.ConfigurationError = err
+				}
+			}
+			return h
+		})
+}
+
+// paramSourceOf finds a paramKind's objects (paramSource over the server's reader).
+type paramSourceOf func(*admissionregistrationv1.ParamKind) (informers.GenericInformer, meta.RESTScope, error)
+
+// hooksOf is what both kinds of policy do to become upstream's hooks: the policies in
+// name order, each with its bindings (a policy without one is left out), its evaluator
+// taken from cache while the policy object is the same (else compiled), and the hook
+// made by hook. The cache is replaced by the evaluators of this set, so a deleted or
+// changed policy's evaluator is dropped. The caller holds the cache's lock.
+func hooksOf[P interface {
+	*admissionregistrationv1.ValidatingAdmissionPolicy | *admissionregistrationv1.MutatingAdmissionPolicy
+	GetName() string
+}, B any, E any, H any](reader admission.ObjectReader, policies []P, bindings []B, cache *map[P]E,
+	policyName func(B) string, compile func(P) E, hook func(P, []B, E, paramSourceOf) H) []H {
+	if len(policies) == 0 || len(bindings) == 0 {
+		return nil
+	}
+	byPolicy := map[string][]B{}
+	for _, b := range bindings {
+		byPolicy[policyName(b)] = append(byPolicy[policyName(b)], b)
+	}
+	pols := append([]P(nil), policies...)
+	sort.Slice(pols, func(i, j int) bool { return pols[i].GetName() < pols[j].GetName() })
+	ps := func(pk *admissionregistrationv1.ParamKind) (informers.GenericInformer, meta.RESTScope, error) {
+		return paramSource(reader, pk)
+	}
+	next := make(map[P]E, len(pols))
+	var hooks []H
 	for _, pol := range pols {
-		ev, ok := p.mc[pol]
+		ev, ok := (*cache)[pol]
 		if !ok {
-			ev = compileMutating(pol)
+			ev = compile(pol)
 		}
 		next[pol] = ev
-		bs := bindings[pol.Name]
-		if len(bs) == 0 {
-			continue
+		if bs := byPolicy[pol.GetName()]; len(bs) > 0 {
+			hooks = append(hooks, hook(pol, bs, ev, ps))
 		}
-		h := mutating.PolicyHook{Policy: pol, Bindings: bs, Evaluator: ev}
-		if ev.Error != nil {
-			h.ConfigurationError = ev.Error
-		}
-		if pk := pol.Spec.ParamKind; pk != nil {
-			var err error
-			h.ParamInformer, h.ParamScope, err = paramSource(p.reader, pk)
-			if err != nil {
-				h.ConfigurationError = err
-			}
-		}
-		hooks = append(hooks, h)
 	}
-	p.mc = next
+	*cache = next
 	return hooks
 }
 
