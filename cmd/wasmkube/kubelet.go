@@ -17,6 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -30,6 +32,8 @@ import (
 	kruntime "github.com/wasmkube/wasmkube/kubelet/runtime"
 	"github.com/wasmkube/wasmkube/plugins/nodewasm"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
+	"github.com/wasmkube/wasmkube/plugins/wasmoci"
+	"github.com/wasmkube/wasmkube/plugins/wasmpolicy"
 )
 
 type kubeletFlags struct {
@@ -170,6 +174,7 @@ func runKubelet(f kubeletFlags) error {
 		return err
 	}
 	defer hooks.Close()
+	go runHookPolicies(ctx, cfg, f.nodeName, hooks, filepath.Join(f.rootDir, "wasm-modules"), log)
 	opts := kubelet.Options{
 		RESTConfig: cfg, NetworkPolicyRESTConfig: policyCfg, NodeName: f.nodeName, NodeIP: f.nodeIP, RootDir: f.rootDir,
 		ContainerdAddress: f.containerdAddr, ContainerdNamespace: f.containerdNS,
@@ -262,7 +267,7 @@ func newHooks(cacheDir string, log *slog.Logger, reg prometheus.Registerer) (*no
 	if err != nil {
 		return nil, err
 	}
-	return nodewasm.New(host, log), nil
+	return nodewasm.New(host, log).WithMetrics(wasmpolicy.NewMetrics(reg)), nil
 }
 
 // nodeCredential is the kubelet's credential for --server: the one saved in the root dir
@@ -299,4 +304,31 @@ func nodeCredential(ctx context.Context, f kubeletFlags, log *slog.Logger) (*nod
 		}
 	}
 	return src, nil
+}
+
+// runHookPolicies loads the WasmPolicies of the kubelet hooks whose nodeSelector matches
+// node into hooks (the API tier beside the config file's kubelet: section; modules cached
+// under cacheDir), reading them with the node's credential, until ctx ends.
+func runHookPolicies(ctx context.Context, cfg *rest.Config, node string, hooks *nodewasm.Hooks, cacheDir string, log *slog.Logger) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		log.Error("kubelet hook plugins: no client for WasmPolicies; only the config file's are loaded", "err", err)
+		return
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		log.Error("kubelet hook plugins: no client for WasmPolicies; only the config file's are loaded", "err", err)
+		return
+	}
+	loader, err := wasmpolicy.New(wasmpolicy.Config{
+		Component: wasmpolicy.ComponentKubelet, Name: node, Dynamic: dyn, Client: client, Target: hooks,
+		Cache:  wasmoci.Options{Dir: cacheDir},
+		Sink:   wasmpolicy.NopSink{}, // the status reports (issue 27 item 4) replace it
+		Logger: log,
+	})
+	if err != nil {
+		log.Error("kubelet hook plugins: WasmPolicies not loaded", "err", err)
+		return
+	}
+	loader.Run(ctx)
 }

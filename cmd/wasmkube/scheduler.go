@@ -1,17 +1,25 @@
 package main
 
 import (
+	"context"
 	"fmt"
-	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"os"
+	"path/filepath"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/wasmkube/wasmkube/core/scheduler"
 	"github.com/wasmkube/wasmkube/plugins/schedwasm"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
+	"github.com/wasmkube/wasmkube/plugins/wasmoci"
+	"github.com/wasmkube/wasmkube/plugins/wasmpolicy"
 )
 
 func init() {
@@ -57,6 +65,15 @@ the scheduler starts, stops a term or has stopped (a standby is ok).`,
 					return err
 				}
 			}
+			if cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
+				log.Error("scheduler: WasmPolicies not loaded", "err", err)
+			} else {
+				modules := ""
+				if wasmCache != "" {
+					modules = filepath.Join(wasmCache, "modules")
+				}
+				go runSchedulerPolicies(ctx, cfg, s, modules, hostMetrics, log)
+			}
 			return s.Run(ctx)
 		},
 	}
@@ -82,4 +99,34 @@ func schedLogger(level string) (*slog.Logger, error) {
 	// send it to the same place in the same format.
 	klog.SetSlogLogger(log)
 	return log, nil
+}
+
+// runSchedulerPolicies loads the WasmPolicies of the scheduler hooks that name one of s's
+// profiles into s (the API tier after the config file's plugins; modules cached under
+// cacheDir, or file modules only when it is empty), until ctx ends. A standby scheduler
+// loads them too, so that it is ready when it takes the Lease.
+func runSchedulerPolicies(ctx context.Context, cfg *rest.Config, s *scheduler.Scheduler, cacheDir string, reg prometheus.Registerer, log *slog.Logger) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		log.Error("scheduler: no client for WasmPolicies; only the config file's plugins are loaded", "err", err)
+		return
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		log.Error("scheduler: no client for WasmPolicies; only the config file's plugins are loaded", "err", err)
+		return
+	}
+	loader, err := wasmpolicy.New(wasmpolicy.Config{
+		Component: wasmpolicy.ComponentScheduler, Name: s.Identity(), Dynamic: dyn, Client: client,
+		Target:         &schedwasm.APITier{Scheduler: s, Metrics: wasmpolicy.NewMetrics(reg)},
+		SchedulerNames: s.Profiles,
+		Cache:          wasmoci.Options{Dir: cacheDir},
+		Sink:           wasmpolicy.NopSink{}, // the status reports (issue 27 item 4) replace it
+		Logger:         log,
+	})
+	if err != nil {
+		log.Error("scheduler: WasmPolicies not loaded", "err", err)
+		return
+	}
+	loader.Run(ctx)
 }

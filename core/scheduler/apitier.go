@@ -206,3 +206,6 @@ func (s *Scheduler) WasmPluginTiers() (file, api []string) {
 	}
 	return file, apiNames(ps.api)
 }
+
+// Identity is the scheduler's name in its Lease and in WasmPolicy status.
+func (s *Scheduler) Identity() string { return s.opts.Identity }
