@@ -421,8 +421,6 @@ func startControlPlane(ctx context.Context, srv *apiserver.Server, dataDir, conf
 	}
 	// The WasmPolicies of the scheduler hooks, from the module cache the API server uses.
 	go runSchedulerPolicies(ctx, schedCfg, sched, filepath.Join(dataDir, "wasm-modules"), prometheus.DefaultRegisterer, log)
-	// The WasmPolicies of the scheduler hooks, from the module cache the API server uses.
-	go runSchedulerPolicies(ctx, schedCfg, sched, filepath.Join(dataDir, "wasm-modules"), prometheus.DefaultRegisterer, log)
 	// The scheduler's metrics (attempts, plugin durations, config reloads) are served where
 	// a standalone `wasmkube scheduler` serves them; the API server's /metrics has the rest.
 	if metricsAddr != "" {
@@ -501,7 +499,6 @@ func startKubelet(ctx context.Context, srv *apiserver.Server, dataDir string, o 
 		_ = daemon.Stop()
 		return nil, err
 	}
-	go runHookPolicies(ctx, nodeCfg, name, hooks, filepath.Join(dataDir, "wasm-modules"), log)
 	go runHookPolicies(ctx, nodeCfg, name, hooks, filepath.Join(dataDir, "wasm-modules"), log)
 	k, err := kubelet.New(ctx, kubelet.Options{
 		RESTConfig: nodeCfg, NetworkPolicyRESTConfig: policyCfg, NodeName: name, RootDir: filepath.Join(dataDir, "kubelet"),

@@ -58,7 +58,7 @@ func (s *Scheduler) addGroupHandlers() cache.InformerSynced {
 		ps := s.acquireProfiles()
 		defer ps.release()
 		for _, f := range ps.frameworks {
-			if g, ok := f.Plugin(gangscheduling.Name).(*gangscheduling.Plugin); ok {
+			if g, ok := f.Plugin(gangscheduling.Name).(groupRechecker); ok {
 				g.Recheck(pg)
 			}
 		}
@@ -77,4 +77,10 @@ func (s *Scheduler) activateGroup(p *v1.Pod) {
 	if g := gangscheduling.GroupOf(p); g != "" {
 		s.queue.Activate(sameGroup(p.Namespace, g))
 	}
+}
+
+// groupRechecker is the GangScheduling plugin as the registry builds it (wrapped with
+// its signature).
+type groupRechecker interface {
+	Recheck(*schedulingv1beta1.PodGroup)
 }

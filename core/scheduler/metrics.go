@@ -25,6 +25,7 @@ type metrics struct {
 	podSLI          *prometheus.HistogramVec
 	reloads         *prometheus.CounterVec
 	leader          prometheus.Gauge
+	batch           *prometheus.CounterVec
 }
 
 func newMetrics(q *queue.Queue) *metrics {
@@ -67,6 +68,10 @@ func newMetrics(q *queue.Queue) *metrics {
 	m.leader = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "wasmkube_scheduler_is_leader", Help: "1 while this scheduler holds the leader lease (or runs without leader election).",
 	})
+	m.batch = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "scheduler_batch_attempts_total",
+		Help: "Scheduling cycles of profiles that batch, by what batching did: reused (placed from a kept ranking), stored (a full pass kept), unsignable, or flush_<reason> (a kept ranking dropped).",
+	}, []string{"profile", "result"})
 	pending := func(which int) func() float64 {
 		return func() float64 {
 			a, b, u := q.Lens()
@@ -74,7 +79,7 @@ func newMetrics(q *queue.Queue) *metrics {
 		}
 	}
 	m.reg.MustRegister(m.attempts, m.attemptDuration, m.pluginDuration, m.pointDuration,
-		m.preemptions, m.podAttempts, m.podSLI, m.reloads, m.leader,
+		m.preemptions, m.podAttempts, m.podSLI, m.reloads, m.leader, m.batch,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scheduler_pending_pods", Help: "Number of pending pods, by the queue type.", ConstLabels: prometheus.Labels{"queue": "active"}}, pending(0)),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scheduler_pending_pods", Help: "Number of pending pods, by the queue type.", ConstLabels: prometheus.Labels{"queue": "backoff"}}, pending(1)),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scheduler_pending_pods", Help: "Number of pending pods, by the queue type.", ConstLabels: prometheus.Labels{"queue": "unschedulable"}}, pending(2)),

@@ -208,6 +208,7 @@ func (s *Scheduler) buildWith(ctx context.Context, snap configwatch.Snapshot, ol
 			Metrics:                  s.metrics,
 			InformerFactory:          s.factory,
 			MonitorScores:            monitors[p.SchedulerName],
+			Batching:                 p.BatchingEnabled(),
 		})
 		if err != nil {
 			ps.close() // the profiles built so far

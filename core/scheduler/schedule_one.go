@@ -49,6 +49,9 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp *queue.QueuedPodInfo) {
 	s.cache.UpdateSnapshot(s.snapshot)
 	state := framework.NewCycleState()
 	res, err := fwk.SchedulePod(ctx, state, pod)
+	if res.Batch != "" {
+		s.metrics.batch.WithLabelValues(fwk.ProfileName(), res.Batch).Inc()
+	}
 	if err != nil {
 		s.handleFailure(ctx, fwk, state, qp, err, res.EvaluatedNodes, start)
 		return

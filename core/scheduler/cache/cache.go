@@ -287,6 +287,7 @@ func (c *Cache) UpdateSnapshot(s *Snapshot) {
 		rebuild = true
 	}
 	if rebuild {
+		s.listVersion++
 		s.nodeInfoList = s.nodeInfoList[:0]
 		for _, name := range interleaveZones(c.order, c.nodes) {
 			if ni, ok := s.nodeInfoMap[name]; ok {
@@ -363,6 +364,9 @@ type Snapshot struct {
 	havePodsWithAffinity             []*framework.NodeInfo
 	havePodsWithRequiredAntiAffinity []*framework.NodeInfo
 	generation                       int64
+	// listVersion moves whenever a node joins or leaves the list (a batch's ranking
+	// covers the nodes of one version only).
+	listVersion int64
 }
 
 // NewSnapshot returns an empty snapshot.
@@ -407,6 +411,10 @@ func (s *Snapshot) HavePodsWithAffinityList() ([]*framework.NodeInfo, error) {
 func (s *Snapshot) HavePodsWithRequiredAntiAffinityList() ([]*framework.NodeInfo, error) {
 	return s.havePodsWithRequiredAntiAffinity, nil
 }
+
+// ListVersion changes whenever a node is added to or removed from the snapshot; the
+// NodeInfos of one version stay the same objects, updated in place.
+func (s *Snapshot) ListVersion() int64 { return s.listVersion }
 
 // NumNodes is the number of nodes.
 func (s *Snapshot) NumNodes() int { return len(s.nodeInfoList) }

@@ -52,7 +52,14 @@ type Profile struct {
 	PluginConfig  []PluginConfig `json:"pluginConfig,omitempty"`
 	// PercentageOfNodesToScore overrides the section-wide value for this profile.
 	PercentageOfNodesToScore *int32 `json:"percentageOfNodesToScore,omitempty"`
+	// Batching (default true, as upstream's OpportunisticBatching) places a pod from the
+	// ranking of the previous full pass when their signatures are equal
+	// (docs/scheduler.md "Batching").
+	Batching *bool `json:"batching,omitempty"`
 }
+
+// BatchingEnabled is Batching with its default (true).
+func (p *Profile) BatchingEnabled() bool { return p.Batching == nil || *p.Batching }
 
 // Plugins lists, per extension point, plugins enabled and disabled on top of the
 // defaults. MultiPoint enables a plugin at every extension point it implements.
@@ -315,20 +322,19 @@ func (p *Profile) Args(plugin string) json.RawMessage {
 
 // DefaultPlugins is, per extension point, the default plugins in order with their
 // weights (Score only), as upstream's defaults (ImageLocality, the volume limit/zone
-// plugins and DRA allocation aside, which need node agents that report images, volumes
-// and devices; VolumeBinding is in, for local-path claims, and DynamicResources, which
-// admits only pods whose ResourceClaims are already allocated).
+// plugins and DRA aside, which need node agents that report images and volumes;
+// VolumeBinding is in, for local-path claims).
 func DefaultPlugins() map[string][]Plugin {
 	return map[string][]Plugin{
-		PreFilter:  {{Name: "NodeAffinity"}, {Name: "NodePorts"}, {Name: "NodeResourcesFit"}, {Name: "VolumeBinding"}, {Name: "DynamicResources"}, {Name: "PodTopologySpread"}, {Name: "InterPodAffinity"}, {Name: "GangScheduling"}},
-		Filter:     {{Name: "NodeUnschedulable"}, {Name: "NodeName"}, {Name: "TaintToleration"}, {Name: "NodeAffinity"}, {Name: "NodePorts"}, {Name: "NodeResourcesFit"}, {Name: "VolumeBinding"}, {Name: "DynamicResources"}, {Name: "PodTopologySpread"}, {Name: "InterPodAffinity"}},
+		PreFilter:  {{Name: "NodeAffinity"}, {Name: "NodePorts"}, {Name: "NodeResourcesFit"}, {Name: "VolumeBinding"}, {Name: "PodTopologySpread"}, {Name: "InterPodAffinity"}, {Name: "GangScheduling"}},
+		Filter:     {{Name: "NodeUnschedulable"}, {Name: "NodeName"}, {Name: "TaintToleration"}, {Name: "NodeAffinity"}, {Name: "NodePorts"}, {Name: "NodeResourcesFit"}, {Name: "VolumeBinding"}, {Name: "PodTopologySpread"}, {Name: "InterPodAffinity"}},
 		PostFilter: {{Name: "DefaultPreemption"}},
 		PreScore:   {{Name: "TaintToleration"}, {Name: "NodeAffinity"}, {Name: "NodeResourcesFit"}, {Name: "PodTopologySpread"}, {Name: "InterPodAffinity"}, {Name: "NodeResourcesBalancedAllocation"}},
 		Score: {{Name: "TaintToleration", Weight: 3}, {Name: "NodeAffinity", Weight: 2}, {Name: "NodeResourcesFit", Weight: 1},
 			{Name: "PodTopologySpread", Weight: 2}, {Name: "InterPodAffinity", Weight: 2}, {Name: "NodeResourcesBalancedAllocation", Weight: 1}},
 		Reserve: {{Name: "GangScheduling"}},
 		Permit:  {{Name: "GangScheduling"}},
-		PreBind: {{Name: "VolumeBinding"}, {Name: "DynamicResources"}},
+		PreBind: {{Name: "VolumeBinding"}},
 		Bind:    {{Name: "DefaultBinder"}},
 	}
 }

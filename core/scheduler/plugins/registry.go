@@ -3,6 +3,11 @@
 package plugins
 
 import (
+	"context"
+	"encoding/json"
+
+	v1 "k8s.io/api/core/v1"
+
 	"github.com/wasmkube/wasmkube/core/scheduler/framework"
 	"github.com/wasmkube/wasmkube/core/scheduler/plugins/balancedallocation"
 	"github.com/wasmkube/wasmkube/core/scheduler/plugins/defaultbinder"
@@ -36,6 +41,24 @@ func NewInTreeRegistry() framework.Registry {
 		defaultbinder.Name:      defaultbinder.New,
 		volumebinding.Name:      volumebinding.New,
 		dynamicresources.Name:   dynamicresources.New,
-		gangscheduling.Name:     gangscheduling.New,
+		gangscheduling.Name:     newSignedGang,
 	}
+}
+
+// signedGang is GangScheduling with its signature (framework.SignPlugin). Its PreFilter
+// holds or passes a pod whatever the nodes, runs for every pod (batched or not), and
+// restricts no node, so it signs nothing: it never makes a pod unsignable.
+type signedGang struct{ *gangscheduling.Plugin }
+
+func newSignedGang(ctx context.Context, args json.RawMessage, h framework.Handle) (framework.Plugin, error) {
+	p, err := gangscheduling.New(ctx, args, h)
+	if err != nil {
+		return nil, err
+	}
+	return signedGang{p.(*gangscheduling.Plugin)}, nil
+}
+
+// SignPod implements framework.SignPlugin.
+func (signedGang) SignPod(context.Context, *v1.Pod) ([]framework.SignFragment, *framework.Status) {
+	return nil, nil
 }

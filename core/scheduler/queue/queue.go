@@ -534,6 +534,9 @@ func (q *Queue) deleteNominatedLocked(uid types.UID) {
 	q.anyNominated.Store(len(q.nominatedNodes) > 0)
 }
 
+// AnyNominated reports whether any pod is nominated to any node, without the lock.
+func (q *Queue) AnyNominated() bool { return q.anyNominated.Load() }
+
 // NominatedPodsForNode implements framework.PodNominator.
 func (q *Queue) NominatedPodsForNode(node string) []*framework.PodInfo {
 	if !q.anyNominated.Load() {

@@ -58,6 +58,9 @@ type Options struct {
 	// MonitorScores are Score plugins in Monitor mode: run beside the profile's, never
 	// deciding (monitor.go).
 	MonitorScores []MonitorScore
+	// Batching places a pod from the ranking of the last full pass when its signature
+	// equals that pass's pod's (batch.go; the profile's `batching`).
+	Batching bool
 }
 
 type scorePlugin struct {
@@ -104,6 +107,13 @@ type Framework struct {
 	// buffers reused between cycles (one cycle at a time)
 	scoreBuf []framework.NodeScoreList
 	totalBuf []int64
+
+	// signers sign pods; batch is the ranking kept for the next pod of equal signature
+	// (batch.go), keepRaw asks runScore to save raw scores in rawBuf for it.
+	signers signers
+	batch   *batch
+	keepRaw bool
+	rawBuf  [][]int64
 }
 
 var (
@@ -172,6 +182,7 @@ func New(ctx context.Context, registry framework.Registry, profile *config.Profi
 	if err := f.registerEvents(ctx); err != nil {
 		return nil, err
 	}
+	f.buildSigners()
 	if err := f.newMonitors(ctx, opts.MonitorScores); err != nil {
 		_ = f.Close()
 		return nil, err
@@ -496,6 +507,9 @@ type ScheduleResult struct {
 	Explanation    *Explanation
 	// Totals are the feasible nodes' total scores (Options.KeepTotals only).
 	Totals map[string]int64
+	// Batch is what batching did in this cycle (BatchReused, BatchStored, BatchUnsignable
+	// or the reason a kept ranking was dropped); "" when the profile does not batch.
+	Batch string
 }
 
 // SchedulePod runs PreFilter, Filter, PreScore and Score and picks a node. An
@@ -537,6 +551,22 @@ func (f *Framework) SchedulePod(ctx context.Context, state *framework.CycleState
 		}
 	}
 
+	var sig []byte
+	batchOutcome := ""
+	if f.opts.Batching {
+		sig, batchOutcome = f.batchSignature(ctx, pod, pre)
+		if sig != nil {
+			res, outcome, ok, err := f.scheduleFromBatch(ctx, state, pod, sig, all, &diag)
+			if err != nil {
+				return ScheduleResult{}, err
+			}
+			if ok {
+				return res, nil
+			}
+			batchOutcome = outcome
+		}
+	}
+
 	nodes := all
 	if pre != nil && pre.NodeNames != nil {
 		nodes = make([]*framework.NodeInfo, 0, len(pre.NodeNames))
@@ -556,19 +586,29 @@ func (f *Framework) SchedulePod(ctx context.Context, state *framework.CycleState
 		return ScheduleResult{}, err
 	}
 	if len(feasible) == 0 {
-		return ScheduleResult{EvaluatedNodes: evaluated}, &FitError{Pod: pod, NumAllNodes: len(all), Diagnosis: diag}
+		return ScheduleResult{EvaluatedNodes: evaluated, Batch: batchOutcome}, &FitError{Pod: pod, NumAllNodes: len(all), Diagnosis: diag}
 	}
-	res := ScheduleResult{EvaluatedNodes: evaluated, FeasibleNodes: len(feasible)}
-	if len(feasible) == 1 && f.opts.ExplainTopNodes == 0 && !f.opts.KeepTotals {
+	res := ScheduleResult{EvaluatedNodes: evaluated, FeasibleNodes: len(feasible), Batch: batchOutcome}
+	if len(feasible) == 1 && sig == nil && f.opts.ExplainTopNodes == 0 && !f.opts.KeepTotals {
 		res.SuggestedHost = feasible[0].Node().Name
 		return res, nil
 	}
 	if s := f.runPreScore(ctx, state, pod, feasible); !s.IsSuccess() {
 		return ScheduleResult{}, s.AsError()
 	}
+	f.keepRaw = sig != nil
 	scores, totals, s := f.runScore(ctx, state, pod, feasible)
+	f.keepRaw = false
 	if !s.IsSuccess() {
 		return ScheduleResult{}, s.AsError()
+	}
+	if sig != nil {
+		if err := f.storeBatch(sig, state, len(all), evaluated, feasible, &diag); err != nil {
+			return ScheduleResult{}, err
+		}
+		if res.Batch == "" {
+			res.Batch = BatchStored
+		}
 	}
 	best := selectHost(totals)
 	res.SuggestedHost = feasible[best].Node().Name
@@ -752,28 +792,8 @@ func (f *Framework) runPreScore(ctx context.Context, state *framework.CycleState
 func (f *Framework) runScore(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) ([]framework.NodeScoreList, []int64, *framework.Status) {
 	start := time.Now()
 	n := len(nodes)
-	if len(f.scoreBuf) != len(f.score) {
-		f.scoreBuf = make([]framework.NodeScoreList, len(f.score))
-	}
-	for i := range f.score {
-		if cap(f.scoreBuf[i]) < n {
-			f.scoreBuf[i] = make(framework.NodeScoreList, n)
-		}
-		f.scoreBuf[i] = f.scoreBuf[i][:n]
-		for j, ni := range nodes {
-			f.scoreBuf[i][j] = framework.NodeScore{Name: ni.Node().Name}
-		}
-	}
-	if cap(f.totalBuf) < n {
-		f.totalBuf = make([]int64, n)
-	}
-	totals := f.totalBuf[:n]
-	clear(totals)
-	active := make([]bool, len(f.score))
-	for i := range f.score {
-		_, skip := state.SkipScorePlugins[f.score[i].p.Name()]
-		active[i] = !skip
-	}
+	f.prepareScores(nodes)
+	active := f.activeScores(state)
 	var mu sync.Mutex
 	var firstErr *framework.Status
 	sampled := f.sampled()
@@ -828,6 +848,65 @@ func (f *Framework) runScore(ctx context.Context, state *framework.CycleState, p
 		f.observePoint(config.Score, firstErr, start)
 		return nil, nil, firstErr
 	}
+	if f.keepRaw {
+		f.saveRawScores(n)
+	}
+	totals, st := f.finishScores(ctx, state, pod, active)
+	if st == nil && sampled {
+		for pi := range f.score {
+			if active[pi] {
+				f.opts.Metrics.ObservePlugin(config.Score, f.score[pi].p.Name(), framework.Success, time.Duration(pluginTime[pi].Load()))
+			}
+		}
+	}
+	f.observePoint(config.Score, st, start)
+	if st != nil {
+		return nil, nil, st
+	}
+	return f.scoreBuf, totals, nil
+}
+
+// prepareScores sizes the per-plugin score lists to nodes, with the nodes' names and
+// zero scores.
+func (f *Framework) prepareScores(nodes []*framework.NodeInfo) {
+	n := len(nodes)
+	if len(f.scoreBuf) != len(f.score) {
+		f.scoreBuf = make([]framework.NodeScoreList, len(f.score))
+	}
+	for i := range f.score {
+		if cap(f.scoreBuf[i]) < n {
+			f.scoreBuf[i] = make(framework.NodeScoreList, n)
+		}
+		f.scoreBuf[i] = f.scoreBuf[i][:n]
+		for j, ni := range nodes {
+			f.scoreBuf[i][j] = framework.NodeScore{Name: ni.Node().Name}
+		}
+	}
+}
+
+// activeScores tells, per Score plugin, whether it scores this cycle (not skipped in
+// PreScore).
+func (f *Framework) activeScores(state *framework.CycleState) []bool {
+	active := make([]bool, len(f.score))
+	for i := range f.score {
+		_, skip := state.SkipScorePlugins[f.score[i].p.Name()]
+		active[i] = !skip
+	}
+	return active
+}
+
+// finishScores turns the raw scores in f.scoreBuf into final ones: each active plugin's
+// NormalizeScore, the range check, the weight; it returns the nodes' totals.
+func (f *Framework) finishScores(ctx context.Context, state *framework.CycleState, pod *v1.Pod, active []bool) ([]int64, *framework.Status) {
+	n := 0
+	if len(f.scoreBuf) > 0 {
+		n = len(f.scoreBuf[0])
+	}
+	if cap(f.totalBuf) < n {
+		f.totalBuf = make([]int64, n)
+	}
+	totals := f.totalBuf[:n]
+	clear(totals)
 	for pi := range f.score {
 		sp := &f.score[pi]
 		list := f.scoreBuf[pi]
@@ -836,27 +915,19 @@ func (f *Framework) runScore(ctx context.Context, state *framework.CycleState, p
 		}
 		if ext := sp.p.ScoreExtensions(); ext != nil {
 			if s := ext.NormalizeScore(ctx, state, pod, list); !s.IsSuccess() {
-				st := framework.AsStatus(fmt.Errorf("running NormalizeScore of plugin %q: %w", sp.p.Name(), s.AsError())).WithPlugin(sp.p.Name())
-				f.observePoint(config.Score, st, start)
-				return nil, nil, st
+				return nil, framework.AsStatus(fmt.Errorf("running NormalizeScore of plugin %q: %w", sp.p.Name(), s.AsError())).WithPlugin(sp.p.Name())
 			}
 		}
 		for i := range list {
 			sc := list[i].Score
 			if sc > framework.MaxNodeScore || sc < framework.MinNodeScore {
-				st := framework.AsStatus(fmt.Errorf("plugin %q returned an invalid score %d for node %q: scores must be in [%d, %d]", sp.p.Name(), sc, list[i].Name, framework.MinNodeScore, framework.MaxNodeScore)).WithPlugin(sp.p.Name())
-				f.observePoint(config.Score, st, start)
-				return nil, nil, st
+				return nil, framework.AsStatus(fmt.Errorf("plugin %q returned an invalid score %d for node %q: scores must be in [%d, %d]", sp.p.Name(), sc, list[i].Name, framework.MinNodeScore, framework.MaxNodeScore)).WithPlugin(sp.p.Name())
 			}
 			list[i].Score = sc * sp.weight
 			totals[i] += list[i].Score
 		}
-		if sampled {
-			f.opts.Metrics.ObservePlugin(config.Score, sp.p.Name(), framework.Success, time.Duration(pluginTime[pi].Load()))
-		}
 	}
-	f.observePoint(config.Score, nil, start)
-	return f.scoreBuf, totals, nil
+	return totals, nil
 }
 
 // selectHost returns the index of the highest total, breaking ties uniformly at random

@@ -109,3 +109,8 @@ func stdDev(fs []float64) float64 {
 
 // ScoreExtensions implements framework.ScorePlugin.
 func (*BalancedAllocation) ScoreExtensions() framework.ScoreExtensions { return nil }
+
+// SignPod implements framework.SignPlugin: scores depend on the pod's requests only.
+func (*BalancedAllocation) SignPod(_ context.Context, pod *v1.Pod) ([]framework.SignFragment, *framework.Status) {
+	return []framework.SignFragment{{Key: framework.ResourcesSignerName, Value: framework.ResourcesSigner(pod)}}, nil
+}

@@ -454,3 +454,17 @@ func (pl *InterPodAffinity) NormalizeScore(_ context.Context, state *framework.C
 	}
 	return nil
 }
+
+// SignPod implements framework.SignPlugin. A pod with pod (anti-)affinity of its own is
+// unsignable, as upstream's: its verdicts depend on where the pods it names run. Without
+// any, only existing pods' terms can judge it, and they match its labels and namespace,
+// which are its signature; placing it adds no term that could judge the next one.
+func (*InterPodAffinity) SignPod(_ context.Context, pod *v1.Pod) ([]framework.SignFragment, *framework.Status) {
+	if a := pod.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
+		return nil, framework.Unsignable("pods with pod affinity or anti-affinity are not signable")
+	}
+	return []framework.SignFragment{
+		{Key: framework.LabelsSignerName, Value: pod.Labels},
+		{Key: framework.NamespaceSignerName, Value: pod.Namespace},
+	}, nil
+}

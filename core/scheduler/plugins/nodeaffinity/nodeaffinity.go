@@ -148,3 +148,9 @@ func (pl *NodeAffinity) ScoreExtensions() framework.ScoreExtensions { return pl 
 func (*NodeAffinity) NormalizeScore(_ context.Context, _ *framework.CycleState, _ *v1.Pod, scores framework.NodeScoreList) *framework.Status {
 	return framework.DefaultNormalizeScore(framework.MaxNodeScore, false, scores)
 }
+
+// SignPod implements framework.SignPlugin: verdicts and scores depend on the pod's
+// nodeSelector and node affinity (the added affinity of the args is the profile's).
+func (*NodeAffinity) SignPod(_ context.Context, pod *v1.Pod) ([]framework.SignFragment, *framework.Status) {
+	return []framework.SignFragment{{Key: framework.NodeAffinitySignerName, Value: framework.NodeAffinitySigner(pod)}}, nil
+}

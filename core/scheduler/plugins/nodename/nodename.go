@@ -35,3 +35,8 @@ func (*NodeName) Filter(_ context.Context, _ *framework.CycleState, pod *v1.Pod,
 	}
 	return nil
 }
+
+// SignPod implements framework.SignPlugin: the verdict depends on spec.nodeName only.
+func (*NodeName) SignPod(_ context.Context, pod *v1.Pod) ([]framework.SignFragment, *framework.Status) {
+	return []framework.SignFragment{{Key: framework.NodeNameSignerName, Value: pod.Spec.NodeName}}, nil
+}

@@ -113,3 +113,8 @@ func portSuffix(k string) string {
 	}
 	return k
 }
+
+// SignPod implements framework.SignPlugin: the verdict depends on the host ports only.
+func (*NodePorts) SignPod(_ context.Context, pod *v1.Pod) ([]framework.SignFragment, *framework.Status) {
+	return []framework.SignFragment{{Key: framework.HostPortsSignerName, Value: framework.HostPortsSigner(pod)}}, nil
+}

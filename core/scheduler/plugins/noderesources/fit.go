@@ -207,3 +207,9 @@ func (pl *Fit) PreScore(_ context.Context, state *framework.CycleState, pod *v1.
 	}
 	return nil
 }
+
+// SignPod implements framework.SignPlugin: verdicts and scores depend on the pod's
+// effective requests only (the scoring strategy is the profile's).
+func (*Fit) SignPod(_ context.Context, pod *v1.Pod) ([]framework.SignFragment, *framework.Status) {
+	return []framework.SignFragment{{Key: framework.ResourcesSignerName, Value: framework.ResourcesSigner(pod)}}, nil
+}

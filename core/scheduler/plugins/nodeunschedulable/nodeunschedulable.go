@@ -41,3 +41,8 @@ func (*NodeUnschedulable) Filter(_ context.Context, _ *framework.CycleState, pod
 	}
 	return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReason)
 }
+
+// SignPod implements framework.SignPlugin: the verdict depends on the tolerations only.
+func (*NodeUnschedulable) SignPod(_ context.Context, pod *v1.Pod) ([]framework.SignFragment, *framework.Status) {
+	return []framework.SignFragment{{Key: framework.TolerationsSignerName, Value: framework.TolerationsSigner(pod)}}, nil
+}

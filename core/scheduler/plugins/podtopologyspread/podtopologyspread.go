@@ -470,3 +470,14 @@ func (pl *PodTopologySpread) NormalizeScore(_ context.Context, state *framework.
 	}
 	return nil
 }
+
+// SignPod implements framework.SignPlugin. Spreading is not a matter of one pod and one
+// node: placing a pod changes the skew every node of its domains sees. A pod with
+// constraints, its own or the defaults its Services and ReplicaSet give it, is
+// unsignable, as upstream's; a pod without any is signed by nothing here.
+func (pl *PodTopologySpread) SignPod(_ context.Context, pod *v1.Pod) ([]framework.SignFragment, *framework.Status) {
+	if len(pl.podConstraints(pod)) > 0 {
+		return nil, framework.Unsignable("pods with topology spread constraints are not signable")
+	}
+	return nil, nil
+}

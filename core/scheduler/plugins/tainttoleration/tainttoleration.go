@@ -84,3 +84,9 @@ func (pl *TaintToleration) ScoreExtensions() framework.ScoreExtensions { return 
 func (*TaintToleration) NormalizeScore(_ context.Context, _ *framework.CycleState, _ *v1.Pod, scores framework.NodeScoreList) *framework.Status {
 	return framework.DefaultNormalizeScore(framework.MaxNodeScore, true, scores)
 }
+
+// SignPod implements framework.SignPlugin: verdicts and scores depend on the
+// tolerations only.
+func (*TaintToleration) SignPod(_ context.Context, pod *v1.Pod) ([]framework.SignFragment, *framework.Status) {
+	return []framework.SignFragment{{Key: framework.TolerationsSignerName, Value: framework.TolerationsSigner(pod)}}, nil
+}

@@ -171,3 +171,15 @@ func (pl *VolumeBinding) PreBind(ctx context.Context, cs *framework.CycleState, 
 	}
 	return nil
 }
+
+// SignPod implements framework.SignPlugin. A pod with PersistentVolumeClaims is
+// unsignable: binding a claim for one pod changes which nodes the next pod's claims fit.
+// Other volumes do not concern this plugin.
+func (*VolumeBinding) SignPod(_ context.Context, pod *v1.Pod) ([]framework.SignFragment, *framework.Status) {
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			return nil, framework.Unsignable("pods with PersistentVolumeClaims are not signable")
+		}
+	}
+	return nil, nil
+}
