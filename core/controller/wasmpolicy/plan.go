@@ -103,7 +103,8 @@ type Rollup struct {
 // component without a report on p is Pending), Ready with n/m, Degraded when any failed
 // the current generation, observedGeneration. A report from a component that is not a
 // target (it went away, or no longer matches) is left out of both the list and the
-// count. The digest and revision are kept as they are.
+// count. The digest becomes the one every component running the current generation
+// reports (kept as it is while none does, or when they differ); the revision is kept.
 func Plan(p *policyv1alpha1.WasmPolicy, targets []Target, reports map[Target]policyv1alpha1.ComponentStatus, now time.Time) Rollup {
 	gen := p.Generation
 	st := policyv1alpha1.WasmPolicyStatus{
@@ -112,6 +113,7 @@ func Plan(p *policyv1alpha1.WasmPolicy, targets []Target, reports map[Target]pol
 		Conditions:         slices.Clone(p.Status.Conditions),
 	}
 	var out Rollup
+	digests := map[string]bool{}
 	for _, t := range targets {
 		r, ok := reports[t]
 		if !ok {
@@ -125,8 +127,17 @@ func Plan(p *policyv1alpha1.WasmPolicy, targets []Target, reports map[Target]pol
 		switch r.Phase {
 		case policyv1alpha1.PhaseActive:
 			st.ReadyComponents++
+			if r.Digest != "" {
+				digests[r.Digest] = true
+			}
 		case policyv1alpha1.PhaseFailed:
 			out.Failures = append(out.Failures, r)
+		}
+	}
+	if len(digests) == 1 {
+		// Every component that runs the generation runs this module.
+		for d := range digests {
+			st.Digest = d
 		}
 	}
 	ready := metav1.Condition{Type: ConditionReady, ObservedGeneration: gen,

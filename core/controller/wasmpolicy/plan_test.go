@@ -106,9 +106,20 @@ func TestPlan(t *testing.T) {
 
 	// All active: Ready True, and the conditions' times stay when nothing changes.
 	for _, n := range []string{"b", "c", "d"} {
-		reports[k(n)] = policyv1alpha1.ComponentStatus{Name: n, Component: "kubelet", ObservedGeneration: 2, Phase: policyv1alpha1.PhaseActive}
+		reports[k(n)] = policyv1alpha1.ComponentStatus{Name: n, Component: "kubelet", ObservedGeneration: 2, Phase: policyv1alpha1.PhaseActive, Digest: "sha256:y"}
 	}
+	r0 := reports[k("a")]
+	r0.Digest = "sha256:z"
+	reports[k("a")] = r0
+	if d := Plan(p, targets, reports, now).Status.Digest; d != "sha256:x" {
+		t.Fatalf("digest %s while the components disagree, want the previous one", d)
+	}
+	r0.Digest = "sha256:y"
+	reports[k("a")] = r0
 	p.Status = Plan(p, targets, reports, now).Status
+	if p.Status.Digest != "sha256:y" {
+		t.Fatalf("digest %s, want the one every component runs", p.Status.Digest)
+	}
 	if c := meta.FindStatusCondition(p.Status.Conditions, ConditionReady); c.Status != metav1.ConditionTrue || c.Message != "4/4 components have generation 2 active" {
 		t.Fatalf("Ready %+v", c)
 	}
