@@ -1,6 +1,8 @@
 package validation_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -185,5 +187,27 @@ func TestDefaultRollout(t *testing.T) {
 	policyv1alpha1.SetDefaults(p)
 	if p.Spec.Rollout != policyv1alpha1.RolloutProgressive {
 		t.Fatalf("rollout %q, want Progressive", p.Spec.Rollout)
+	}
+}
+
+// TestExampleManifests: the WasmPolicies examples/ ships are valid as written.
+func TestExampleManifests(t *testing.T) {
+	files, err := filepath.Glob("../../../../examples/wasmpolicy-*.yaml")
+	if err != nil || len(files) < 3 {
+		t.Fatalf("example manifests: %v %v", files, err)
+	}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(raw), "kind: WasmPolicy\n") {
+			continue // the RBAC roles
+		}
+		p := decode(t, string(raw))
+		policyv1alpha1.SetDefaults(p)
+		if errs := validation.ValidateSpec(&p.Spec, field.NewPath("spec")); len(errs) > 0 {
+			t.Errorf("%s: %v", f, errs)
+		}
 	}
 }
