@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/defaults"
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 	"github.com/wasmkube/wasmkube/core/storage"
 	"github.com/wasmkube/wasmkube/internal/freebind"
 )
@@ -42,7 +43,7 @@ func (s *Server) ensureKubernetesService(ctx context.Context, listenHost string,
 	}
 	defaults.Default(svc)
 	svcStore.PrepareForCreate(svc, metav1.Now())
-	if _, err := svcStore.Storage.Create(ctx, svcStore.Key(svc.Namespace, svc.Name), svc); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
+	if _, err := svcStore.Storage.Create(ctx, svcStore.Key(svc.Namespace, svc.Name), svcStore.TrackServerWrite(registry.ServerManager, nil, svc)); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
 		return fmt.Errorf("create service default/kubernetes: %w", err)
 	}
 
@@ -61,13 +62,13 @@ func (s *Server) ensureKubernetesService(ctx context.Context, listenHost string,
 	_, err = epStore.Storage.GuaranteedUpdate(ctx, key, nil, func(cur runtime.Object) (runtime.Object, error) {
 		ep := cur.DeepCopyObject().(*corev1.Endpoints)
 		ep.Subsets = want
-		return ep, nil
+		return epStore.TrackServerWrite(registry.ServerManager, cur, ep), nil
 	})
 	if errors.Is(err, storage.ErrNotFound) {
 		ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: metav1.NamespaceDefault,
 			Labels: map[string]string{"endpointslice.kubernetes.io/skip-mirror": "true"}}, Subsets: want}
 		epStore.PrepareForCreate(ep, metav1.Now())
-		_, err = epStore.Storage.Create(ctx, key, ep)
+		_, err = epStore.Storage.Create(ctx, key, epStore.TrackServerWrite(registry.ServerManager, nil, ep))
 		if errors.Is(err, storage.ErrAlreadyExists) {
 			err = nil // another server made it at the same moment
 		}
@@ -101,13 +102,13 @@ func (s *Server) ensureKubernetesEndpointSlice(ctx context.Context, addr string,
 	_, err := st.Storage.GuaranteedUpdate(ctx, key, nil, func(cur runtime.Object) (runtime.Object, error) {
 		es := cur.DeepCopyObject().(*discoveryv1.EndpointSlice)
 		want(es)
-		return es, nil
+		return st.TrackServerWrite(registry.ServerManager, cur, es), nil
 	})
 	if errors.Is(err, storage.ErrNotFound) {
 		es := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: metav1.NamespaceDefault}}
 		want(es)
 		st.PrepareForCreate(es, metav1.Now())
-		_, err = st.Storage.Create(ctx, key, es)
+		_, err = st.Storage.Create(ctx, key, st.TrackServerWrite(registry.ServerManager, nil, es))
 		if errors.Is(err, storage.ErrAlreadyExists) {
 			err = nil
 		}

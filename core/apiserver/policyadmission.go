@@ -13,6 +13,7 @@ import (
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
 	"github.com/wasmkube/wasmkube/core/apiserver/defaults"
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 	"github.com/wasmkube/wasmkube/core/apiserver/validation"
 	"github.com/wasmkube/wasmkube/core/storage"
 	"github.com/wasmkube/wasmkube/internal/quota"
@@ -145,7 +146,7 @@ func (s *Server) seedPriorityClasses(ctx context.Context) error {
 		}
 		st.PrepareForCreate(pc, metav1.Now())
 		defaults.Default(pc)
-		if _, err := st.Storage.Create(ctx, st.Key("", name), pc); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
+		if _, err := st.Storage.Create(ctx, st.Key("", name), st.TrackServerWrite(registry.ServerManager, nil, pc)); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
 			return fmt.Errorf("apiserver: create priority class %s: %w", name, err)
 		}
 	}

@@ -208,7 +208,7 @@ func (s *Server) seedNamespaces(ctx context.Context) error {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		st.PrepareForCreate(ns, metav1.Now())
 		defaults.Default(ns)
-		_, err := st.Storage.Create(ctx, st.Key("", name), ns)
+		_, err := st.Storage.Create(ctx, st.Key("", name), st.TrackServerWrite(registry.ServerManager, nil, ns))
 		if errors.Is(err, storage.ErrAlreadyExists) {
 			// A data dir from before the kubernetes.io/metadata.name label: add it.
 			_, err = st.Storage.GuaranteedUpdate(ctx, st.Key("", name), nil, func(cur runtime.Object) (runtime.Object, error) {
@@ -217,7 +217,7 @@ func (s *Server) seedNamespaces(ctx context.Context) error {
 				}
 				next := cur.DeepCopyObject().(*corev1.Namespace)
 				defaults.Default(next)
-				return next, nil
+				return st.TrackServerWrite(registry.ServerManager, cur, next), nil
 			})
 		}
 		if err != nil {

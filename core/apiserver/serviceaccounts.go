@@ -214,13 +214,13 @@ func (s *Server) seedServiceAccounts(ctx context.Context, namespaces ...string) 
 		now := metav1.Now()
 		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: admission.DefaultServiceAccountName, Namespace: ns}}
 		sas.PrepareForCreate(sa, now)
-		if _, err := sas.Storage.Create(ctx, sas.Key(ns, sa.Name), sa); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
+		if _, err := sas.Storage.Create(ctx, sas.Key(ns, sa.Name), sas.TrackServerWrite(registry.ControllerManager, nil, sa)); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
 			return fmt.Errorf("apiserver: create service account %s/default: %w", ns, err)
 		}
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: admission.RootCAConfigMap, Namespace: ns},
 			Data: map[string]string{"ca.crt": string(s.pki.CAPEM)}}
 		cms.PrepareForCreate(cm, now)
-		if _, err := cms.Storage.Create(ctx, cms.Key(ns, cm.Name), cm); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
+		if _, err := cms.Storage.Create(ctx, cms.Key(ns, cm.Name), cms.TrackServerWrite(registry.ControllerManager, nil, cm)); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
 			return fmt.Errorf("apiserver: create configmap %s/%s: %w", ns, cm.Name, err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/defaults"
+	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 	"github.com/wasmkube/wasmkube/core/storage"
 	"github.com/wasmkube/wasmkube/internal/volumes"
 )
@@ -25,7 +26,7 @@ func (s *Server) seedStorageClasses(ctx context.Context) error {
 	sc := volumes.DefaultStorageClass()
 	st.PrepareForCreate(sc, metav1.Now())
 	defaults.Default(sc)
-	if _, err := st.Storage.Create(ctx, st.Key("", sc.Name), sc); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
+	if _, err := st.Storage.Create(ctx, st.Key("", sc.Name), st.TrackServerWrite(registry.ServerManager, nil, sc)); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
 		return fmt.Errorf("apiserver: create storageclass %s: %w", sc.Name, err)
 	}
 	return nil

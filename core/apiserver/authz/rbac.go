@@ -459,7 +459,7 @@ func (g *aggregator) reconcile(ctx context.Context) error {
 		_, err = st.Storage.GuaranteedUpdate(ctx, st.Key("", cr.Name), nil, func(cur runtime.Object) (runtime.Object, error) {
 			next := cur.DeepCopyObject().(*rbacv1.ClusterRole)
 			next.Rules = want
-			return next, nil
+			return st.TrackServerWrite(registry.ControllerManager, cur, next), nil
 		})
 		if err != nil {
 			return fmt.Errorf("update clusterrole %s: %w", cr.Name, err)

@@ -370,7 +370,7 @@ func storeErr(st *registry.Store, err error, name string) error {
 func storeCreate(ctx context.Context, st *registry.Store, obj runtime.Object) (runtime.Object, error) {
 	m := registry.ObjMeta(obj)
 	st.PrepareForCreate(obj, metav1.Now())
-	out, err := st.Storage.Create(ctx, st.Key(m.GetNamespace(), m.GetName()), obj)
+	out, err := st.Storage.Create(ctx, st.Key(m.GetNamespace(), m.GetName()), st.TrackServerWrite(registry.ServerManager, nil, obj))
 	return out, storeErr(st, err, m.GetName())
 }
 
@@ -378,7 +378,9 @@ func storeUpdate(ctx context.Context, st *registry.Store, obj runtime.Object) (r
 	m := registry.ObjMeta(obj)
 	rv := m.GetResourceVersion()
 	out, err := st.Storage.GuaranteedUpdate(ctx, st.Key(m.GetNamespace(), m.GetName()), &storage.Preconditions{ResourceVersion: &rv},
-		func(runtime.Object) (runtime.Object, error) { return obj, nil })
+		func(cur runtime.Object) (runtime.Object, error) {
+			return st.TrackServerWrite(registry.ServerManager, cur, obj), nil
+		})
 	return out, storeErr(st, err, m.GetName())
 }
 

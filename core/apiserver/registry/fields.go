@@ -126,6 +126,26 @@ func (st *Store) trackUpdate(rq *WriteRequest, live, obj runtime.Object) runtime
 	return fm.Update(live, obj, rq.Manager, sub)
 }
 
+// ServerManager is the manager of the objects the API server writes itself (the default
+// namespaces, the kubernetes Service and its endpoints, bootstrap RBAC, the system priority
+// classes): upstream's API server writes them through its loopback client, whose user agent
+// makes its entries "kube-apiserver"; tools that filter managers by name (GitOps diffs that
+// ignore fields the server owns) find the same name here.
+const ServerManager = "kube-apiserver"
+
+// ControllerManager is the manager of the objects upstream's controller manager writes and
+// wasmkube's API server writes in its stead (each namespace's default ServiceAccount and
+// kube-root-ca.crt ConfigMap, the aggregated ClusterRoles' rules).
+const ControllerManager = "kube-controller-manager"
+
+// TrackServerWrite records a write the server makes itself, outside a request, as an
+// Update by manager (ServerManager or ControllerManager): obj gets live's entries plus the
+// fields this write changed (all of obj's on a create, live nil). It never fails, as
+// trackUpdate.
+func (st *Store) TrackServerWrite(manager string, live, obj runtime.Object) runtime.Object {
+	return st.trackUpdate(&WriteRequest{Manager: manager}, live, obj)
+}
+
 // admit runs the admission chain and undoes a mutating plugin's change that leaves
 // managedFields undecodable (upstream's ManagedFieldsValidatingAdmissionController), with
 // a warning saying so. Entries a plugin did not touch are not decoded again.
