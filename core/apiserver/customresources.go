@@ -400,6 +400,8 @@ func (s *Server) serveCustomScale(ctx context.Context, rq *handlers.Request, st 
 	v := st.Resource.Custom
 	name := rq.Info.Name
 	var toScale func(cur runtime.Object) (*autoscalingv1.Scale, error)
+	var applyScale func(cur runtime.Object) (*autoscalingv1.Scale, []metav1.ManagedFieldsEntry, error)
+	var applyWarnings []string
 	switch rq.Info.Verb {
 	case "get":
 		obj, err := st.Storage.Get(ctx, st.Key(rq.Info.Namespace, name))
@@ -419,6 +421,23 @@ func (s *Server) serveCustomScale(ctx context.Context, rq *handlers.Request, st 
 		in := obj.(*autoscalingv1.Scale)
 		toScale = func(runtime.Object) (*autoscalingv1.Scale, error) { return in, nil }
 	case "patch":
+		body, opts, isApply, err := handlers.ApplyRequest(rq)
+		if err != nil {
+			return err
+		}
+		if isApply {
+			// A server-side apply of the Scale, as serveScale's (registry.ScaleApply).
+			applyScale = func(cur runtime.Object) (*autoscalingv1.Scale, []metav1.ManagedFieldsEntry, error) {
+				old, err := customScaleOf(v, cur)
+				if err != nil {
+					return nil, nil, err
+				}
+				sc, mf, warnings, err := st.ScaleApply(cur, old, body, opts)
+				applyWarnings = warnings
+				return sc, mf, err
+			}
+			break
+		}
 		apply, err := handlers.Patcher(rq, scaleRes)
 		if err != nil {
 			return err
@@ -444,7 +463,14 @@ func (s *Server) serveCustomScale(ctx context.Context, rq *handlers.Request, st 
 	wr := irq.ForStore()
 	wr.Owned = true // the scale's own entry (registry.Store.ScaleOwnership)
 	out, err := st.Update(ctx, wr, name, nil, func(cur runtime.Object) (runtime.Object, error) {
-		sc, err := toScale(cur)
+		var sc *autoscalingv1.Scale
+		var mf []metav1.ManagedFieldsEntry
+		var err error
+		if applyScale != nil {
+			sc, mf, err = applyScale(cur)
+		} else {
+			sc, err = toScale(cur)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -459,17 +485,19 @@ func (s *Server) serveCustomScale(ctx context.Context, rq *handlers.Request, st 
 		if err := v.SetReplicas(next, sc.Spec.Replicas); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		old, err := customScaleOf(v, cur)
-		if err != nil {
-			return nil, err
-		}
-		mf, err := st.ScaleOwnership(cur, old, sc, wr.Manager)
-		if err != nil {
-			return nil, apierrors.NewInternalError(err)
+		if applyScale == nil {
+			old, err := customScaleOf(v, cur)
+			if err != nil {
+				return nil, err
+			}
+			if mf, err = st.ScaleOwnership(cur, old, sc, wr.Manager); err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
 		}
 		registry.ObjMeta(next).SetManagedFields(mf)
 		return next, nil
 	})
+	wr.Warn(applyWarnings)
 	if err != nil {
 		return err
 	}

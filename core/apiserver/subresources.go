@@ -203,6 +203,8 @@ func scaleOf(obj runtime.Object) *autoscalingv1.Scale {
 func (s *Server) serveScale(ctx context.Context, rq *handlers.Request, st *registry.Store) error {
 	name := rq.Info.Name
 	var toScale func(cur runtime.Object) (*autoscalingv1.Scale, error)
+	var applyScale func(cur runtime.Object) (*autoscalingv1.Scale, []metav1.ManagedFieldsEntry, error)
+	var applyWarnings []string
 	switch rq.Info.Verb {
 	case "get":
 		obj, err := st.Storage.Get(ctx, st.Key(rq.Info.Namespace, name))
@@ -218,6 +220,20 @@ func (s *Server) serveScale(ctx context.Context, rq *handlers.Request, st *regis
 		in := obj.(*autoscalingv1.Scale)
 		toScale = func(runtime.Object) (*autoscalingv1.Scale, error) { return in, nil }
 	case "patch":
+		body, opts, isApply, err := handlers.ApplyRequest(rq)
+		if err != nil {
+			return err
+		}
+		if isApply {
+			// A server-side apply of the Scale: merged by the Scale's field manager, whose
+			// entries (subresource scale) are mapped onto the parent's (registry.ScaleApply).
+			applyScale = func(cur runtime.Object) (*autoscalingv1.Scale, []metav1.ManagedFieldsEntry, error) {
+				sc, mf, warnings, err := st.ScaleApply(cur, scaleOf(cur), body, opts)
+				applyWarnings = warnings
+				return sc, mf, err
+			}
+			break
+		}
 		apply, err := handlers.Patcher(rq, scaleRes)
 		if err != nil {
 			return err
@@ -239,7 +255,14 @@ func (s *Server) serveScale(ctx context.Context, rq *handlers.Request, st *regis
 	wr := irq.ForStore()
 	wr.Owned = true // the scale's own entry (registry.Store.ScaleOwnership)
 	out, err := st.Update(ctx, wr, name, nil, func(cur runtime.Object) (runtime.Object, error) {
-		sc, err := toScale(cur)
+		var sc *autoscalingv1.Scale
+		var mf []metav1.ManagedFieldsEntry
+		var err error
+		if applyScale != nil {
+			sc, mf, err = applyScale(cur)
+		} else {
+			sc, err = toScale(cur)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -252,13 +275,15 @@ func (s *Server) serveScale(ctx context.Context, rq *handlers.Request, st *regis
 		}
 		next := cur.DeepCopyObject()
 		setReplicas(next, sc.Spec.Replicas)
-		mf, err := st.ScaleOwnership(cur, scaleOf(cur), sc, wr.Manager)
-		if err != nil {
-			return nil, apierrors.NewInternalError(err)
+		if applyScale == nil {
+			if mf, err = st.ScaleOwnership(cur, scaleOf(cur), sc, wr.Manager); err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
 		}
 		registry.ObjMeta(next).SetManagedFields(mf)
 		return next, nil
 	})
+	wr.Warn(applyWarnings)
 	if err != nil {
 		return err
 	}

@@ -195,40 +195,55 @@ func (m *Manager) Apply(live runtime.Object, body []byte, opts ApplyOptions) (ru
 	if !ok {
 		return nil, nil, apierrors.NewMethodNotSupported(schema.GroupResource{Group: m.kind.Group, Resource: m.kind.Kind}, "apply to "+opts.Subresource)
 	}
-	patch := &unstructured.Unstructured{Object: map[string]any{}}
-	if err := decodeApply(body, &patch.Object); err != nil {
-		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding apply patch of %s: %v", m.kind.Kind, err))
-	}
-	if len(patch.Object) == 0 {
-		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("apply patch of %s: the body is empty; it must be an object with apiVersion and kind", m.kind.Kind))
-	}
-	name := objectName(live, patch)
-	if k := patch.GetKind(); k != m.kind.Kind {
-		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("apply patch of %s %s: kind %q does not match the resource's kind %q", m.kind.Kind, name, k, m.kind.Kind))
-	}
-	var warnings []string
-	if opts.Validation == ValidationStrict || opts.Validation == ValidationWarn {
-		if err := strictApply(body); err != nil {
-			if opts.Validation == ValidationStrict {
-				return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error strict decoding apply patch of %s %s: %v", m.kind.Kind, name, err))
-			}
-			warnings = append(warnings, err.Error())
-		}
+	patch, name, warnings, err := decodeApplyPatch(m.kind.Kind, live, body, opts.Validation)
+	if err != nil {
+		return nil, nil, err
 	}
 	out, err := fm.Apply(live, patch, opts.Manager, opts.Force)
 	if err != nil {
-		var status apierrors.APIStatus
-		if errors.As(err, &status) {
-			return nil, nil, err
-		}
-		// The schema refused the configuration (a field it does not declare, a value of
-		// the wrong type, a duplicate list key): the client's input.
-		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("apply patch of %s %s: %v", m.kind.Kind, name, err))
+		return nil, nil, applyError(m.kind.Kind, name, err)
 	}
 	if out == nil {
 		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("apply patch of %s %s: the result is empty", m.kind.Kind, name))
 	}
 	return out, warnings, nil
+}
+
+// decodeApplyPatch decodes an apply body of kind as upstream's apply patcher: an object
+// of that kind, duplicate fields refused (Strict) or warned about (Warn). name is the
+// object's for messages.
+func decodeApplyPatch(kind string, live runtime.Object, body []byte, validation Validation) (patch *unstructured.Unstructured, name string, warnings []string, err error) {
+	patch = &unstructured.Unstructured{Object: map[string]any{}}
+	if err := decodeApply(body, &patch.Object); err != nil {
+		return nil, "", nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding apply patch of %s: %v", kind, err))
+	}
+	if len(patch.Object) == 0 {
+		return nil, "", nil, apierrors.NewBadRequest(fmt.Sprintf("apply patch of %s: the body is empty; it must be an object with apiVersion and kind", kind))
+	}
+	name = objectName(live, patch)
+	if k := patch.GetKind(); k != kind {
+		return nil, "", nil, apierrors.NewBadRequest(fmt.Sprintf("apply patch of %s %s: kind %q does not match the resource's kind %q", kind, name, k, kind))
+	}
+	if validation == ValidationStrict || validation == ValidationWarn {
+		if err := strictApply(body); err != nil {
+			if validation == ValidationStrict {
+				return nil, "", nil, apierrors.NewBadRequest(fmt.Sprintf("error strict decoding apply patch of %s %s: %v", kind, name, err))
+			}
+			warnings = append(warnings, err.Error())
+		}
+	}
+	return patch, name, warnings, nil
+}
+
+// applyError: an API status (a conflict's 409) as it is; anything else is the schema
+// refusing the configuration (a field it does not declare, a value of the wrong type, a
+// duplicate list key): the client's input, a 400.
+func applyError(kind, name string, err error) error {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return err
+	}
+	return apierrors.NewBadRequest(fmt.Sprintf("apply patch of %s %s: %v", kind, name, err))
 }
 
 func objectName(live, patch runtime.Object) string {

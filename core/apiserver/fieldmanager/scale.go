@@ -57,3 +57,34 @@ func (s *Scale) Update(parent []metav1.ManagedFieldsEntry, old, next *autoscalin
 	out := s.fm.UpdateNoErrors(old, next.DeepCopy(), manager)
 	return h.ToParent(out.(*autoscalingv1.Scale).ManagedFields)
 }
+
+// Apply serves a server-side apply of the Scale (PATCH application/apply-patch+yaml on
+// /scale), as upstream's scale storage: parent's entries are shown to the Scale's field
+// manager through the same mapping as Update, the apply configuration (a Scale) is merged
+// into old with conflicts and force as for any apply, and the result's entries are mapped
+// back onto the parent. It returns the applied Scale, the parent's entries to store and
+// the warnings for the client.
+func (s *Scale) Apply(parent []metav1.ManagedFieldsEntry, old *autoscalingv1.Scale, body []byte, opts ApplyOptions) (*autoscalingv1.Scale, []metav1.ManagedFieldsEntry, []string, error) {
+	patch, name, warnings, err := decodeApplyPatch(scaleKind.Kind, old, body, opts.Validation)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	h := managedfields.NewScaleHandler(parent, s.parentGV, s.mappings)
+	old = old.DeepCopy()
+	if old.ManagedFields, err = h.ToSubresource(); err != nil {
+		return nil, nil, nil, fmt.Errorf("managedFields of the scale subresource: %w", err)
+	}
+	out, err := s.fm.Apply(old, patch, opts.Manager, opts.Force)
+	if err != nil {
+		return nil, nil, nil, applyError(scaleKind.Kind, name, err)
+	}
+	sc, ok := out.(*autoscalingv1.Scale)
+	if !ok {
+		return nil, nil, nil, fmt.Errorf("apply of the scale subresource returned a %T", out)
+	}
+	entries, err := h.ToParent(sc.ManagedFields)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return sc, entries, warnings, nil
+}

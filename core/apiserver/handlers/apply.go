@@ -41,6 +41,23 @@ func (fv fieldValidation) directive() fieldmanager.Validation {
 	return fieldmanager.ValidationWarn
 }
 
+// ApplyRequest reads the body and options of a server-side apply, for a subresource whose
+// own handler serves apply (/scale); ok is false for a request that is not an apply.
+func ApplyRequest(rq *Request) (body []byte, opts fieldmanager.ApplyOptions, ok bool, err error) {
+	if !fieldmanager.IsApply(patchType(rq.Req)) {
+		return nil, opts, false, nil
+	}
+	if body, err = ReadBody(rq.W, rq.Req); err != nil {
+		return nil, opts, true, err
+	}
+	if err := checkPatchDepth(body, maxPatchDepth); err != nil {
+		return nil, opts, true, err
+	}
+	opts = fieldmanager.ApplyOptions{Manager: rq.Query.Get("fieldManager"), Force: rq.Query.Get("force") == "true",
+		Validation: rq.FieldValidation.directive()}
+	return body, opts, true, nil
+}
+
 // serveApply serves a server-side apply (application/apply-patch+yaml): merged into the
 // object by the resource's field manager, or a create (201) when there is none
 // (registry.Store.Apply; docs/server-side-apply.md).

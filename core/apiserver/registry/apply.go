@@ -85,3 +85,17 @@ func (st *Store) ScaleOwnership(cur runtime.Object, old, next *autoscalingv1.Sca
 	}
 	return sc.Update(ObjMeta(cur).GetManagedFields(), old, next, manager)
 }
+
+// ScaleApply serves a server-side apply of the resource's Scale: cur is the parent as
+// stored, old the Scale it shows. It returns the applied Scale, the parent's entries to
+// store (the write is then made with rq.Owned) and the warnings for the client.
+func (st *Store) ScaleApply(cur runtime.Object, old *autoscalingv1.Scale, body []byte, opts fieldmanager.ApplyOptions) (*autoscalingv1.Scale, []metav1.ManagedFieldsEntry, []string, error) {
+	_, sc, err := st.Resource.FieldManager()
+	if err != nil {
+		return nil, nil, nil, apierrors.NewInternalError(fmt.Errorf("field manager of %s: %w", st.Resource.GVR.Resource, err))
+	}
+	if sc == nil {
+		return nil, nil, nil, apierrors.NewMethodNotSupported(st.Resource.GVR.GroupResource(), "apply to scale")
+	}
+	return sc.Apply(ObjMeta(cur).GetManagedFields(), old, body, opts)
+}
