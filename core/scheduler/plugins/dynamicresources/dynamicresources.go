@@ -212,3 +212,13 @@ func (pl *DynamicResources) PreBind(ctx context.Context, cs *framework.CycleStat
 	}
 	return nil
 }
+
+// SignPod implements framework.SignPlugin: a pod with claims is unsignable, as upstream's
+// ("pods with dra resource claims are not signable": a reservation for one pod changes the
+// claim the next one reads); other pods are not this plugin's concern and sign nothing.
+func (*DynamicResources) SignPod(_ context.Context, pod *v1.Pod) ([]framework.SignFragment, *framework.Status) {
+	if len(pod.Spec.ResourceClaims) > 0 {
+		return nil, framework.Unsignable("pods with dra resource claims are not signable")
+	}
+	return nil, nil
+}
