@@ -34,6 +34,7 @@ import (
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 	"github.com/wasmkube/wasmkube/plugins/wasmoci"
 	"github.com/wasmkube/wasmkube/plugins/wasmpolicy"
+	"github.com/wasmkube/wasmkube/plugins/wasmpolicy/report"
 )
 
 type kubeletFlags struct {
@@ -320,10 +321,18 @@ func runHookPolicies(ctx context.Context, cfg *rest.Config, node string, hooks *
 		log.Error("kubelet hook plugins: no client for WasmPolicies; only the config file's are loaded", "err", err)
 		return
 	}
+	// Its reports on the policies (plugins/wasmpolicy/report); its liveness is its Node's
+	// Ready condition.
+	sink, err := report.New(report.Options{Client: dyn, Component: wasmpolicy.ComponentKubelet, Instance: node, Logger: log})
+	if err != nil {
+		log.Error("kubelet hook plugins: no WasmPolicy status reports", "err", err)
+		return
+	}
+	go sink.Run(ctx)
 	loader, err := wasmpolicy.New(wasmpolicy.Config{
 		Component: wasmpolicy.ComponentKubelet, Name: node, Dynamic: dyn, Client: client, Target: hooks,
 		Cache:  wasmoci.Options{Dir: cacheDir},
-		Sink:   wasmpolicy.NopSink{}, // the status reports (issue 27 item 4) replace it
+		Sink:   sink,
 		Logger: log,
 	})
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 	"github.com/wasmkube/wasmkube/plugins/wasmoci"
 	"github.com/wasmkube/wasmkube/plugins/wasmpolicy"
+	"github.com/wasmkube/wasmkube/plugins/wasmpolicy/report"
 )
 
 func init() {
@@ -116,12 +117,21 @@ func runSchedulerPolicies(ctx context.Context, cfg *rest.Config, s *scheduler.Sc
 		log.Error("scheduler: no client for WasmPolicies; only the config file's plugins are loaded", "err", err)
 		return
 	}
+	// Its reports on the policies, and the identity Lease (with its profiles) by which the
+	// wasmpolicy controller counts it (plugins/wasmpolicy/report).
+	sink, err := report.New(report.Options{Client: dyn, Component: wasmpolicy.ComponentScheduler, Instance: s.Identity(), Logger: log})
+	if err != nil {
+		log.Error("scheduler: no WasmPolicy status reports", "err", err)
+		return
+	}
+	go sink.Run(ctx)
+	go report.Heartbeat(ctx, client, report.Identity{Component: wasmpolicy.ComponentScheduler, Instance: s.Identity(), SchedulerNames: s.Profiles}, log)
 	loader, err := wasmpolicy.New(wasmpolicy.Config{
 		Component: wasmpolicy.ComponentScheduler, Name: s.Identity(), Dynamic: dyn, Client: client,
 		Target:         &schedwasm.APITier{Scheduler: s, Metrics: wasmpolicy.NewMetrics(reg)},
 		SchedulerNames: s.Profiles,
 		Cache:          wasmoci.Options{Dir: cacheDir},
-		Sink:           wasmpolicy.NopSink{}, // the status reports (issue 27 item 4) replace it
+		Sink:           sink,
 		Logger:         log,
 	})
 	if err != nil {

@@ -30,13 +30,17 @@ const (
 	ReasonNoReport     = "NoReport"     // a component's entry before its first report
 )
 
+// HollowLabel marks a simulated node (kubelet/hollow): it runs no hooks, so it is no
+// kubelet policy's target.
+const HollowLabel = "wasmkube.io/hollow"
+
 // Target is one live component instance a policy is meant for.
 type Target struct {
 	Component, Name string
 }
 
 // Targets are the live components that should load p, sorted: for a kubelet hook the
-// Ready Nodes its nodeSelector matches; for an admission hook the API servers, for a
+// Ready Nodes its nodeSelector matches (not hollow ones); for an admission hook the API servers, for a
 // scheduler hook the schedulers running its profile, each by an identity Lease held at
 // now (report.Heartbeat). next is when the earliest of those Leases runs out (zero: none),
 // when the set must be computed again.
@@ -53,7 +57,7 @@ func Targets(p *policyv1alpha1.WasmPolicy, nodes []*corev1.Node, leases []*coord
 			sel = s
 		}
 		for _, n := range nodes {
-			if nodeReady(n) && sel.Matches(labels.Set(n.Labels)) {
+			if nodeReady(n) && n.Labels[HollowLabel] != "true" && sel.Matches(labels.Set(n.Labels)) {
 				ts = append(ts, Target{Component: comp, Name: n.Name})
 			}
 		}

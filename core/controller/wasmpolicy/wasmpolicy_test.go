@@ -228,8 +228,8 @@ func TestRollupFromIdentityLeases(t *testing.T) {
 	}
 	stopAPI2 := hb(e.srv.Config, report.Identity{Component: policyv1alpha1.ComponentAPIServer, Instance: "api-2"})
 	hb(e.srv.Config, report.Identity{Component: policyv1alpha1.ComponentAPIServer, Instance: "api-1"})
-	hb(e.srv.SchedulerConfig(t), report.Identity{Component: policyv1alpha1.ComponentScheduler, Instance: "sched-a", SchedulerNames: []string{"default-scheduler"}})
-	hb(e.srv.SchedulerConfig(t), report.Identity{Component: policyv1alpha1.ComponentScheduler, Instance: "sched-b", SchedulerNames: []string{"batch"}})
+	hb(e.srv.SchedulerConfig(t), report.Identity{Component: policyv1alpha1.ComponentScheduler, Instance: "sched-a", SchedulerNames: func() []string { return []string{"default-scheduler"} }})
+	hb(e.srv.SchedulerConfig(t), report.Identity{Component: policyv1alpha1.ComponentScheduler, Instance: "sched-b", SchedulerNames: func() []string { return []string{"batch"} }})
 	e.until("deny", "0/2", readyIs(0, 2, metav1.ConditionFalse))
 	e.until("score", "0/1 (only the default-scheduler profile)", readyIs(0, 1, metav1.ConditionFalse))
 

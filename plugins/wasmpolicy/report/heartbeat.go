@@ -30,8 +30,9 @@ type Identity struct {
 	// Component is policyv1alpha1.ComponentAPIServer or ComponentScheduler; Instance its
 	// identity (the name its reports carry).
 	Component, Instance string
-	// SchedulerNames are a scheduler's profiles.
-	SchedulerNames []string
+	// SchedulerNames are a scheduler's profiles, read at each renewal (a reloaded
+	// config changes them); nil for an API server.
+	SchedulerNames func() []string
 	// Period between renewals (default 10s); the Lease lasts four periods, after which
 	// the controller no longer counts the instance.
 	Period time.Duration
@@ -64,11 +65,11 @@ func Heartbeat(ctx context.Context, client kubernetes.Interface, id Identity, lo
 			l.Labels = map[string]string{}
 		}
 		l.Labels[ComponentLabel] = id.Component
-		if len(id.SchedulerNames) > 0 {
+		if id.SchedulerNames != nil {
 			if l.Annotations == nil {
 				l.Annotations = map[string]string{}
 			}
-			l.Annotations[SchedulerNamesAnnotation] = strings.Join(id.SchedulerNames, ",")
+			l.Annotations[SchedulerNamesAnnotation] = strings.Join(id.SchedulerNames(), ",")
 		}
 		l.Spec.HolderIdentity = ptr.To(id.Instance)
 		l.Spec.LeaseDurationSeconds = ptr.To(int32(4 * id.Period / time.Second))
