@@ -98,8 +98,8 @@ func (o *kitOptions) report(out io.Writer, suite string, rs []wasmtest.Result) e
 func init() {
 	to := &kitOptions{}
 	test := &cobra.Command{
-		Use:   "test [FILE.wasm] CASES.yaml|tests.yaml...",
-		Short: "Run a plugin on case files, or admission policies on a results grid (tests.yaml), and compare with the expected answers",
+		Use:   "test [FILE.wasm|POLICIES.yaml] CASES.yaml|tests.yaml...",
+		Short: "Run a plugin or CEL admission policies on case files, or admission policies on a results grid (tests.yaml), and compare with the expected answers",
 		Long: `test loads the plugin as its component does (scheduler, API server or kubelet, with that
 component's default time limit) and runs each case of the case files: a scheduling cycle (a
 pod, nodes and the pods on them; expected feasible and rejected nodes, reasons, scores,
@@ -108,13 +108,17 @@ object), or a probe or preStop call against a fake pod endpoint (expected succes
 requests made). A tests.yaml results grid (policies x resources -> pass, fail, warn, skip,
 and patchedResource for a mutate, as kyverno test) names its own policies; FILE.wasm is then
 optional, and serves the policies without a path. Schemas in docs/plugin-kit.md.
+Instead of FILE.wasm, a YAML file of ValidatingAdmissionPolicies and
+MutatingAdmissionPolicies with their bindings (as 'plugin replay' takes) runs the case
+files' admission requests through those CEL policies, with upstream's libraries, so one
+case file checks a wasm policy and the CEL policy it replaces.
 It prints one line per case (or JSON, or JUnit XML with -o junit; --junit FILE writes it too),
 the differences under each failure, and exits 1 if any case failed.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()
-			if len(argv) == 1 && strings.HasSuffix(argv[0], ".wasm") {
+			if len(argv) == 1 && (strings.HasSuffix(argv[0], ".wasm") || isCELPolicies(argv[0])) {
 				return fmt.Errorf("no case file: plugin test %s CASES.yaml|tests.yaml...", argv[0])
 			}
 			return runPluginTest(ctx, cmd.OutOrStdout(), argv[0], argv[1:], to)
@@ -156,8 +160,27 @@ as text, JSON or JUnit (-o junit, or --junit FILE too), and exits 1 if any check
 	pluginCmd.AddCommand(conf)
 }
 
+// isCELPolicies reports whether file holds admissionregistration.k8s.io objects (VAPs,
+// MAPs and their bindings) rather than cases.
+func isCELPolicies(file string) bool {
+	data, err := os.ReadFile(file)
+	return err == nil && wasmtest.IsCELPolicies(data)
+}
+
 func runPluginTest(ctx context.Context, out io.Writer, module string, caseFiles []string, o *kitOptions) error {
-	if !strings.HasSuffix(module, ".wasm") {
+	var cel wasmtest.AdmissionSet
+	switch {
+	case strings.HasSuffix(module, ".wasm"):
+	case isCELPolicies(module):
+		// CEL policies in the module's place: the case files' requests go through them.
+		data, err := os.ReadFile(module)
+		if err != nil {
+			return err
+		}
+		if cel, err = wasmtest.CELPolicies(module, data); err != nil {
+			return err
+		}
+	default:
 		// No module first: every file must be a grid naming its own policies.
 		module, caseFiles = "", append([]string{module}, caseFiles...)
 	}
@@ -174,6 +197,9 @@ func runPluginTest(ctx context.Context, out io.Writer, module string, caseFiles 
 			return err
 		}
 		if wasmtest.IsGrid(b) {
+			if cel != nil {
+				return fmt.Errorf("%s: a tests.yaml grid names its own policies (wasm modules): give it without %s", f, module)
+			}
 			g, err := wasmtest.LoadGrid(f)
 			if err != nil {
 				return err
@@ -200,7 +226,13 @@ func runPluginTest(ctx context.Context, out io.Writer, module string, caseFiles 
 		return r
 	}
 	var rs []wasmtest.Result
-	if len(files) > 0 {
+	if len(files) > 0 && cel != nil {
+		for i, f := range files {
+			for _, r := range wasmtest.RunCEL(ctx, cel, f) {
+				rs = append(rs, prefix(fileOf[i], r))
+			}
+		}
+	} else if len(files) > 0 {
 		p, err := o.open(ctx, module)
 		if err != nil {
 			return err
@@ -237,7 +269,7 @@ func runPluginTest(ctx context.Context, out io.Writer, module string, caseFiles 
 			rs = append(rs, prefix(gridOf[i], r))
 		}
 	}
-	suite := strings.TrimSuffix(filepath.Base(module), ".wasm")
+	suite := strings.TrimSuffix(filepath.Base(module), filepath.Ext(module))
 	if module == "" {
 		suite = strings.TrimSuffix(filepath.Base(caseFiles[0]), filepath.Ext(caseFiles[0]))
 	}

@@ -151,10 +151,14 @@ func (p *Plugin) runAdmission(ctx context.Context, c *Case, pool *wasmhost.Pool)
 	if fail != nil {
 		return fail
 	}
+	return compareAdmission(c.Expect, res)
+}
+
+// compareAdmission lists where what a case's request got (from a module or from CEL
+// policies) differs from what the case expects.
+func compareAdmission(want Expect, res *admitted) []string {
 	allowed, message, warnings := res.allowed, res.message, res.warnings
-	a.Object = res.object
 	diff := res.capped
-	want := c.Expect
 	if want.Allowed != nil && *want.Allowed != allowed {
 		if allowed {
 			diff = append(diff, "want the request denied, it was allowed")
@@ -175,7 +179,7 @@ func (p *Plugin) runAdmission(ctx context.Context, c *Case, pool *wasmhost.Pool)
 		}
 	}
 	if want.Object != nil {
-		got, err := json.Marshal(a.Object)
+		got, err := json.Marshal(res.object)
 		if err != nil {
 			return append(diff, "the resulting object does not marshal: "+err.Error())
 		}
