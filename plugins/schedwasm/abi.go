@@ -40,11 +40,11 @@ func init() {
 
 // Kinds are the scheduler entry points, in cycle order.
 var Kinds = wasmhost.Kinds{PreFilter, Filter, PostFilter, PreScore, Score, NormalizeScore,
-	Reserve, Unreserve, Permit, PreBind, PostBind, Events, QueueingHint}
+	Reserve, Unreserve, Permit, PreBind, PostBind, Events, QueueingHint, Sign}
 
 // Extension is the scheduler's part of the host: its kinds and the pod, node, cycle-state
 // and result functions of docs/abi.md sections 4.1-4.4.
-var Extension = wasmhost.Extension{Name: "scheduler", Kinds: Kinds, Funcs: append(append(append([]wasmhost.HostFunc(nil), podfuncs.Funcs...), hostFuncs...), bindingFuncs...)}
+var Extension = wasmhost.Extension{Name: "scheduler", Kinds: Kinds, Funcs: append(append(append(append([]wasmhost.HostFunc(nil), podfuncs.Funcs...), hostFuncs...), bindingFuncs...), signFuncs...)}
 
 // Limits of docs/abi.md section 6.
 const maxStateValue = 1 << 20
@@ -90,6 +90,8 @@ type Call struct {
 	// Binding is the data of the binding-cycle and queueing kinds (binding.go); nil for
 	// the others.
 	Binding *BindingData
+	// Fragments are the sign_fragment calls of wasmkube_sign (sign.go).
+	Fragments []SignFragment
 
 	// normalized: Score's scores may be out of range (the module normalizes them).
 	normalized bool

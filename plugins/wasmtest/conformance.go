@@ -94,6 +94,7 @@ var checks = []check{
 	{"empty and missing fields are not a failure", checkEmpty},
 	{"a 5000-node batch fits the time limit", checkBigBatch},
 	{"memory stays bounded across 2 x 10,000 cycles", checkLeak},
+	{"pods with equal signatures get equal answers (wasmkube_sign)", checkSignature},
 }
 
 func (p *Plugin) pool(ctx context.Context, args []byte, size int) (*wasmhost.Pool, []string) {

@@ -37,6 +37,7 @@ func TestConformancePassesCorrectPlugins(t *testing.T) {
 		{"go:wasm-examples/go/spread-score", ""},
 		{"go:wasm-examples/go/node-resources-fit", ""},
 		{"wat:wasm-examples/wat/drain-filter/drain-filter.wat", ""},
+		{"wat:wasm-examples/wat/pool-filter/pool-filter.wat", ""},
 		{"wat:wasm-examples/wat/coscheduling-permit/coscheduling-permit.wat", ""},
 		{"wat:wasm-examples/wat/binding-limit-reserve/binding-limit-reserve.wat", ""},
 	} {
@@ -69,6 +70,7 @@ func TestConformanceNamesTheDefect(t *testing.T) {
 		{"wat:plugins/wasmtest/testdata/binding-defects.wat", "", "Permit waits are bounded", "over the bound of 5m0s"},
 		{"wat:plugins/wasmtest/testdata/binding-defects.wat", "", "Permit waits are bounded", "no Permit call allowed any"},
 		{"wat:plugins/wasmtest/testdata/binding-defects.wat", "", "hints queue every event that helps", "the hint says Skip for Node Add"},
+		{"wat:plugins/wasmtest/testdata/signtoolittle.wat", "", "pods with equal signatures get equal answers", "have equal signatures"},
 	} {
 		t.Run(tt.src, func(t *testing.T) {
 			calls := 2000

@@ -9,6 +9,7 @@ import (
 
 	sdk "github.com/wasmkube/wasmkube/sdk/go"
 	"github.com/wasmkube/wasmkube/sdk/go/filter"
+	"github.com/wasmkube/wasmkube/sdk/go/sign"
 )
 
 // Args are the plugin's args (the Filter half of NodeResourcesFit's).
@@ -31,6 +32,9 @@ func init() {
 		return nil
 	})
 	filter.Register(Filter)
+	// The verdict depends on the pod's requests only: pods of equal requests are
+	// scheduled from one pass (batching).
+	sign.Register(sign.Requests)
 }
 
 // Filter checks pod count, cpu, memory, ephemeral storage and extended resources.

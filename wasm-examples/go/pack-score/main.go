@@ -6,9 +6,15 @@ package main
 import (
 	sdk "github.com/wasmkube/wasmkube/sdk/go"
 	"github.com/wasmkube/wasmkube/sdk/go/score"
+	"github.com/wasmkube/wasmkube/sdk/go/sign"
 )
 
-func init() { score.Register(Score) }
+// Its score depends on the pod's requests only: it signs them, so pods of equal requests
+// are scheduled from one pass (batching).
+func init() {
+	score.Register(Score)
+	sign.Register(sign.Requests)
+}
 
 // Score is the mean of the cpu and memory utilisation after placing pod, in [0, 100].
 func Score(pod sdk.Pod, node sdk.Node) (int64, sdk.Status) {
