@@ -177,6 +177,7 @@ func (hk *Hooks) Apply(ctx context.Context, cfg *config.Config, baseDir string) 
 	next.lease = leaseOf(next.plugins)
 	hk.cur.Store(next)
 	old.lease.Retire() // its plugins that next does not keep close after their last call
+	hk.inForce(next)
 	names := make([]string, 0, len(next.plugins))
 	for _, spec := range cfg.HookPlugins {
 		names = append(names, spec.Name)
