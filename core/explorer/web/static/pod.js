@@ -26,7 +26,7 @@ export function why(a) {
     const runner = others.sort((x, y) => y.final - x.final)[0];
     const parts = [];
     if (chosen) {
-      const contrib = (a.scorePlugins || []).map((p, i) => [p.name, (chosen.scores || [])[i]]).filter(([, s]) => s)
+      const contrib = (a.scorePlugins || []).map((p, i) => [p.name, (chosen.scores || [])[i]]).filter(([, s]) => s && s.weighted)
         .sort((x, y) => y[1].weighted - x[1].weighted).map(([n, s]) => `${n} ${s.weighted}`);
       parts.push(`${a.node} had the highest final score, ${chosen.final}${contrib.length ? " (" + contrib.join(" + ") + ")" : ""}`);
       if (runner) parts.push(`ahead of ${runner.node} with ${runner.final}`);
@@ -53,24 +53,109 @@ function rejecters(a) {
   return out;
 }
 
-// columns of the matrix: node, each filter plugin, each score plugin, final.
-function columns(a) {
+// decisive tells the filter plugins worth a column: a wasm plugin, or one that did not
+// pass some node. The others (built-ins that passed or skipped every node) share one
+// column unless the viewer asks for all.
+export function decisive(a) {
+  return (a.filterPlugins || []).map((p, i) => !!p.wasm || (a.matrix || []).some((r) => {
+    const v = ((r.filter || [])[i] || {}).verdict;
+    return v && v !== "Pass" && v !== "Skip" && v !== "NotRun";
+  }));
+}
+
+// decisiveScores tells the score plugins worth a column: a wasm plugin, or one whose
+// weighted score differs between the nodes that passed Filter. The others add the same
+// to every node, so they cannot have decided, and share one column.
+export function decisiveScores(a) {
+  const scored = (a.matrix || []).filter((r) => (r.scores || []).length);
+  return (a.scorePlugins || []).map((p, i) => !!p.wasm || new Set(scored.map((r) => (r.scores[i] || {}).weighted)).size > 1);
+}
+
+// columns of the matrix: node, final, the score plugins, the filter plugins. Final comes
+// first because it is the answer; the plugins that decided nothing share one column
+// each for Score and Filter unless the viewer asks for every plugin.
+function columns(a, all) {
   const cols = [{ key: "node", label: "Node", kind: "node", value: (r) => r.node }];
-  (a.filterPlugins || []).forEach((p, i) => cols.push({
-    key: `f${i}`, label: p.name, plugin: p, kind: "filter",
-    value: (r) => VERDICT_ORDER[((r.filter || [])[i] || {}).verdict] ?? 9,
-  }));
-  (a.scorePlugins || []).forEach((p, i) => cols.push({
-    key: `s${i}`, label: p.name, plugin: p, kind: "score",
-    value: (r) => ((r.scores || [])[i] || { weighted: -1 }).weighted,
-  }));
   cols.push({ key: "final", label: "Final", kind: "final", value: (r) => ((r.scores || []).length ? r.final : -1) });
+  const ks = decisiveScores(a);
+  (a.scorePlugins || []).forEach((p, i) => {
+    if (!all && !ks[i]) return;
+    cols.push({ key: `s${i}`, label: p.name, plugin: p, kind: "score", index: i, value: (r) => ((r.scores || [])[i] || { weighted: -1 }).weighted });
+  });
+  const srest = ks.map((k, i) => (k ? -1 : i)).filter((i) => i >= 0);
+  if (!all && srest.length) {
+    cols.push({ key: "srest", label: `${srest.length} equal scores`, kind: "scores", rest: srest,
+      names: srest.map((i) => a.scorePlugins[i].name),
+      value: (r) => ((r.scores || []).length ? srest.reduce((sum, i) => sum + (r.scores[i] || { weighted: 0 }).weighted, 0) : -1) });
+  }
+  const kf = decisive(a);
+  (a.filterPlugins || []).forEach((p, i) => {
+    if (!all && !kf[i]) return;
+    cols.push({ key: `f${i}`, label: p.name, plugin: p, kind: "filter", index: i, value: (r) => VERDICT_ORDER[((r.filter || [])[i] || {}).verdict] ?? 9 });
+  });
+  const frest = kf.map((k, i) => (k ? -1 : i)).filter((i) => i >= 0);
+  if (!all && frest.length) {
+    cols.push({ key: "frest", label: `${frest.length} other filters`, kind: "filters", rest: frest,
+      names: frest.map((i) => a.filterPlugins[i].name),
+      value: (r) => Math.max(...frest.map((i) => VERDICT_ORDER[((r.filter || [])[i] || {}).verdict] ?? 9)) });
+  }
   return cols;
 }
 
-function matrixTable(a, sort, onSort) {
-  const cols = columns(a);
-  let rows = (a.matrix || []).slice();
+function headerSub(c) {
+  switch (c.kind) {
+    case "filter": return ["filter ", moduleLabel(c.plugin.wasm)];
+    case "score": return [`score ×${c.plugin.weight || 1} `, moduleLabel(c.plugin.wasm)];
+    case "final": return "sum of weighted";
+    case "scores": return "same on every node";
+    case "filters": return "passed or skipped every node";
+  }
+  return "";
+}
+
+function cellFor(c, r, maxFinal) {
+  const passed = (r.scores || []).length > 0;
+  switch (c.kind) {
+    case "node":
+      return el("th", { scope: "row", class: "node-cell" },
+        r.chosen ? el("span", { class: "chosen-mark", title: "chosen node" }, "★ ") : null,
+        link(nodeHref(r.node), r.node),
+        r.chosen ? el("span", { class: "chosen-label" }, " chosen") : null);
+    case "final":
+      return el("td", { class: "final num", "data-final": passed ? r.final : null },
+        passed ? [el("span", { class: "bar", style: { width: `${Math.round(100 * (r.final || 0) / maxFinal)}%` } }), el("span", { class: "fv" }, r.final)] : el("span", { class: "muted" }, "filtered out"));
+    case "score": {
+      const s = (r.scores || [])[c.index];
+      if (!s) return el("td", { class: "score none", "data-plugin": c.plugin.name, title: "not scored: the node did not pass Filter" }, "—");
+      const w = c.plugin.weight || 1;
+      return el("td", {
+        class: "score num", "data-plugin": c.plugin.name, "data-raw": s.raw, "data-normalized": s.normalized, "data-weighted": s.weighted,
+        style: heat(s.normalized), title: `raw ${s.raw} → normalized ${s.normalized} → ×${w} = ${s.weighted}`,
+      }, el("span", { class: "w" }, s.weighted), el("span", { class: "raw" }, `raw ${s.raw}`));
+    }
+    case "scores": {
+      if (!passed) return el("td", { class: "score none" }, "—");
+      return el("td", { class: "score num rest", title: c.names.join(", ") }, el("span", { class: "w" }, c.value(r)), el("span", { class: "raw" }, `${c.rest.length} plugins`));
+    }
+    case "filter": {
+      const f = (r.filter || [])[c.index] || { verdict: "NotRun" };
+      return el("td", { class: `filter v-${verdictClass(f.verdict)}`, "data-plugin": c.plugin.name, "data-verdict": f.verdict, title: f.reason || f.verdict },
+        badge(f.verdict, f.reason), f.reason ? el("div", { class: "reason" }, f.reason) : null);
+    }
+    case "filters": {
+      const vs = c.rest.map((i) => ((r.filter || [])[i] || { verdict: "NotRun" }).verdict);
+      const pass = vs.filter((v) => v === "Pass").length, skip = vs.filter((v) => v === "Skip").length;
+      const all = pass + skip === vs.length;
+      return el("td", { class: "filter rest", "data-verdict": all ? "Pass" : "NotRun", title: c.names.join(", ") },
+        all ? [badge("Pass"), el("div", { class: "reason muted" }, `${pass} passed${skip ? `, ${skip} skipped` : ""}`)] : badge("NotRun"));
+    }
+  }
+  return el("td");
+}
+
+function matrixTable(a, sort, onSort, all) {
+  const cols = columns(a, all);
+  const rows = (a.matrix || []).slice();
   if (sort.key) {
     const col = cols.find((c) => c.key === sort.key);
     if (col) {
@@ -85,56 +170,34 @@ function matrixTable(a, sort, onSort) {
   const head = el("tr", {}, cols.map((c) => {
     const active = sort.key === c.key;
     const arrow = active ? (sort.dir > 0 ? " ▲" : " ▼") : "";
-    const sub = c.kind === "filter" ? "filter" : c.kind === "score" ? `score ×${c.plugin.weight || 1}` : c.kind === "final" ? "sum of weighted" : "";
     return el("th", {
-      class: `sortable col-${c.kind}${active ? " sorted" : ""}`, "data-col": c.key, scope: "col",
-      "aria-sort": active ? (sort.dir > 0 ? "ascending" : "descending") : "none",
+      class: `sortable col-${c.kind}${active ? " sorted" : ""}`, "data-col": c.key, "data-plugin": c.plugin ? c.plugin.name : null, scope: "col",
+      "aria-sort": active ? (sort.dir > 0 ? "ascending" : "descending") : "none", title: c.names ? c.names.join(", ") : null,
       onclick: () => onSort(c.key),
-    }, el("button", { type: "button", class: "th-btn" }, c.label, arrow),
-    c.plugin ? el("div", { class: "th-sub" }, sub, " ", moduleLabel(c.plugin.wasm)) : sub ? el("div", { class: "th-sub" }, sub) : null);
+    }, el("button", { type: "button", class: "th-btn" }, c.label, arrow), el("div", { class: "th-sub" }, headerSub(c)));
   }));
   const body = rows.map((r) => {
     const passed = (r.scores || []).length > 0;
-    const cells = [el("th", { scope: "row", class: "node-cell" },
-      r.chosen ? el("span", { class: "chosen-mark", title: "chosen node" }, "★ ") : null,
-      link(nodeHref(r.node), r.node),
-      r.chosen ? el("span", { class: "chosen-label" }, " chosen") : null)];
-    (a.filterPlugins || []).forEach((p, i) => {
-      const f = (r.filter || [])[i] || { verdict: "NotRun" };
-      cells.push(el("td", { class: `filter v-${verdictClass(f.verdict)}`, "data-plugin": p.name, "data-verdict": f.verdict, title: f.reason || f.verdict },
-        badge(f.verdict, f.reason), f.reason ? el("div", { class: "reason" }, f.reason) : null));
-    });
-    (a.scorePlugins || []).forEach((p, i) => {
-      const s = (r.scores || [])[i];
-      if (!s) {
-        cells.push(el("td", { class: "score none", "data-plugin": p.name, title: "not scored: the node did not pass Filter" }, "—"));
-        return;
-      }
-      cells.push(el("td", {
-        class: "score num", "data-plugin": p.name, "data-raw": s.raw, "data-normalized": s.normalized, "data-weighted": s.weighted,
-        style: heat(s.normalized), title: `raw ${s.raw} → normalized ${s.normalized} → ×${p.weight || 1} = ${s.weighted}`,
-      }, el("span", { class: "w" }, s.weighted), el("span", { class: "raw" }, `raw ${s.raw}`)));
-    });
-    cells.push(el("td", { class: "final num", "data-final": r.final },
-      passed ? [el("span", { class: "bar", style: { width: `${Math.round(100 * (r.final || 0) / maxFinal)}%` } }), el("span", { class: "fv" }, r.final)] : "—"));
-    return el("tr", { class: `row${r.chosen ? " chosen" : ""}${passed ? "" : " rejected"}`, "data-node": r.node, "aria-selected": r.chosen ? "true" : null }, cells);
+    return el("tr", { class: `row${r.chosen ? " chosen" : ""}${passed ? "" : " rejected"}`, "data-node": r.node, "aria-selected": r.chosen ? "true" : null },
+      cols.map((c) => cellFor(c, r, maxFinal)));
   });
   return el("div", { class: "scroll" }, el("table", { class: "grid matrix", id: "matrix" }, el("thead", {}, head), el("tbody", {}, body)));
 }
 
 // heatMap is scores over nodes at a glance: a row per score plugin plus the final sum,
 // a column per node that passed Filter, the chosen node outlined.
-function heatMap(a) {
+function heatMap(a, all) {
   const rows = (a.matrix || []).filter((r) => (r.scores || []).length);
   if (!rows.length || !(a.scorePlugins || []).length) return null;
+  const keep = decisiveScores(a);
   const maxFinal = Math.max(1, ...rows.map((r) => r.final || 0));
   const line = (label, cell) => el("div", { class: "hm-row" }, el("div", { class: "hm-label" }, label), rows.map(cell));
   return el("div", { class: "heatmap", id: "heatmap", style: { "--cols": rows.length } },
     el("div", { class: "hm-row hm-head" }, el("div", { class: "hm-label" }), rows.map((r) => el("div", { class: `hm-node${r.chosen ? " chosen" : ""}`, title: r.node }, r.node))),
-    (a.scorePlugins || []).map((p, i) => line(p.name, (r) => {
+    (a.scorePlugins || []).map((p, i) => (!all && !keep[i] ? null : line(p.name, (r) => {
       const s = r.scores[i] || { normalized: 0, weighted: 0 };
       return el("div", { class: `hm-cell${r.chosen ? " chosen" : ""}`, style: heat(s.normalized), title: `${r.node} · ${p.name}: normalized ${s.normalized}, weighted ${s.weighted}` }, s.normalized);
-    })),
+    }))),
     line("final", (r) => el("div", { class: `hm-cell final${r.chosen ? " chosen" : ""}`, style: heat(100 * (r.final || 0) / maxFinal), title: `${r.node}: final ${r.final}` }, r.final)));
 }
 
@@ -232,7 +295,7 @@ export async function podView(ns, name) {
     swaps = l.items || [];
     swapsRV = l.metadata && l.metadata.resourceVersion;
   } catch (_) { canSwaps = false; /* this user may not read swaps */ }
-  const state = { records: pd.records || [], selected: null, sort: { key: "", dir: -1 }, diffA: null, diffB: null };
+  const state = { records: pd.records || [], selected: null, sort: { key: "", dir: -1 }, diffA: null, diffB: null, allFilters: false };
 
   const render = () => {
     const attempts = attemptsOf(state.records);
@@ -272,8 +335,10 @@ export async function podView(ns, name) {
           state.sort = state.sort.key === key ? { key, dir: -state.sort.dir } : { key, dir: key === "node" ? 1 : -1 };
           state.selected = sel.id;
           render();
-        }),
-        heatMap(a) ? el("h3", {}, "Scores over nodes") : null, heatMap(a),
+        }, state.allFilters),
+        decisive(a).some((k) => !k) || decisiveScores(a).some((k) => !k) ? el("button", { type: "button", class: "toggle", id: "all-plugins", onclick: () => { state.allFilters = !state.allFilters; state.selected = sel.id; render(); } },
+          state.allFilters ? "Fold the plugins that decided nothing" : "Show every plugin") : null,
+        heatMap(a) ? el("h3", {}, "Scores over nodes (normalized; final as a share of the best)") : null, heatMap(a, state.allFilters),
         (a.timings || []).length ? el("details", { class: "timings" }, el("summary", {}, "Plugin timings"),
           el("table", { class: "grid" }, el("tbody", {}, a.timings.map((t) => el("tr", {}, el("td", {}, t.point), el("td", {}, t.plugin), el("td", { class: "num" }, fmtDuration(t.nanos))))))) : null));
     }
@@ -285,7 +350,7 @@ export async function podView(ns, name) {
     if (admissions.length) {
       out.push(section("Admission", el("ul", { class: "plain" }, admissions.map((r) => el("li", {}, badge(recordVerdict(r)), " ", link(requestHref(r), recordSummary(r)), el("span", { class: "muted" }, ` · ${fmtTime(r.time)} · ${fmtDuration(r.admissionRequest.durationNanos)}`))))));
     }
-    out.push(section("Kubelet hooks", pd.kubeletError ? el("p", { class: "error" }, `The node's records could not be read: ${pd.kubeletError}`) : null, hooksTable(hooks)));
+    out.push(section("Kubelet hooks", pd.kubeletError ? el("p", { class: "meta" }, `The node's records could not be read: ${pd.kubeletError}`) : null, hooksTable(hooks)));
     setMain(out);
   };
   render();

@@ -56,7 +56,7 @@ export function policyRow(p, i) {
 
 export async function requestView(id) {
   document.title = `Request ${id} · wasmkube explorer`;
-  setLive("closed");
+  setLive("none"); // a request's record never changes
   let r;
   try {
     r = await get(`records/${encodeURIComponent(id)}`);

@@ -8,7 +8,12 @@ export function el(tag, attrs, ...children) {
     if (k === "class") e.className = v;
     else if (k === "text") e.textContent = v;
     else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
-    else if (k === "style" && typeof v === "object") Object.assign(e.style, v);
+    else if (k === "style" && typeof v === "object") {
+      for (const [prop, val] of Object.entries(v)) {
+        if (prop.startsWith("--")) e.style.setProperty(prop, val);
+        else e.style[prop] = val;
+      }
+    }
     else e.setAttribute(k, v === true ? "" : v);
   }
   for (const c of children.flat(Infinity)) {
@@ -100,7 +105,8 @@ export function setLive(state) {
   const e = document.getElementById("live");
   if (!e) return;
   e.dataset.state = state;
-  e.textContent = { live: "● live", connecting: "connecting…", reconnecting: "reconnecting…", closed: "not live" }[state] || state;
+  e.textContent = { live: "● live", connecting: "connecting…", reconnecting: "reconnecting…", closed: "not live", none: "" }[state] ?? state;
+  e.hidden = state === "none";
 }
 
 // recordSummary is the one-line description of a record on a timeline.
