@@ -205,6 +205,7 @@ func (s *Scheduler) buildWith(ctx context.Context, snap configwatch.Snapshot, ol
 			Parallelism:              int(cfg.Parallelism),
 			PercentageOfNodesToScore: pct,
 			ExplainTopNodes:          top,
+			RecordNodes:              recordNodes(cfg),
 			Metrics:                  s.metrics,
 			InformerFactory:          s.factory,
 			MonitorScores:            monitors[p.SchedulerName],

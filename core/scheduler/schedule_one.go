@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	explorerv1 "github.com/wasmkube/wasmkube/core/apis/explorer/v1alpha1"
 	"github.com/wasmkube/wasmkube/core/scheduler/framework"
 	"github.com/wasmkube/wasmkube/core/scheduler/plugins/defaultbinder"
 	"github.com/wasmkube/wasmkube/core/scheduler/queue"
@@ -98,6 +99,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp *queue.QueuedPodInfo) {
 			state.Write(defaultbinder.AnnotationsKey, defaultbinder.Annotations{ExplainAnnotation: string(b)})
 		}
 	}
+	s.recordAttempt(qp, fwk.ProfileName(), res.Explanation, explorerv1.ResultScheduled, host, "", nil, start)
 	s.bindWG.Add(1)
 	handedOff = true // the binding cycle uses fwk's plugins: it releases the set
 	go func() {
@@ -180,6 +182,7 @@ func (s *Scheduler) handleFailure(ctx context.Context, fwk *runtime.Framework, s
 	unschedulable := false
 	nominated := ""
 	var explanation *runtime.Explanation
+	var postFilter *explorerv1.PostFilterResult
 	var fe *runtime.FitError
 	var rej *rejectedError
 	switch {
@@ -197,6 +200,7 @@ func (s *Scheduler) handleFailure(ctx context.Context, fwk *runtime.Framework, s
 			if r != nil && r.NominatedNodeName != "" {
 				nominated = r.NominatedNodeName
 			}
+			postFilter = postFilterResult(nominated, st.Code().String(), st.Message())
 		}
 		explanation = fwk.ExplainFailure(state, fe, evaluated)
 	case errors.Is(err, runtime.ErrNoNodes):
@@ -218,6 +222,11 @@ func (s *Scheduler) handleFailure(ctx context.Context, fwk *runtime.Framework, s
 	}
 	s.metrics.attempts.WithLabelValues(result, fwk.ProfileName()).Inc()
 	s.metrics.attemptDuration.WithLabelValues(result, fwk.ProfileName()).Observe(time.Since(start).Seconds())
+	recResult := explorerv1.ResultUnschedulable
+	if !unschedulable {
+		recResult = explorerv1.ResultError
+	}
+	s.recordAttempt(qp, fwk.ProfileName(), explanation, recResult, "", msg, postFilter, start)
 	if nominated != "" {
 		s.queue.AddNominated(pod, nominated)
 	}

@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/wasmkube/wasmkube/core/explorer"
 	"github.com/wasmkube/wasmkube/core/leaderelect"
 	schedcache "github.com/wasmkube/wasmkube/core/scheduler/cache"
 	"github.com/wasmkube/wasmkube/core/scheduler/config"
@@ -102,6 +103,10 @@ type Scheduler struct {
 	status   *leaderelect.Status
 	bindWG   sync.WaitGroup
 	ctx      context.Context
+
+	// explorer records each attempt and swap for the decision explorer (explorer.go);
+	// nil when records are off.
+	explorer *explorer.Recorder
 }
 
 // New connects to the API server and loads the profiles; a bad config or a wasm
@@ -184,6 +189,7 @@ func New(ctx context.Context, opts Options) (*Scheduler, error) {
 		return nil, err
 	}
 	s.profiles.Store(ps)
+	s.initExplorer(ps.cfg)
 	s.addHandlers()
 	return s, nil
 }
@@ -256,6 +262,7 @@ func (s *Scheduler) Run(ctx context.Context) (err error) {
 		return nil
 	}
 	go s.queue.Run(ctx.Done())
+	go s.pushRecords(ctx)
 	if s.opts.ConfigFile != "" {
 		go s.watchConfig(ctx)
 	}

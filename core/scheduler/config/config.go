@@ -41,8 +41,23 @@ type Config struct {
 	// ExplainTopNodes is how many of the best nodes the explanation annotation lists
 	// (default 10; a negative value turns the annotation off).
 	ExplainTopNodes *int32 `json:"explainTopNodes,omitempty"`
+	// Explorer sizes the decision records (docs/explorer.md).
+	Explorer *Explorer `json:"explorer,omitempty"`
 	// WasmPlugins are modules registered as plugins under their names.
 	WasmPlugins []WasmPlugin `json:"wasmPlugins,omitempty"`
+}
+
+// DefaultExplorerNodesPerAttempt is how many feasible and how many rejected nodes an
+// attempt's record lists unless configured.
+const DefaultExplorerNodesPerAttempt = 100
+
+// Explorer sizes the scheduler's decision records.
+type Explorer struct {
+	// Records is the size of the ring (default 10000; negative: no records).
+	Records *int32 `json:"records,omitempty"`
+	// NodesPerAttempt bounds an attempt's matrix: at most that many feasible nodes (the
+	// best) and that many rejected ones (default 100).
+	NodesPerAttempt *int32 `json:"nodesPerAttempt,omitempty"`
 }
 
 // Profile is one scheduler profile.

@@ -86,6 +86,9 @@ type Explanation struct {
 	Top          []NodeExplanation `json:"top,omitempty"`
 	Rejected     []Rejection       `json:"rejected,omitempty"`
 	RejectCounts []RejectCount     `json:"rejectCounts,omitempty"`
+
+	// capture is the cycle's copy for the decision explorer (record.go).
+	capture *Capture
 }
 
 // NodeExplanation is one of the best nodes: each Score plugin's normalized score times
@@ -138,6 +141,7 @@ func (f *Framework) explain(pod *v1.Pod, all, evaluated int, feasible []*framewo
 		}
 	}
 	addRejections(e, diag.NodeToStatus, k)
+	e.capture = f.capture(pod, nil, all, evaluated, feasible, scores, totals, diag)
 	return e
 }
 
@@ -170,6 +174,7 @@ func (f *Framework) ExplainFailure(state *framework.CycleState, fe *FitError, ev
 	}
 	f.fillSkipped(e, state)
 	addRejections(e, fe.Diagnosis.NodeToStatus, k)
+	e.capture = f.captureFailure(state, fe, evaluated)
 	return e
 }
 
@@ -177,6 +182,9 @@ func (f *Framework) ExplainFailure(state *framework.CycleState, fe *FitError, ev
 func (f *Framework) Annotate(e *Explanation, state *framework.CycleState) {
 	if e != nil {
 		f.fillSkipped(e, state)
+		if e.capture != nil && state != nil {
+			e.capture.skipFilter, e.capture.skipScore = state.SkipFilterPlugins, state.SkipScorePlugins
+		}
 	}
 }
 

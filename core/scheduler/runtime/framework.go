@@ -47,6 +47,9 @@ type Options struct {
 	PercentageOfNodesToScore int32
 	// ExplainTopNodes is how many of the best nodes an Explanation lists (0: none).
 	ExplainTopNodes int
+	// RecordNodes > 0 makes each Explanation carry a Capture for the decision explorer
+	// (record.go) with at most that many feasible and that many rejected nodes.
+	RecordNodes int
 	// Metrics (optional).
 	Metrics Metrics
 	// InformerFactory is the scheduler's (optional): plugins may take listers from it
@@ -596,7 +599,7 @@ func (f *Framework) SchedulePod(ctx context.Context, state *framework.CycleState
 	if s := f.runPreScore(ctx, state, pod, feasible); !s.IsSuccess() {
 		return ScheduleResult{}, s.AsError()
 	}
-	f.keepRaw = sig != nil
+	f.keepRaw = sig != nil || f.opts.RecordNodes > 0 // the batch and the decision record (record.go) read raw scores
 	scores, totals, s := f.runScore(ctx, state, pod, feasible)
 	f.keepRaw = false
 	if !s.IsSuccess() {

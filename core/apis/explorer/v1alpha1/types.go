@@ -161,6 +161,9 @@ type MatrixRow struct {
 	Scores []Score         `json:"scores,omitempty"`
 	// Final is the sum of the weighted scores.
 	Final int64 `json:"final"`
+	// Rejected is set when the node was removed by a plugin outside the Filter columns
+	// (a PreFilter's node set): every Filter verdict is then NotRun.
+	Rejected *PluginVerdict `json:"rejected,omitempty"`
 }
 
 // FilterVerdict is one plugin's verdict on one node.

@@ -1,0 +1,99 @@
+package scheduler
+
+import (
+	"context"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	explorerv1 "github.com/wasmkube/wasmkube/core/apis/explorer/v1alpha1"
+	"github.com/wasmkube/wasmkube/core/explorer"
+	"github.com/wasmkube/wasmkube/core/scheduler/config"
+	"github.com/wasmkube/wasmkube/core/scheduler/queue"
+	"github.com/wasmkube/wasmkube/core/scheduler/runtime"
+)
+
+// The scheduler's decision records (docs/explorer.md): each attempt's node x plugin
+// matrix, copied in the cycle (runtime.Capture) and built on the recorder's goroutine
+// into a ring, which a goroutine pushes to the API server.
+
+// recordNodes is how many feasible (and how many rejected) nodes an attempt's record
+// lists; 0 when records are off.
+func recordNodes(cfg *config.Config) int {
+	if cfg.Explorer != nil && cfg.Explorer.Records != nil && *cfg.Explorer.Records < 0 {
+		return 0
+	}
+	if cfg.Explorer != nil && cfg.Explorer.NodesPerAttempt != nil && *cfg.Explorer.NodesPerAttempt > 0 {
+		return int(*cfg.Explorer.NodesPerAttempt)
+	}
+	return config.DefaultExplorerNodesPerAttempt
+}
+
+// initExplorer makes the ring and the recorder from the config in force at start (a
+// reload does not resize the ring).
+func (s *Scheduler) initExplorer(cfg *config.Config) {
+	size := 0
+	if cfg.Explorer != nil && cfg.Explorer.Records != nil {
+		size = int(*cfg.Explorer.Records)
+	}
+	if size < 0 {
+		return
+	}
+	s.explorer = explorer.NewRecorder(explorer.NewRing(size), explorerv1.ComponentScheduler, s.opts.Identity)
+}
+
+// ExplorerRing is the ring of the scheduler's decision records (nil when off).
+func (s *Scheduler) ExplorerRing() *explorer.Ring { return s.explorer.Ring() }
+
+// pushRecords sends the ring's records to the API server until ctx ends.
+func (s *Scheduler) pushRecords(ctx context.Context) {
+	if s.explorer == nil {
+		return
+	}
+	explorer.Push(ctx, s.client.CoreV1().RESTClient(), s.explorer.Ring(), s.log)
+}
+
+// recordAttempt records a cycle's outcome. e carries the cycle's Capture (nil when the
+// cycle ended before an explanation: an error, no nodes).
+func (s *Scheduler) recordAttempt(qp *queue.QueuedPodInfo, profile string, e *runtime.Explanation, result, node, msg string, pf *explorerv1.PostFilterResult, start time.Time) {
+	if s.explorer == nil {
+		return
+	}
+	end := time.Now()
+	c := e.Capture()
+	if c != nil {
+		c.SetOutcome(result, node, msg)
+	}
+	pod := qp.Pod
+	attempt := qp.Attempts
+	s.explorer.Record(func() explorerv1.Record {
+		var a explorerv1.SchedulingAttempt
+		if c != nil {
+			a = c.Attempt(attempt, end.Sub(start), pf)
+		} else {
+			a = explorerv1.SchedulingAttempt{Pod: explorerv1.ObjectRef{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)},
+				Attempt: attempt, Profile: profile, Result: result, Node: node, Message: msg, PostFilter: pf, DurationNanos: end.Sub(start).Nanoseconds()}
+		}
+		return explorerv1.Record{Type: explorerv1.TypeSchedulingAttempt, Time: metav1.NewMicroTime(end), SchedulingAttempt: &a}
+	})
+}
+
+// recordSwap records a reload of the scheduler's config.
+func (s *Scheduler) recordSwap(policy, tier string, changes []string, err error) {
+	if s.explorer == nil {
+		return
+	}
+	sw := explorerv1.Swap{Policy: policy, Tier: tier, Changes: changes, Result: explorerv1.SwapApplied}
+	if err != nil {
+		sw.Result, sw.Reason = explorerv1.SwapFailed, err.Error()
+	}
+	now := metav1.NewMicroTime(time.Now())
+	s.explorer.Record(func() explorerv1.Record {
+		return explorerv1.Record{Type: explorerv1.TypeSwap, Time: now, Swap: &sw}
+	})
+}
+
+// postFilterResult is the record's view of PostFilter's outcome.
+func postFilterResult(nominated string, code, msg string) *explorerv1.PostFilterResult {
+	return &explorerv1.PostFilterResult{Verdict: code, NominatedNode: nominated, Message: msg}
+}
