@@ -140,3 +140,30 @@ func TestWasmPolicyCapabilitiesNeedTheWritersGrants(t *testing.T) {
 		t.Fatalf("bob, holding the grants, swapping the module: %v", err)
 	}
 }
+
+// TestNodeWritesOnlyItsOwnWasmPolicyReports: a kubelet's credential may write its own
+// report on a policy, not one in another node's name nor in another component's.
+func TestNodeWritesOnlyItsOwnWasmPolicyReports(t *testing.T) {
+	srv := apiservertest.Start(t)
+	ctx := context.Background()
+	reports := dynamic.NewForConfigOrDie(srv.NodeConfig(t, "n1")).Resource(policyv1alpha1.SchemeGroupVersion.WithResource("wasmpolicyreports"))
+	obj := func(name, component, instance string) *unstructured.Unstructured {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&policyv1alpha1.WasmPolicyReport{
+			TypeMeta:   metav1.TypeMeta{APIVersion: policyv1alpha1.SchemeGroupVersion.String(), Kind: "WasmPolicyReport"},
+			ObjectMeta: metav1.ObjectMeta{Name: name}, Policy: "p",
+			Status: policyv1alpha1.ComponentStatus{Name: instance, Component: component, Phase: policyv1alpha1.PhaseActive, ObservedGeneration: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &unstructured.Unstructured{Object: m}
+	}
+	if _, err := reports.Create(ctx, obj("p.kubelet.n1", "kubelet", "n1"), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("n1's own report: %v", err)
+	}
+	for _, o := range []*unstructured.Unstructured{obj("p.kubelet.n2", "kubelet", "n2"), obj("p.apiserver.n1", "apiserver", "n1")} {
+		_, err := reports.Create(ctx, o, metav1.CreateOptions{})
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `node "n1" may only write WasmPolicyReports of component kubelet named n1`) {
+			t.Errorf("n1 writing %s: %v", o.GetName(), err)
+		}
+	}
+}

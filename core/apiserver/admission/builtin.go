@@ -13,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	policyv1alpha1 "github.com/wasmkube/wasmkube/core/apis/policy/v1alpha1"
 )
 
 // ErrNamespaceNotFound is returned by a NamespaceGetter for a missing namespace.
@@ -184,6 +186,13 @@ func (NodeRestriction) Validate(_ context.Context, a *Attributes) error {
 		for _, o := range []runtime.Object{a.Object, a.OldObject} {
 			if pv, ok := o.(*corev1.PersistentVolume); ok && pv.Labels["wasmkube.io/local-path-node"] != node {
 				return Forbidden(a, fmt.Sprintf("node %q may only modify PersistentVolumes labelled wasmkube.io/local-path-node=%s", node, node))
+			}
+		}
+	case "wasmpolicyreports":
+		// A kubelet's reports on its WasmPolicies (plugins/wasmpolicy/report): only its own.
+		for _, o := range []runtime.Object{a.Object, a.OldObject} {
+			if r, ok := o.(*policyv1alpha1.WasmPolicyReport); ok && (r.Status.Component != policyv1alpha1.ComponentKubelet || r.Status.Name != node) {
+				return Forbidden(a, fmt.Sprintf("node %q may only write WasmPolicyReports of component kubelet named %s (status.component, status.name)", node, node))
 			}
 		}
 	case "pods":
