@@ -5,16 +5,13 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/nftables"
-	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/wasmkube/wasmkube/internal/netnstest"
 )
 
 // TestNodePortToAnotherHost: a client on the hosts' network connects to a NodePort on one
@@ -27,16 +24,10 @@ func TestNodePortToAnotherHost(t *testing.T) {
 		t.Fatal("nftables tests need root")
 	}
 	p := fmt.Sprintf("wknp%d", os.Getpid()%100000)
-	sh := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, out)
-		}
-	}
+	sh := func(args ...string) { t.Helper(); netnstest.Sh(t, args...) }
 	hosts := []string{p + "l", p + "c", p + "n", p + "b"} // lan (bridge), client, node, backend
 	for _, h := range hosts {
-		sh("ip", "netns", "add", h)
-		t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", h).Run() })
+		netnstest.Add(t, h)
 	}
 	lan := hosts[0]
 	sh("ip", "-n", lan, "link", "add", "br0", "type", "bridge")
@@ -47,7 +38,6 @@ func TestNodePortToAnotherHost(t *testing.T) {
 		sh("ip", "-n", lan, "link", "set", port, "up")
 		sh("ip", "-n", h, "addr", "add", fmt.Sprintf("192.168.77.%d/24", i+2), "dev", "eth0")
 		sh("ip", "-n", h, "link", "set", "eth0", "up")
-		sh("ip", "-n", h, "link", "set", "lo", "up")
 	}
 	client, node, backend := hosts[1], hosts[2], hosts[3]
 	// the backend host holds the "pod" 10.42.1.2; the node routes that subnet to it
@@ -55,13 +45,8 @@ func TestNodePortToAnotherHost(t *testing.T) {
 	sh("ip", "-n", node, "route", "add", "10.42.1.0/24", "via", "192.168.77.4")
 	sh("ip", "netns", "exec", node, "sysctl", "-qw", "net.ipv4.ip_forward=1", "net.ipv4.conf.all.send_redirects=0", "net.ipv4.conf.eth0.send_redirects=0")
 
-	fd, err := unix.Open(filepath.Join("/run/netns", node), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
 	tbl, err := newTable("wasmkube-test", Network{Bridge: "wkt0", PodCIDR: "10.42.0.0/24", ServiceCIDR: "10.96.0.0/16",
-		NodeIPs: []string{"10.42.0.1", "192.168.77.3"}}, nftables.WithNetNSFd(fd))
+		NodeIPs: []string{"10.42.0.1", "192.168.77.3"}}, nftables.WithNetNSFd(int(netnstest.Handle(t, node))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +56,7 @@ func TestNodePortToAnotherHost(t *testing.T) {
 	}
 
 	var ln net.Listener
-	inNetns(t, backend, func() { ln, err = net.Listen("tcp", "10.42.1.2:8080") })
+	netnstest.Run(t, backend, func() { ln, err = net.Listen("tcp", "10.42.1.2:8080") })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +73,7 @@ func TestNodePortToAnotherHost(t *testing.T) {
 	}()
 
 	var got []byte
-	inNetns(t, client, func() {
+	netnstest.Run(t, client, func() {
 		var c net.Conn
 		c, err = net.DialTimeout("tcp", "192.168.77.3:30080", 5*time.Second)
 		if err != nil {
@@ -103,29 +88,5 @@ func TestNodePortToAnotherHost(t *testing.T) {
 	}
 	if peer := <-peers; peer != "192.168.77.3" {
 		t.Errorf("the backend saw the connection from %s, want the node's address 192.168.77.3 (masqueraded)", peer)
-	}
-}
-
-// inNetns runs fn on a thread of its own moved into the named network namespace; sockets
-// made there stay in it. The thread is never returned to the scheduler.
-func inNetns(t *testing.T, name string, fn func()) {
-	t.Helper()
-	fd, err := unix.Open(filepath.Join("/run/netns", name), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	done := make(chan error)
-	go func() {
-		runtime.LockOSThread() // not unlocked: the thread ends with the goroutine
-		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-			done <- err
-			return
-		}
-		fn()
-		done <- nil
-	}()
-	if err := <-done; err != nil {
-		t.Fatalf("setns %s: %v", name, err)
 	}
 }

@@ -6,13 +6,9 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +16,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/wasmkube/wasmkube/internal/netnstest"
 )
 
 // TestWebhookThroughService: clientConfig.service reaches the webhook at a ready
@@ -32,24 +30,11 @@ func TestWebhookThroughService(t *testing.T) {
 		t.Fatal("the service test makes a network namespace: it needs root")
 	}
 	p := fmt.Sprintf("wkh5w%d", os.Getpid()%100000)
-	sh := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, out)
-		}
-	}
-	sh("ip", "netns", "add", p)
-	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", p).Run() })
-	sh("ip", "link", "add", p, "type", "veth", "peer", "name", "eth0", "netns", p)
-	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", p).Run() })
-	sh("ip", "addr", "add", "10.85.250.1/30", "dev", p)
-	sh("ip", "link", "set", p, "up")
-	sh("ip", "-n", p, "addr", "add", "10.85.250.2/30", "dev", "eth0")
-	sh("ip", "-n", p, "link", "set", "eth0", "up")
-	sh("ip", "-n", p, "link", "set", "lo", "up")
+	netnstest.Add(t, p)
+	netnstest.Veth(t, p, p, "10.85.250.1/30", "10.85.250.2/30")
 	var ln net.Listener
 	var err error
-	inNetns(t, p, func() { ln, err = net.Listen("tcp", "10.85.250.2:8443") })
+	netnstest.Run(t, p, func() { ln, err = net.Listen("tcp", "10.85.250.2:8443") })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,29 +77,5 @@ func TestWebhookThroughService(t *testing.T) {
 	_, err = cs.CoreV1().Pods("default").Create(ctx, pod("web2", nil), metav1.CreateOptions{})
 	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "x509") {
 		t.Fatalf("create with a caBundle that does not sign the server's certificate: %v", err)
-	}
-}
-
-// inNetns runs fn on a thread of its own moved into the named network namespace; sockets
-// made there stay in it. The thread is never returned to the scheduler.
-func inNetns(t *testing.T, name string, fn func()) {
-	t.Helper()
-	fd, err := unix.Open(filepath.Join("/run/netns", name), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	done := make(chan error)
-	go func() {
-		runtime.LockOSThread() // not unlocked: the thread ends with the goroutine
-		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-			done <- err
-			return
-		}
-		fn()
-		done <- nil
-	}()
-	if err := <-done; err != nil {
-		t.Fatal(err)
 	}
 }
