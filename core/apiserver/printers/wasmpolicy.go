@@ -60,6 +60,7 @@ var wasmPolicyReportColumns = []metav1.TableColumnDefinition{
 	{Name: "Instance", Type: "string", Description: policyv1alpha1.ComponentStatus{}.SwaggerDoc()["name"]},
 	{Name: "Phase", Type: "string", Description: policyv1alpha1.ComponentStatus{}.SwaggerDoc()["phase"]},
 	{Name: "Generation", Type: "integer", Description: policyv1alpha1.ComponentStatus{}.SwaggerDoc()["observedGeneration"]},
+	{Name: "Mode", Type: "string", Description: policyv1alpha1.ComponentStatus{}.SwaggerDoc()["mode"]},
 	ageColumn,
 	{Name: "Reason", Type: "string", Priority: 1, Description: policyv1alpha1.ComponentStatus{}.SwaggerDoc()["reason"]},
 	{Name: "Message", Type: "string", Priority: 1, Description: policyv1alpha1.ComponentStatus{}.SwaggerDoc()["message"]},
@@ -71,7 +72,7 @@ func printWasmPolicyReport(obj runtime.Object, now time.Time) ([]any, []metav1.T
 		return nil, nil, false
 	}
 	s := r.Status
-	return []any{r.Name, r.Policy, s.Component, s.Name, string(s.Phase), s.ObservedGeneration, age(r.CreationTimestamp, now), s.Reason, s.Message}, nil, true
+	return []any{r.Name, r.Policy, s.Component, s.Name, string(s.Phase), s.ObservedGeneration, string(s.Mode), age(r.CreationTimestamp, now), s.Reason, s.Message}, nil, true
 }
 
 func init() {

@@ -70,7 +70,7 @@ func Transient(p policyv1alpha1.Phase) bool {
 // Same reports whether two statuses say the same (the transition time aside).
 func Same(a, b policyv1alpha1.ComponentStatus) bool {
 	return a.Name == b.Name && a.Component == b.Component && a.ObservedGeneration == b.ObservedGeneration &&
-		a.Digest == b.Digest && a.Phase == b.Phase && a.Reason == b.Reason && a.Message == b.Message
+		a.Digest == b.Digest && a.Phase == b.Phase && a.Mode == b.Mode && a.Reason == b.Reason && a.Message == b.Message
 }
 
 // Options configure a Sink.

@@ -107,6 +107,7 @@ func (ComponentStatus) SwaggerDoc() map[string]string {
 		"observedGeneration": "The policy generation the component acted on.",
 		"digest":             "The module digest the component runs.",
 		"phase":              "Pending, Fetching, Active or Failed.",
+		"mode":               "The mode the component runs the policy in: Enforce or Monitor.",
 		"reason":             "A CamelCase reason for the phase.",
 		"message":            "What happened, for a person.",
 		"lastTransitionTime": "When the phase last changed.",

@@ -233,10 +233,12 @@ type ComponentStatus struct {
 	// Name of the component instance (an API server's identity, a scheduler's, a node's).
 	Name string `json:"name"`
 	// Component is apiserver, scheduler or kubelet.
-	Component          string      `json:"component"`
-	ObservedGeneration int64       `json:"observedGeneration,omitempty"`
-	Digest             string      `json:"digest,omitempty"`
-	Phase              Phase       `json:"phase"`
+	Component          string `json:"component"`
+	ObservedGeneration int64  `json:"observedGeneration,omitempty"`
+	Digest             string `json:"digest,omitempty"`
+	Phase              Phase  `json:"phase"`
+	// Mode is the mode the component runs the generation in (Enforce or Monitor).
+	Mode               Mode        `json:"mode,omitempty"`
 	Reason             string      `json:"reason,omitempty"`
 	Message            string      `json:"message,omitempty"`
 	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`

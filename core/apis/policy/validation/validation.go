@@ -351,6 +351,9 @@ func ValidateComponentStatus(c *policyv1alpha1.ComponentStatus, fld *field.Path)
 	if !phases.Has(c.Phase) {
 		errs = append(errs, field.NotSupported(fld.Child("phase"), c.Phase, names(phases)))
 	}
+	if c.Mode != "" && !modes.Has(c.Mode) {
+		errs = append(errs, field.NotSupported(fld.Child("mode"), c.Mode, names(modes)))
+	}
 	if c.ObservedGeneration < 0 {
 		errs = append(errs, field.Invalid(fld.Child("observedGeneration"), c.ObservedGeneration, "must not be negative"))
 	}
