@@ -1,14 +1,21 @@
 package web_test
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/apiservertest"
 	"github.com/wasmkube/wasmkube/core/explorer/web/browsertest"
@@ -69,3 +76,66 @@ func TestExplorerPageNeedsCredentials(t *testing.T) {
 	admin.WaitFor(`document.querySelector("h1") && document.querySelector("h1").textContent === "Decisions"`, "the home page")
 }
 
+// Through `kubectl proxy` (the documented way in: it adds the kubeconfig's credential),
+// mounted under a prefix of its own, the page loads with relative URLs and follows new
+// records live over server-sent events through the proxy.
+func TestExplorerPageThroughKubectlProxy(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Fatalf("kubectl not found: %v", err)
+	}
+	srv := apiservertest.Start(t, apiservertest.WithLogger(quiet()))
+	const port = "31201"
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, kubectl, "proxy", "--kubeconfig", srv.KubeconfigPath, "--address", "127.0.0.1", "--port", port, "--api-prefix", "/k8s/")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = cmd.Wait() }()
+	base := "http://127.0.0.1:" + port + "/k8s/explorer/"
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		resp, err := http.Get(base)
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	}); err != nil {
+		t.Fatalf("kubectl proxy did not serve %s: %v\n%s", base, err, out.String())
+	}
+	create := func(name string) {
+		t.Helper()
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "busybox"}}}}
+		if _, err := srv.Client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create("before")
+	b := browsertest.Start(t, browsertest.Options{}) // no credential: the proxy adds it
+	if st := b.Open(base); st != http.StatusOK {
+		t.Fatalf("page through kubectl proxy: %d", st)
+	}
+	b.WaitFor(`document.querySelector('input[data-filter="routine"]')`, "the home page's filters")
+	// No policy took part in these requests: show them.
+	b.Click(`input[data-filter="routine"]`)
+	row := func(name string) string {
+		return `[...document.querySelectorAll(".timeline-table tr")].some((tr) => tr.textContent.includes("CREATE pods default/` + name + `"))`
+	}
+	b.WaitFor(row("before"), "the pod created before the page was opened")
+	b.WaitFor(`document.querySelector("#live").dataset.state === "live"`, "the live stream through the proxy")
+	create("after")
+	b.WaitFor(row("after"), "the pod created while the page was open, live")
+	href := browsertest.MustEval[string](b, `[...document.querySelectorAll(".timeline-table tr")].find((tr) => tr.textContent.includes("CREATE pods default/after")).querySelector("td.summary a").href`)
+	if !strings.HasPrefix(href, "http://127.0.0.1:"+port+"/k8s/explorer/requests/") {
+		t.Fatalf("link %s leaves the proxy's prefix", href)
+	}
+	b.Open(href)
+	b.WaitFor(`document.querySelector("h1") && document.querySelector("h1").textContent.includes("default/after")`, "the request page through the proxy")
+	b.Screenshot("request-through-proxy")
+	if errs := b.Errors(); len(errs) > 0 {
+		t.Errorf("page errors: %q", errs)
+	}
+}
