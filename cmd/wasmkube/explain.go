@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	explorerv1 "github.com/wasmkube/wasmkube/core/apis/explorer/v1alpha1"
+	"github.com/wasmkube/wasmkube/core/explorer"
 	"github.com/wasmkube/wasmkube/core/scheduler"
 	"github.com/wasmkube/wasmkube/core/scheduler/runtime"
 )
@@ -22,11 +25,13 @@ func init() {
 	podCmd := &cobra.Command{
 		Use:   "pod NAME",
 		Short: "Show why the scheduler put a pod where it did (or nowhere)",
-		Long: `Print the scheduler's explanation of its last decision for a pod: for the best nodes, each
-Score plugin's score (normalized, times its weight) and the total; for the rejected nodes, which
-Filter plugin rejected them and why. The scheduler stores it in the annotation
-` + scheduler.ExplainAnnotation + `: of the pod when it binds it (with the Binding), of the pod's
-FailedScheduling event when it finds no node.`,
+		Long: `Print the scheduler's last decision for a pod: for the best nodes, each Score plugin's score
+(raw, normalized, times its weight) and the total; for the rejected nodes, which Filter plugin
+rejected them and why. It reads the decision explorer's records
+(/apis/explorer.wasmkube.io/v1alpha1/namespaces/NS/pods/NAME, which needs get on the pod), and
+prints the URL of the pod's page; when the server holds no record of the pod, the explanation
+the scheduler stores in the annotation ` + scheduler.ExplainAnnotation + `: of the pod when it
+binds it (with the Binding), of the pod's FailedScheduling event when it finds no node.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "table" && output != "json" {
@@ -54,6 +59,22 @@ FailedScheduling event when it finds no node.`,
 			if err != nil {
 				return fmt.Errorf("pod %s/%s: %w", namespace, args[0], err)
 			}
+			pageURL := strings.TrimSuffix(cfg.Host, "/") + explorer.PodPagePath(namespace, pod.Name)
+			proxyURL := "http://127.0.0.1:8001" + explorer.PodPagePath(namespace, pod.Name)
+			// The decision explorer's records first (the same data as the page); the
+			// explanation annotation when the server has none (records off, or gone from
+			// its ring).
+			if pd, err := podDecisions(ctx, client, namespace, pod.Name); err == nil && latestAttempt(pd) != nil {
+				if output == "json" {
+					enc := json.NewEncoder(cmd.OutOrStdout())
+					enc.SetIndent("", "  ")
+					fmt.Fprintf(cmd.ErrOrStderr(), "Page: %s (through kubectl proxy: %s)\n", pageURL, proxyURL)
+					return enc.Encode(pd)
+				}
+				printAttempt(cmd.OutOrStdout(), namespace+"/"+pod.Name, pd)
+				fmt.Fprintf(cmd.OutOrStdout(), "\nPage: %s\n  through kubectl proxy: %s\n", pageURL, proxyURL)
+				return nil
+			}
 			raw, err := scheduler.PodExplanation(ctx, client, pod)
 			if err != nil {
 				return err
@@ -72,6 +93,7 @@ FailedScheduling event when it finds no node.`,
 				return enc.Encode(&e)
 			}
 			printExplanation(cmd.OutOrStdout(), namespace+"/"+pod.Name, &e)
+			fmt.Fprintf(cmd.OutOrStdout(), "\nPage: %s\n  through kubectl proxy: %s\n", pageURL, proxyURL)
 			return nil
 		},
 	}
@@ -147,4 +169,128 @@ func printExplanation(w io.Writer, pod string, e *runtime.Explanation) {
 		}
 		tw.Flush()
 	}
+}
+
+// podDecisions reads a pod's decision records from the API server.
+func podDecisions(ctx context.Context, client kubernetes.Interface, ns, name string) (*explorerv1.PodDecisions, error) {
+	res := client.CoreV1().RESTClient().Get().AbsPath(explorerv1.PathPrefix, "namespaces", ns, "pods", name).Do(ctx)
+	if err := res.Error(); err != nil {
+		return nil, err
+	}
+	raw, _ := res.Raw()
+	var pd explorerv1.PodDecisions
+	if err := json.Unmarshal(raw, &pd); err != nil {
+		return nil, fmt.Errorf("pod %s/%s: the decision records are not a PodDecisions: %w", ns, name, err)
+	}
+	return &pd, nil
+}
+
+// latestAttempt is the pod's newest scheduling attempt (nil: none recorded).
+func latestAttempt(pd *explorerv1.PodDecisions) *explorerv1.SchedulingAttempt {
+	var a *explorerv1.SchedulingAttempt
+	for i := range pd.Records {
+		if pd.Records[i].SchedulingAttempt != nil {
+			a = pd.Records[i].SchedulingAttempt
+		}
+	}
+	return a
+}
+
+// printAttempt writes the newest attempt's node x plugin matrix, then the pod's refused
+// admission requests and its kubelet hook runs.
+func printAttempt(w io.Writer, pod string, pd *explorerv1.PodDecisions) {
+	a := latestAttempt(pd)
+	attempts := 0
+	for _, r := range pd.Records {
+		if r.SchedulingAttempt != nil {
+			attempts++
+		}
+	}
+	switch a.Result {
+	case explorerv1.ResultScheduled:
+		fmt.Fprintf(w, "Pod %s: scheduled on %s by profile %s (attempt %d; %d recorded)\n", pod, a.Node, a.Profile, a.Attempt, attempts)
+	default:
+		fmt.Fprintf(w, "Pod %s: %s (profile %s, attempt %d; %d recorded)\n", pod, a.Result, a.Profile, a.Attempt, attempts)
+		if a.Message != "" {
+			fmt.Fprintf(w, "  %s\n", a.Message)
+		}
+	}
+	if a.PostFilter != nil {
+		fmt.Fprintf(w, "  PostFilter: %s %s %s\n", a.PostFilter.Verdict, a.PostFilter.NominatedNode, a.PostFilter.Message)
+	}
+	fmt.Fprintf(w, "Nodes: %d in the cluster, %d evaluated by Filter, %d feasible\n", a.Nodes, a.Evaluated, a.Feasible)
+	name := func(p explorerv1.Plugin) string {
+		if p.Wasm != nil {
+			return p.Name + "[wasm]"
+		}
+		return p.Name
+	}
+	var feasible, rejected []explorerv1.MatrixRow
+	for _, row := range a.Matrix {
+		if len(row.Scores) > 0 || rejectedBy(a, row) == "" {
+			feasible = append(feasible, row)
+		} else {
+			rejected = append(rejected, row)
+		}
+	}
+	if len(feasible) > 0 {
+		fmt.Fprintf(w, "\nFeasible nodes (each Score plugin: weighted = normalized x weight, raw in brackets):\n")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		head := []string{"NODE", "FINAL"}
+		for _, p := range a.ScorePlugins {
+			head = append(head, fmt.Sprintf("%s(x%d)", name(p), p.Weight))
+		}
+		fmt.Fprintln(tw, strings.Join(head, "\t"))
+		for _, row := range feasible {
+			cells := []string{row.Node, fmt.Sprint(row.Final)}
+			if row.Chosen {
+				cells[0] += " *"
+			}
+			for _, s := range row.Scores {
+				cells = append(cells, fmt.Sprintf("%d [%d]", s.Weighted, s.Raw))
+			}
+			fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		}
+		tw.Flush()
+	}
+	if len(rejected) > 0 {
+		fmt.Fprintf(w, "\nRejected nodes:\n")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NODE\tPLUGIN\tVERDICT\tREASON")
+		for _, row := range rejected {
+			plugin := rejectedBy(a, row)
+			verdict, reason := "", ""
+			if row.Rejected != nil {
+				verdict, reason = row.Rejected.Verdict, row.Rejected.Reason
+			}
+			for _, f := range row.Filter {
+				if f.Verdict != explorerv1.VerdictPass && f.Verdict != explorerv1.VerdictSkip && f.Verdict != explorerv1.VerdictNotRun {
+					verdict, reason = f.Verdict, f.Reason
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", row.Node, plugin, verdict, reason)
+		}
+		tw.Flush()
+	}
+	if a.TruncatedNodes > 0 {
+		fmt.Fprintf(w, "(%d more nodes not listed)\n", a.TruncatedNodes)
+	}
+	for _, r := range pd.Records {
+		if ar := r.AdmissionRequest; ar != nil && !ar.Allowed {
+			fmt.Fprintf(w, "\nRefused %s at %s by %q: %s\n", ar.Operation, r.Time.UTC().Format("15:04:05"), ar.DeniedBy, ar.Message)
+		}
+	}
+}
+
+// rejectedBy names the plugin that rejected a row's node ("" for a feasible node).
+func rejectedBy(a *explorerv1.SchedulingAttempt, row explorerv1.MatrixRow) string {
+	if row.Rejected != nil {
+		return row.Rejected.Plugin
+	}
+	for i, f := range row.Filter {
+		if f.Verdict != explorerv1.VerdictPass && f.Verdict != explorerv1.VerdictSkip && f.Verdict != explorerv1.VerdictNotRun && i < len(a.FilterPlugins) {
+			return a.FilterPlugins[i].Name
+		}
+	}
+	return ""
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	explorerv1 "github.com/wasmkube/wasmkube/core/apis/explorer/v1alpha1"
 	"github.com/wasmkube/wasmkube/core/scheduler/config"
 	"github.com/wasmkube/wasmkube/core/scheduler/runtime"
 )
@@ -33,6 +34,32 @@ func TestPrintExplanation(t *testing.T) {
 	for i, l := range lines {
 		if strings.HasPrefix(l, "n2 *") && !strings.HasPrefix(lines[i+1], "n1") {
 			t.Errorf("best nodes out of order:\n%s", out)
+		}
+	}
+}
+
+func TestPrintAttempt(t *testing.T) {
+	pass := explorerv1.FilterVerdict{Verdict: explorerv1.VerdictPass}
+	var b strings.Builder
+	printAttempt(&b, "default/web", &explorerv1.PodDecisions{Records: []explorerv1.Record{
+		{Type: explorerv1.TypeAdmissionRequest, AdmissionRequest: &explorerv1.AdmissionRequest{Operation: "CREATE", Allowed: false, DeniedBy: "require-team", Message: "must carry label team"}},
+		{Type: explorerv1.TypeSchedulingAttempt, SchedulingAttempt: &explorerv1.SchedulingAttempt{
+			Attempt: 2, Profile: "default-scheduler", Result: explorerv1.ResultScheduled, Node: "n2", Nodes: 3, Evaluated: 3, Feasible: 2,
+			FilterPlugins: []explorerv1.Plugin{{Name: "NodeResourcesFit"}, {Name: "zone", Wasm: &explorerv1.Module{Path: "zone.wasm"}}},
+			ScorePlugins:  []explorerv1.Plugin{{Name: "pack", Weight: 3, Wasm: &explorerv1.Module{Path: "pack.wasm"}}},
+			Matrix: []explorerv1.MatrixRow{
+				{Node: "n2", Chosen: true, Filter: []explorerv1.FilterVerdict{pass, pass}, Scores: []explorerv1.Score{{Raw: 7, Normalized: 70, Weighted: 210}}, Final: 210},
+				{Node: "n1", Filter: []explorerv1.FilterVerdict{pass, pass}, Scores: []explorerv1.Score{{Raw: 3, Normalized: 30, Weighted: 90}}, Final: 90},
+				{Node: "n3", Filter: []explorerv1.FilterVerdict{pass, {Verdict: explorerv1.VerdictUnschedulable, Reason: "zone b is closed"}}},
+			}}},
+	}})
+	out := b.String()
+	for _, want := range []string{
+		"Pod default/web: scheduled on n2 by profile default-scheduler (attempt 2; 1 recorded)",
+		"pack[wasm](x3)", "n2 *", "210 [7]", "n3", "zone", "zone b is closed", `Refused CREATE`, `"require-team"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
 }
