@@ -338,6 +338,14 @@ func reasonOf(err error) string {
 func (l *Loader) observe(policy string, st *policyState, phase policyv1alpha1.Phase, digest, reason, msg string) {
 	s := policyv1alpha1.ComponentStatus{Name: l.cfg.Name, Component: l.cfg.Component, ObservedGeneration: st.generation,
 		Digest: digest, Phase: phase, Reason: reason, Message: msg}
+	if st.good != nil {
+		// The mode of the revision in force here: the one just applied when Active, the
+		// last good one while a newer fails or is fetched.
+		s.Mode = policyv1alpha1.ModeEnforce
+		if st.good.Monitor() {
+			s.Mode = policyv1alpha1.ModeMonitor
+		}
+	}
 	prev := st.reported
 	prev.LastTransitionTime = metav1.Time{}
 	if prev == s {

@@ -237,7 +237,7 @@ func TestAdmissionWasmPolicy(t *testing.T) {
 	// Monitor: the policy runs and its denials are counted; nothing is refused.
 	gen := apply(t, dyn, fmt.Sprintf(requireTeam, "Monitor", image))
 	st := rec.await(t, "require-team", gen, policyv1alpha1.PhaseActive)
-	if st.Digest != goodDigest || st.Component != wasmpolicy.ComponentAPIServer || st.Name != "apiserver-a" || !strings.Contains(st.Message, "Monitor") {
+	if st.Digest != goodDigest || st.Component != wasmpolicy.ComponentAPIServer || st.Name != "apiserver-a" || st.Mode != policyv1alpha1.ModeMonitor {
 		t.Fatalf("Active status: %+v (want digest %s)", st, goodDigest)
 	}
 	for range 3 {
@@ -262,7 +262,8 @@ func TestAdmissionWasmPolicy(t *testing.T) {
 	// A broken module under a new tag: Failed with the reason, the last good one in force.
 	gen = apply(t, dyn, fmt.Sprintf(requireTeam, "Enforce", reg.addr+"/policies/require-team:v2"))
 	st = rec.await(t, "require-team", gen, policyv1alpha1.PhaseFailed)
-	if st.Reason != wasmpolicy.ReasonLoadFailed || st.Digest != brokenDigest || !strings.Contains(st.Message, "smoke call") {
+	// Mode: the revision in force (the last good one) is in Enforce.
+	if st.Reason != wasmpolicy.ReasonLoadFailed || st.Digest != brokenDigest || !strings.Contains(st.Message, "smoke call") || st.Mode != policyv1alpha1.ModeEnforce {
 		t.Fatalf("Failed status: %+v", st)
 	}
 	if err := createPod(); !apierrors.IsForbidden(err) {
