@@ -123,7 +123,9 @@ function cellFor(c, r, maxFinal) {
         r.chosen ? el("span", { class: "chosen-label" }, " chosen") : null);
     case "final":
       return el("td", { class: "final num", "data-final": passed ? r.final : null },
-        passed ? [el("span", { class: "bar", style: { width: `${Math.round(100 * (r.final || 0) / maxFinal)}%` } }), el("span", { class: "fv" }, r.final)] : el("span", { class: "muted" }, "filtered out"));
+        passed ? [el("span", { class: "bar", style: { width: `${Math.round(100 * (r.final || 0) / maxFinal)}%` } }), el("span", { class: "fv" }, r.final)]
+          : r.rejected ? el("span", { class: "muted", title: r.rejected.reason || "" }, `removed by ${r.rejected.plugin}${r.rejected.reason ? ": " + r.rejected.reason : ""}`)
+            : el("span", { class: "muted" }, "filtered out"));
     case "score": {
       const s = (r.scores || [])[c.index];
       if (!s) return el("td", { class: "score none", "data-plugin": c.plugin.name, title: "not scored: the node did not pass Filter" }, "—");
