@@ -6,11 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	policyv1alpha1 "github.com/wasmkube/wasmkube/core/apis/policy/v1alpha1"
 	"github.com/wasmkube/wasmkube/plugins/admitwasm"
+	"github.com/wasmkube/wasmkube/plugins/wasmpolicy"
 )
 
 // TestMatchConditions: a wasm policy bound with a ValidatingAdmissionPolicy's
@@ -108,5 +111,35 @@ admission:
 	cfg, err := admitwasm.ParseConfig([]byte(policy + `[{name: a, expression: "request.namespace != 'x'"}]`))
 	if err != nil || len(cfg.Policies[0].MatchConditions) != 1 {
 		t.Fatalf("a valid matchCondition: %v %+v", err, cfg)
+	}
+}
+
+// TestAPITierMatchConditions: a WasmPolicy's spec.admission.matchConditions bind its
+// policy as the config file's do; one that does not compile keeps the policy out, with
+// the field named.
+func TestAPITierMatchConditions(t *testing.T) {
+	c := startCluster(t, "")
+	wp := apiPolicy(t, "team-api", policyv1alpha1.HookAdmissionValidate, policyv1alpha1.ModeEnforce, "require-team.wat")
+	wp.Spec.Admission.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "labelled-enforce", Expression: "has(object.metadata.labels) && 'enforce' in object.metadata.labels"}}
+	if errs := c.pol.ApplyPolicies([]*wasmpolicy.Policy{wp}); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	ctx := context.Background()
+	create := func(name string, labels map[string]string) error {
+		_, err := c.srv.Client.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{})
+		return err
+	}
+	if err := create("free", nil); err != nil {
+		t.Fatalf("a pod the matchCondition leaves out: %v", err)
+	}
+	if err := create("enforced", map[string]string{"enforce": "yes"}); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "must carry label team") {
+		t.Fatalf("a pod the matchCondition takes, without team: %v", err)
+	}
+	bad := apiPolicy(t, "bad-api", policyv1alpha1.HookAdmissionValidate, policyv1alpha1.ModeEnforce, "require-team.wat")
+	bad.Spec.Admission.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "n", Expression: "object.metadata.name"}}
+	errs := c.pol.ApplyPolicies([]*wasmpolicy.Policy{wp, bad})
+	if err := errs["bad-api"]; err == nil || !strings.Contains(err.Error(), "spec.admission.matchConditions[0].expression") {
+		t.Fatalf("a WasmPolicy whose matchCondition is not a bool: %v", errs)
 	}
 }
