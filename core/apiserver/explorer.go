@@ -50,6 +50,11 @@ func (s *Server) initExplorer() {
 	s.explorerRec = explorer.NewRecorder(ring, explorerv1.ComponentAPIServer, source)
 	s.explorer = &explorer.Handler{Ring: ring, Cluster: explorerCluster{s}, Log: s.log}
 	s.chain.SetRecorder(admission.NewRecorder(s.explorerRec))
+	for _, p := range s.opts.Admission {
+		if w, ok := p.(admission.WantsDecisionRecorder); ok {
+			w.SetDecisionRecorder(s.explorerRec)
+		}
+	}
 }
 
 // ExplorerRecorder is where the server's own decisions go (its admission chain's, its

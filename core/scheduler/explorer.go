@@ -2,6 +2,9 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,6 +94,40 @@ func (s *Scheduler) recordSwap(policy, tier string, changes []string, err error)
 	s.explorer.Record(func() explorerv1.Record {
 		return explorerv1.Record{Type: explorerv1.TypeSwap, Time: now, Swap: &sw}
 	})
+}
+
+// recordSwaps records what a reload changed: one swap per wasm plugin added, changed
+// (module or declaration) or removed, and one for the profiles when their list changed.
+func (s *Scheduler) recordSwaps(old, ps *profileSet) {
+	if s.explorer == nil || old == nil {
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(ps.wasm)) {
+		o, had := old.wasm[name]
+		switch {
+		case !had:
+			s.recordSwap(name, "file", []string{"wasm plugin added"}, nil)
+		case o.key != ps.wasm[name].key:
+			s.recordSwap(name, "file", []string{"module or declaration changed"}, nil)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(old.wasm)) {
+		if _, ok := ps.wasm[name]; !ok {
+			s.recordSwap(name, "file", []string{"wasm plugin removed"}, nil)
+		}
+	}
+	was, is := profileNames(old), profileNames(ps)
+	if !slices.Equal(was, is) {
+		s.recordSwap("", "file", []string{fmt.Sprintf("profiles %v -> %v", was, is)}, nil)
+	}
+}
+
+func profileNames(ps *profileSet) []string {
+	var out []string
+	for _, p := range ps.cfg.Profiles {
+		out = append(out, p.SchedulerName)
+	}
+	return out
 }
 
 // postFilterResult is the record's view of PostFilter's outcome.

@@ -252,8 +252,10 @@ func (s *Scheduler) reload(snap configwatch.Snapshot) error {
 		s.log.Error("config reload failed; the previous profiles stay in force", "err", err)
 		s.recorder.Eventf(s.leaseRef(), v1.EventTypeWarning, "FailedConfigReload",
 			"scheduler config not applied, previous profiles stay in force: %v", err)
+		s.recordSwap("", "file", nil, err)
 		return err
 	}
+	s.recordSwaps(s.profiles.Load(), ps)
 	s.install(ps)
 	s.metrics.reloads.WithLabelValues("success").Inc()
 	s.log.Info("config reloaded", "profiles", s.Profiles())

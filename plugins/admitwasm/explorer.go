@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	explorerv1 "github.com/wasmkube/wasmkube/core/apis/explorer/v1alpha1"
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/explorer"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 )
 
@@ -86,4 +89,50 @@ func (p *Policy) recordCall(a *admission.Attributes, k *wasmhost.Kind, c *Call, 
 		}
 	}
 	a.RecordDecision(d)
+}
+
+// SetDecisionRecorder implements admission.WantsDecisionRecorder: the policies' swaps go
+// to the API server's decision records.
+func (o *Policies) SetDecisionRecorder(r *explorer.Recorder) { o.explorer.Store(r) }
+
+// recordSwaps records a reload of the file tier: one swap per policy added, changed
+// (module or declaration) or removed; a failed reload is one failed swap with its reason.
+func (o *Policies) recordSwaps(old, ps *policySet, err error) {
+	r := o.explorer.Load()
+	if r == nil {
+		return
+	}
+	now := metav1.NewMicroTime(time.Now())
+	add := func(sw explorerv1.Swap) {
+		r.Record(func() explorerv1.Record {
+			return explorerv1.Record{Type: explorerv1.TypeSwap, Time: now, Swap: &sw}
+		})
+	}
+	if err != nil {
+		policy := ""
+		var le *wasmhost.LoadError
+		if errors.As(err, &le) {
+			policy = le.Plugin
+		}
+		add(explorerv1.Swap{Policy: policy, Tier: "file", Result: explorerv1.SwapFailed, Reason: err.Error()})
+		return
+	}
+	for _, p := range ps.byName {
+		q, had := old.byName[p.spec.Name]
+		switch {
+		case !had:
+			add(explorerv1.Swap{Policy: p.spec.Name, Tier: "file", Changes: []string{"policy added"}, To: p.module(), Result: explorerv1.SwapApplied})
+		case q != p:
+			add(explorerv1.Swap{Policy: p.spec.Name, Tier: "file", Changes: []string{"module or declaration changed"}, From: q.module(), To: p.module(), Result: explorerv1.SwapApplied})
+		}
+	}
+	for _, q := range old.byName {
+		if _, ok := ps.byName[q.spec.Name]; !ok {
+			add(explorerv1.Swap{Policy: q.spec.Name, Tier: "file", Changes: []string{"policy removed"}, From: q.module(), Result: explorerv1.SwapApplied})
+		}
+	}
+}
+
+func (p *Policy) module() *explorerv1.Module {
+	return &explorerv1.Module{Path: p.spec.Path, Digest: p.digest}
 }

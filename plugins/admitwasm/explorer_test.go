@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	explorerv1 "github.com/wasmkube/wasmkube/core/apis/explorer/v1alpha1"
 )
@@ -94,5 +96,33 @@ admission:
 	ar = get("mutated")
 	if m := ar.Policies[0]; m.Verdict != explorerv1.PolicyMutated || !json.Valid(m.Patch) || !strings.Contains(string(m.Patch), `"op"`) {
 		t.Errorf("the mutating policy's entry: %+v (patch %s), want Mutated with its JSON Patch", m, m.Patch)
+	}
+
+	// A reload that drops a policy is a swap on the timeline.
+	c.write(`
+admission:
+  policies:
+  - name: require-team
+    path: @require-team@
+    ` + podRule + `
+`)
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		raw, err := c.srv.Client.CoreV1().RESTClient().Get().AbsPath(explorerv1.PathPrefix, "records").Param("type", "Swap").DoRaw(ctx)
+		if err != nil {
+			return false, err
+		}
+		var list explorerv1.RecordList
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return false, err
+		}
+		for _, r := range list.Items {
+			if sw := r.Swap; sw != nil && sw.Policy == "add-annotation" && sw.Result == explorerv1.SwapApplied && r.Component == explorerv1.ComponentAPIServer {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no swap record of add-annotation's removal: %v", err)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
+	"github.com/wasmkube/wasmkube/core/explorer"
 	"github.com/wasmkube/wasmkube/internal/configwatch"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 	"github.com/wasmkube/wasmkube/plugins/wasmpolicy"
@@ -60,6 +61,8 @@ type Policies struct {
 	set     atomic.Pointer[policySet]
 	rd      atomic.Pointer[readerBox]
 	rec     atomic.Pointer[recorderBox]
+	// explorer records swaps for the decision explorer (explorer.go); nil until set.
+	explorer atomic.Pointer[explorer.Recorder]
 
 	reloadMu sync.Mutex
 	ctx      context.Context
@@ -336,6 +339,7 @@ func (o *Policies) reload(snap configwatch.Snapshot) error {
 		o.log.Error("admission config reload failed; the policies in force stay", "err", err, "policies", o.InForce())
 		o.event(configRef(), v1.EventTypeWarning, "FailedAdmissionConfigReload",
 			fmt.Sprintf("admission config not applied, the policies in force stay: %v", err))
+		o.recordSwaps(nil, nil, err)
 		return err
 	}
 	// The last check before the swap: no set that the file no longer says goes in force.
@@ -355,6 +359,7 @@ func (o *Policies) reload(snap configwatch.Snapshot) error {
 		return nil // another section of the file changed (the scheduler's, the kubelet's)
 	}
 	o.metrics.reloads.WithLabelValues("success").Inc()
+	o.recordSwaps(old, ps, nil)
 	o.log.Info("admission config reloaded", "policies", o.InForce())
 	o.event(configRef(), v1.EventTypeNormal, "AdmissionConfigReloaded", fmt.Sprintf("admission policies in force: %v", o.InForce()))
 	return nil

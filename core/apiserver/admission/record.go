@@ -114,3 +114,9 @@ func deniedBy(ps []explorerv1.PolicyDecision) string {
 	}
 	return ""
 }
+
+// WantsDecisionRecorder is a plugin that records its own decisions besides the requests'
+// (its config or policy swaps); the API server hands it its recorder when records are on.
+type WantsDecisionRecorder interface {
+	SetDecisionRecorder(*explorer.Recorder)
+}
