@@ -52,7 +52,11 @@ type Options struct {
 	NetworkPolicyRESTConfig *rest.Config
 	NodeName                string
 	NodeIP                  string // InternalIP; default 127.0.0.1 (the local node)
-	RootDir                 string // pods, logs, sandboxes, CNI state, serving certificate
+	// DisableProfiling turns off /debug/pprof/ on the kubelet's server (upstream's
+	// enableProfilingHandler=false); served by default to callers allowed get on
+	// nodes/proxy of the node (internal/profiling).
+	DisableProfiling bool
+	RootDir          string // pods, logs, sandboxes, CNI state, serving certificate
 
 	ContainerdAddress   string
 	ContainerdNamespace string // default: the node name (one namespace per node)

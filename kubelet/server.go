@@ -28,6 +28,8 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wasmkube/wasmkube/internal/profiling"
 )
 
 const authCacheTTL = 10 * time.Second
@@ -122,6 +124,9 @@ func (k *Kubelet) serve(ctx context.Context) <-chan struct{} {
 	mux.Handle("/stats/summary", k.authenticated(http.HandlerFunc(k.serveStatsSummary)))
 	if g, ok := k.opts.Registerer.(prometheus.Gatherer); ok {
 		mux.Handle("/metrics", k.authenticated(promhttp.HandlerFor(g, promhttp.HandlerOpts{})))
+	}
+	if !k.opts.DisableProfiling {
+		mux.Handle(profiling.Prefix, k.profiling())
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	done := make(chan struct{})
@@ -236,4 +241,18 @@ func hasContainer(pod *v1.Pod, container string) bool {
 		}
 	}
 	return hasEphemeralContainer(pod, container)
+}
+
+// profiling serves /debug/pprof/ as upstream's kubelet: to the API server's proxy
+// (a system:masters client certificate) and to bearer tokens allowed get on
+// nodes/proxy of this node (a TokenReview and a SubjectAccessReview).
+func (k *Kubelet) profiling() http.Handler {
+	delegated := profiling.Delegated(k.client, profiling.NodeProxy(k.opts.NodeName), profiling.Handler())
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && slices.Contains(r.TLS.PeerCertificates[0].Subject.Organization, "system:masters") {
+			profiling.Handler().ServeHTTP(w, r)
+			return
+		}
+		delegated.ServeHTTP(w, r)
+	})
 }

@@ -24,6 +24,7 @@ func init() {
 		configFile  string
 		leaderElect bool
 		metricsAddr string
+		profilingOn bool
 		grace       time.Duration
 		tolSeconds  int64
 		workers     int
@@ -95,7 +96,11 @@ Config file keys (flags override them):
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 			status := leaderelect.NewStatus()
 			if metricsAddr != "" {
-				if err := serveMetrics(ctx, metricsAddr, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), componentHealth("controller-manager", status.Check), log); err != nil {
+				pprof, err := pprofRoutes(cfg, profilingOn)
+				if err != nil {
+					return err
+				}
+				if err := serveMetrics(ctx, metricsAddr, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), componentHealth("controller-manager", status.Check), log, pprof...); err != nil {
 					return err
 				}
 			}
@@ -111,6 +116,7 @@ Config file keys (flags override them):
 	f.StringVar(&configFile, "config", "", "wasmkube YAML config file")
 	f.BoolVar(&leaderElect, "leader-elect", false, "wait for the "+controller.LeaseName+" Lease in kube-system before acting")
 	f.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:10257", "serve /metrics and /healthz here (empty: off)")
+	f.BoolVar(&profilingOn, "profiling", true, "serve /debug/pprof/ at --metrics-addr to callers allowed get on that nonResourceURL (as upstream's --profiling)")
 	f.DurationVar(&grace, "node-monitor-grace-period", 40*time.Second, "overrides controller.nodeMonitorGracePeriod")
 	f.Int64Var(&tolSeconds, "default-toleration-seconds", 300, "overrides controller.defaultTolerationSeconds")
 	f.IntVar(&workers, "workers", 5, "workers per controller")

@@ -45,6 +45,7 @@ type kubeletFlags struct {
 	listen, logLevel, configFile       string
 	serviceCIDR, clusterDomain         string
 	cleanupOnExit, ipMasq              bool
+	noProfiling                        bool
 	cleanupOnly                        bool
 	warmSandboxes                      int
 	ociRuntime                         string
@@ -100,6 +101,9 @@ bridge and the node's nftables tables. It needs no credential and no API server.
 	fl.StringVar(&f.images, "images-dir", "", "OCI archives to import at start when missing (default: images/ beside the binary)")
 	fl.StringVar(&f.listen, "listen", ":10250", "HTTPS listen address (logs, healthz)")
 	fl.BoolVar(&f.cleanupOnExit, "cleanup-on-exit", false, "stop and remove this node's pods when the kubelet exits")
+	fl.Var(negatedBool{&f.noProfiling}, "profiling", "serve /debug/pprof/ at --listen to callers allowed get on nodes/proxy of this node (as upstream's enableProfilingHandler)")
+	fl.Lookup("profiling").NoOptDefVal = "true"
+	fl.Lookup("profiling").DefValue = "true"
 	fl.BoolVar(&f.cleanupOnly, "cleanup-only", false, "remove what a dead kubelet of this --node-name and --root-dir left (pods, shims, mounts, bridge, nftables tables) and exit; no API server needed")
 	fl.IntVar(&f.warmSandboxes, "warm-sandboxes", kubelet.DefaultWarmSandboxes, "pod sandboxes (network wired, pause running) kept ready for the next pods; 0 turns the pool off")
 	fl.StringVar(&f.ociRuntime, "oci-runtime", kruntime.OCIRuntimeRunc, "OCI runtime new containers are created with: runc, crun, or auto (crun when installed, else runc)")
@@ -180,7 +184,7 @@ func runKubelet(f kubeletFlags) error {
 		RESTConfig: cfg, NetworkPolicyRESTConfig: policyCfg, NodeName: f.nodeName, NodeIP: f.nodeIP, RootDir: f.rootDir,
 		ContainerdAddress: f.containerdAddr, ContainerdNamespace: f.containerdNS,
 		PodCIDR: f.podCIDR, Bridge: f.bridge, CNIBinDir: f.cniBinDir, ImagesDir: f.images,
-		ServerAddr: f.listen, CleanupOnExit: f.cleanupOnExit, IPMasq: f.ipMasq, Logger: log,
+		ServerAddr: f.listen, CleanupOnExit: f.cleanupOnExit, IPMasq: f.ipMasq, Logger: log, DisableProfiling: f.noProfiling,
 		WarmSandboxes: f.warmSandboxes, ConfigFile: f.configFile, Hooks: hooks, Registerer: reg, OCIRuntime: f.ociRuntime,
 		ServiceCIDR: f.serviceCIDR, ClusterDomain: f.clusterDomain, DNSUpstreams: dns.HostUpstreams("/etc/resolv.conf"),
 		NetworkBackend: f.networkBackend, VXLANDevice: f.vxlanDevice, VXLANID: f.vxlanID, ClusterCIDR: f.clusterCIDR,

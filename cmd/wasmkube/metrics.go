@@ -7,12 +7,16 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/wasmkube/wasmkube/core/scheduler"
+	"github.com/wasmkube/wasmkube/internal/profiling"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 )
 
@@ -20,13 +24,17 @@ import (
 // scheduler, the controller manager, up and server all expose their metrics this way.
 // /healthz answers 500 with the error while health (if not nil) returns one: the
 // component it belongs to is not standing by or working (see leaderelect.Status).
-func serveMetrics(ctx context.Context, addr string, h http.Handler, health func() error, log *slog.Logger) error {
+// routes are served beside them (the profiles, pprofRoutes).
+func serveMetrics(ctx context.Context, addr string, h http.Handler, health func() error, log *slog.Logger, routes ...route) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("--metrics-addr %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", h)
+	for _, r := range routes {
+		mux.Handle(r.pattern, r.h)
+	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if health != nil {
@@ -50,6 +58,26 @@ func serveMetrics(ctx context.Context, addr string, h http.Handler, health func(
 	}()
 	log.Info("serving metrics", "addr", ln.Addr().String())
 	return nil
+}
+
+// route is one more handler of a component's metrics address.
+type route struct {
+	pattern string
+	h       http.Handler
+}
+
+// pprofRoutes are /debug/pprof/ when profiling is on (--profiling, as upstream's
+// components), authorized by the API server cfg points at (internal/profiling): the
+// caller needs get on the nonResourceURL /debug/pprof/*.
+func pprofRoutes(cfg *rest.Config, on bool) ([]route, error) {
+	if !on {
+		return nil, nil
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--profiling: %w", err)
+	}
+	return []route{{profiling.Prefix, profiling.Delegated(client, profiling.NonResource, profiling.Handler())}}, nil
 }
 
 // gatherersHandler serves the series of several registries as one /metrics page.
@@ -79,3 +107,25 @@ func componentHealth(name string, check func() error) func() error {
 func schedulerHealth(s *scheduler.Scheduler) func() error {
 	return componentHealth("scheduler", s.Check)
 }
+
+// negatedBool is a --flag=true|false stored negated, so that the zero value of an options
+// struct means "on" (--profiling defaults to true).
+type negatedBool struct{ off *bool }
+
+func (b negatedBool) String() string {
+	if b.off == nil {
+		return "true"
+	}
+	return strconv.FormatBool(!*b.off)
+}
+
+func (b negatedBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*b.off = !v
+	return nil
+}
+
+func (negatedBool) Type() string { return "bool" }

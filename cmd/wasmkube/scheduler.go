@@ -25,6 +25,7 @@ import (
 
 func init() {
 	var kubeconfig, configFile, metricsAddr, logLevel, wasmCache string
+	profilingOn := true
 	var leaderElect bool
 	cmd := &cobra.Command{
 		Use:   "scheduler",
@@ -61,12 +62,19 @@ the scheduler starts, stops a term or has stopped (a standby is ok).`,
 			if err != nil {
 				return err
 			}
+			cfg, cfgErr := clientcmd.BuildConfigFromFlags("", kubeconfig)
 			if metricsAddr != "" {
-				if err := serveMetrics(ctx, metricsAddr, gatherersHandler(s.MetricsGatherer(), hostMetrics), schedulerHealth(s), log); err != nil {
+				var pprof []route
+				if cfgErr == nil {
+					if pprof, err = pprofRoutes(cfg, profilingOn); err != nil {
+						return err
+					}
+				}
+				if err := serveMetrics(ctx, metricsAddr, gatherersHandler(s.MetricsGatherer(), hostMetrics), schedulerHealth(s), log, pprof...); err != nil {
 					return err
 				}
 			}
-			if cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
+			if err := cfgErr; err != nil {
 				log.Error("scheduler: WasmPolicies not loaded", "err", err)
 			} else {
 				modules := ""
@@ -83,6 +91,7 @@ the scheduler starts, stops a term or has stopped (a standby is ok).`,
 	f.StringVar(&configFile, "config", "", "wasmkube YAML config file; its scheduler: section holds the profiles (watched for changes)")
 	f.BoolVar(&leaderElect, "leader-elect", false, "take the Lease kube-system/wasmkube-scheduler before scheduling")
 	f.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:10259", "address for /metrics and /healthz (empty: off)")
+	f.BoolVar(&profilingOn, "profiling", true, "serve /debug/pprof/ at --metrics-addr to callers allowed get on that nonResourceURL (as upstream's --profiling)")
 	f.StringVar(&wasmCache, "wasm-cache-dir", "", "directory for compiled wasm modules (empty: in memory)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	_ = cmd.MarkFlagRequired("kubeconfig")

@@ -133,6 +133,7 @@ quorum) stops its work and campaigns again; the process does not exit. /readyz l
 	f.String("encryption-provider-config", "", "EncryptionConfiguration file for encryption at rest (default: <data-dir>/encryption-config.yaml, created with a fresh AES-GCM key for secrets)")
 	f.String("token-auth-file", "", "CSV file of static user tokens (token,user,uid[,\"group1,group2\"]), as kube-apiserver's --token-auth-file; read at start (docs/security.md)")
 	f.String("config", "", "YAML config file (keys under server., scheduler., admission., controller.; the scheduler and admission sections are reloaded on change)")
+	f.Bool("profiling", true, "serve /debug/pprof/ to callers allowed get on that nonResourceURL (as kube-apiserver's --profiling); in process, the scheduler and controller manager are profiled with it")
 	f.Bool("apiserver-only", false, "run only the API server, without the in-process scheduler and controller manager")
 	f.String("metrics-addr", defaultSchedulerMetricsAddr, "where the in-process scheduler serves /metrics (empty: off); the API server's /metrics has the rest")
 	return cmd
@@ -181,6 +182,9 @@ func serverOptions(cmd *cobra.Command) (apiserver.Options, slog.Level, error) {
 		return opts, 0, err
 	}
 	opts.TokenAuthFile = tokenFile
+	if on, err := cmd.Flags().GetBool("profiling"); err == nil && !on {
+		opts.DisableProfiling = true
+	}
 	for _, e := range v.GetStringSlice("server.etcdEndpoints") {
 		for _, p := range strings.Split(e, ",") {
 			if p = strings.TrimSpace(p); p != "" {

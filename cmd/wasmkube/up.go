@@ -48,6 +48,8 @@ type upOptions struct {
 	noKubelet   bool
 	keepPods    bool
 	metricsAddr string
+	// noProfiling is --profiling=false: no /debug/pprof/ on the API server or the kubelet.
+	noProfiling bool
 	logLevel    string
 	tokenFile   string
 	registry    string // serve a wasm module registry there (docs/oci.md)
@@ -119,6 +121,9 @@ shims outlive containerd), and the next up on the same data dir adopts them with
 	f.BoolVar(&o.keepPods, "keep-pods", false, "on Ctrl-C leave the real node's containers running (their shims outlive containerd); the next up on the same data dir adopts them")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&o.metricsAddr, "metrics-addr", defaultSchedulerMetricsAddr, "where the scheduler serves /metrics (empty: off); the API server's /metrics has the rest")
+	f.Var(negatedBool{&o.noProfiling}, "profiling", "serve /debug/pprof/ on the API server (the whole process) and the kubelet, to callers allowed get on it (as upstream's --profiling)")
+	f.Lookup("profiling").NoOptDefVal = "true"
+	f.Lookup("profiling").DefValue = "true"
 	f.StringVar(&o.tokenFile, "token-auth-file", "", "CSV file of static user tokens (token,user,uid[,\"group1,group2\"]), as kube-apiserver's --token-auth-file (default: the config file's server.tokenAuthFile, else none)")
 	f.StringVar(&o.registry, "registry", "", "also serve an OCI registry for wasm modules on this address (e.g. 127.0.0.1:5000; blobs under <data-dir>/registry; docs/oci.md)")
 	rootCmd.AddCommand(cmd)
@@ -228,7 +233,7 @@ func runUp(o upOptions) error {
 	}
 	srv, err := startAPIServer(apiCtx, apiserver.Options{
 		DataDir: dataDir, Listen: o.listen, AdvertiseAddress: advertise, DefaultTolerationSeconds: cs.tolerationSeconds, Logger: log,
-		Admission: admPlugins, TokenAuthFile: tokenFile,
+		Admission: admPlugins, TokenAuthFile: tokenFile, DisableProfiling: o.noProfiling,
 	})
 	if err != nil {
 		return err
@@ -501,7 +506,7 @@ func startKubelet(ctx context.Context, srv *apiserver.Server, dataDir string, o 
 	}
 	go runHookPolicies(ctx, nodeCfg, name, hooks, filepath.Join(dataDir, "wasm-modules"), log)
 	k, err := kubelet.New(ctx, kubelet.Options{
-		RESTConfig: nodeCfg, NetworkPolicyRESTConfig: policyCfg, NodeName: name, RootDir: filepath.Join(dataDir, "kubelet"),
+		RESTConfig: nodeCfg, NetworkPolicyRESTConfig: policyCfg, NodeName: name, RootDir: filepath.Join(dataDir, "kubelet"), DisableProfiling: o.noProfiling,
 		ContainerdAddress: daemon.Address(), Snapshotter: daemon.Snapshotter(),
 		PodCIDR: o.podCIDR, Bridge: o.bridge, NodeIP: nodeIP, NetworkBackend: o.networkBackend,
 		// The first node shares this machine's namespace: its device is named after

@@ -55,6 +55,6 @@ func (s *Server) authorizeAttrs(ctx context.Context, a *authz.Attributes) (bool,
 // isNonResourcePath: the paths served besides resources (metrics, OpenAPI, discovery),
 // authorized as non-resource requests (verb = the lowercase HTTP method).
 func isNonResourcePath(path string) bool {
-	return path == "/metrics" || path == "/openapi/v2" || path == "/openapi/v3" || strings.HasPrefix(path, "/openapi/v3/") ||
+	return path == "/metrics" || path == "/debug/pprof" || strings.HasPrefix(path, "/debug/pprof/") || path == "/openapi/v2" || path == "/openapi/v3" || strings.HasPrefix(path, "/openapi/v3/") ||
 		path == "/api" || path == "/apis" || path == "/api/v1" || strings.HasPrefix(path, "/apis/") && strings.Count(path, "/") <= 3
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/wasmkube/wasmkube/core/apiserver/authz"
 	"github.com/wasmkube/wasmkube/core/apiserver/handlers"
 	"github.com/wasmkube/wasmkube/core/apiserver/registry"
+	"github.com/wasmkube/wasmkube/internal/profiling"
 )
 
 // statusWriter records the response code for metrics and logs; it keeps Flush working
@@ -122,6 +123,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case path == "/metrics":
 		s.metricsHandler.ServeHTTP(sw, r)
+		return
+	case (path == "/debug/pprof" || strings.HasPrefix(path, "/debug/pprof/")) && !s.opts.DisableProfiling:
+		profiling.Handler().ServeHTTP(sw, r) // authorized above, as a nonResourceURL
 		return
 	case strings.HasPrefix(path, explorerv1.PathPrefix+"/"):
 		s.serveExplorer(sw, r, user) // explorer.go: authorized per record, as reading its object

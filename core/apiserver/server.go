@@ -93,6 +93,9 @@ type Options struct {
 	// ExplorerRecords is the size of the decision explorer's ring (docs/explorer.md):
 	// explorer.DefaultSize when zero; negative turns records off.
 	ExplorerRecords int
+	// DisableProfiling turns off /debug/pprof/ (upstream's --profiling=false). Served by
+	// default, to users allowed get on the nonResourceURL (internal/profiling).
+	DisableProfiling bool
 	// TokenAuthFile is a CSV file of static user tokens (upstream's --token-auth-file):
 	// token,user,uid,"group1,group2". Empty: none. See docs/security.md.
 	TokenAuthFile string

@@ -326,7 +326,13 @@ func (s *Server) serveTokenReview(rq *handlers.Request) error {
 	if tr.Spec.Token == "" {
 		return apierrors.NewInvalid(tokenReviewRes.GVK().GroupKind(), "", field.ErrorList{field.Required(field.NewPath("spec", "token"), "")})
 	}
-	u, ok := s.auth.Authenticate(tr.Spec.Token)
+	// The static tokens (--token-auth-file) first, as a request's own authentication
+	// does: a component that delegates authentication (a scheduler's /debug/pprof/) must
+	// know the same users the API server knows.
+	u, ok := s.authenticateStatic(tr.Spec.Token)
+	if !ok {
+		u, ok = s.auth.Authenticate(tr.Spec.Token)
+	}
 	auds := tr.Spec.Audiences
 	var saErr error
 	if !ok {
