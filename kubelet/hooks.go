@@ -113,6 +113,7 @@ func (k *Kubelet) setupHooks(ctx context.Context) error {
 		k.hookCfg.raw, k.hookCfg.cfg = data, cfg
 	}
 	if k.opts.Hooks != nil {
+		k.initExplorer()
 		k.prober, k.preStop = k.opts.Hooks.Runners(k.prober, k.preStop, k.namespaceLabels)
 	}
 	return nil

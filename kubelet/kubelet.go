@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/wasmkube/wasmkube/core/explorer"
 	"github.com/wasmkube/wasmkube/internal/kubeclient"
 	"github.com/wasmkube/wasmkube/kubelet/cni"
 	"github.com/wasmkube/wasmkube/kubelet/hook"
@@ -140,6 +141,8 @@ type Kubelet struct {
 	opts   Options
 	log    *slog.Logger
 	client kubernetes.Interface
+	// explorer records the hooks' decisions (explorer.go); nil when they do not record.
+	explorer *explorer.Recorder
 	// policyClient is the NetworkPolicy enforcer's (Options.NetworkPolicyRESTConfig).
 	policyClient kubernetes.Interface
 	rt           runtime.Runtime

@@ -122,6 +122,7 @@ func (k *Kubelet) serve(ctx context.Context) <-chan struct{} {
 	mux.Handle("/attach/", k.authenticated(http.HandlerFunc(k.serveAttach)))
 	mux.Handle("/portForward/", k.authenticated(http.HandlerFunc(k.servePortForward)))
 	mux.Handle("/stats/summary", k.authenticated(http.HandlerFunc(k.serveStatsSummary)))
+	mux.Handle(explorerRecordsPath, k.authenticated(http.HandlerFunc(k.serveExplorerRecords)))
 	if g, ok := k.opts.Registerer.(prometheus.Gatherer); ok {
 		mux.Handle("/metrics", k.authenticated(promhttp.HandlerFor(g, promhttp.HandlerOpts{})))
 	}

@@ -91,9 +91,6 @@ func (c explorerCluster) Pod(ctx context.Context, ns, name string) (uid, node st
 	return string(pod.UID), pod.Spec.NodeName, true, nil
 }
 
-// KubeletRecordsPath is where a kubelet serves its decision records.
-const KubeletRecordsPath = "/explorer/records"
-
 func (c explorerCluster) NodeRecords(ctx context.Context, node string) ([]explorerv1.Record, error) {
 	st := c.s.stores[corev1.SchemeGroupVersion.WithResource("nodes")]
 	obj, err := st.Storage.Get(ctx, st.Key("", node))
@@ -108,7 +105,7 @@ func (c explorerCluster) NodeRecords(ctx context.Context, node string) ([]explor
 	if err != nil {
 		return nil, err
 	}
-	u := &url.URL{Scheme: "https", Host: addr, Path: KubeletRecordsPath}
+	u := &url.URL{Scheme: "https", Host: addr, Path: explorer.KubeletRecordsPath}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {

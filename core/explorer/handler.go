@@ -730,6 +730,10 @@ func (rq *request) stream(q query, keep func(*explorerv1.Record) bool) error {
 
 // ---- output ----
 
+// KubeletRecordsPath is where a kubelet serves its records (a RecordList) to the API
+// server's node proxy.
+const KubeletRecordsPath = "/explorer/records"
+
 // PodPagePath is the page of a pod, relative to the server's root.
 func PodPagePath(ns, name string) string { return "/explorer/pods/" + ns + "/" + name }
 

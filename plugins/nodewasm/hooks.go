@@ -8,11 +8,13 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/wasmkube/wasmkube/core/explorer"
 	"github.com/wasmkube/wasmkube/internal/configwatch"
 	"github.com/wasmkube/wasmkube/kubelet/config"
 	"github.com/wasmkube/wasmkube/kubelet/hook"
@@ -39,6 +41,8 @@ type Hooks struct {
 
 	applyMu sync.Mutex
 	cur     atomic.Pointer[pluginSet]
+	// explorer records runs and swaps for the decision explorer (explorer.go).
+	explorer atomic.Pointer[explorer.Recorder]
 }
 
 // pluginSet is one applied config. Probes and preStop hooks acquire its lease for their
@@ -105,6 +109,7 @@ func (hk *Hooks) Apply(ctx context.Context, cfg *config.Config, baseDir string) 
 		for _, p := range loaded {
 			p.Close()
 		}
+		hk.recordApply(old, nil, err)
 		return err
 	}
 	// New modules load in parallel, at most one per CPU; a reload whose snapshot a newer
@@ -178,6 +183,7 @@ func (hk *Hooks) Apply(ctx context.Context, cfg *config.Config, baseDir string) 
 	hk.cur.Store(next)
 	old.lease.Retire() // its plugins that next does not keep close after their last call
 	hk.inForce(next)
+	hk.recordApply(old, next, nil)
 	names := make([]string, 0, len(next.plugins))
 	for _, spec := range cfg.HookPlugins {
 		names = append(names, spec.Name)
@@ -308,7 +314,9 @@ func (pr *Prober) Probe(ctx context.Context, t probe.Target, h *v1.ProbeHandler)
 	if p.monitor {
 		return pr.hooks.monitorProbe(ctx, pr.fallback, p, t, h, kind)
 	}
+	start := time.Now()
 	r, msg := p.Probe(ctx, t.Pod, t.Container.Name, kind, t.PodIP)
+	pr.hooks.recordRun(t, kind, name, p, probeOutcome(r), msg, time.Since(start))
 	return r, msg, nil
 }
 
@@ -335,5 +343,12 @@ func (pr *PreStopRunner) PreStop(ctx context.Context, t probe.Target, h *v1.Life
 		// A preStop in Monitor mode would act on the pod: the pod's own handler runs alone.
 		return pr.fallback.PreStop(ctx, t, h)
 	}
-	return p.PreStop(ctx, t.Pod, t.Container.Name, t.PodIP)
+	start := time.Now()
+	err := p.PreStop(ctx, t.Pod, t.Container.Name, t.PodIP)
+	outcome, msg := "Success", ""
+	if err != nil {
+		outcome, msg = "Failure", err.Error()
+	}
+	pr.hooks.recordRun(t, config.KindPreStop, name, p, outcome, msg, time.Since(start))
+	return err
 }
