@@ -191,6 +191,34 @@ admission:
 		t.Errorf("require-team's entry shows %q, want its message", msg)
 	}
 	b.Screenshot("request-rogue")
+	// The policy's page counts its decisions.
+	b.Open(srv.URL + "/explorer/policies/require-team")
+	b.WaitFor(`[...document.querySelectorAll("#counts tbody tr")].some((tr) => tr.textContent.includes("Denied"))`, "require-team's Denied count")
+	b.Screenshot("policy-require-team")
+
+	// Two attempts: unschedulable while no node has the label the pod selects, then bound
+	// once hollow-1 gets it; the page compares them.
+	p := pod("picky", map[string]string{"team": "a"})
+	p.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+	if _, err := client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b.Open(srv.URL + "/explorer/pods/default/picky")
+	b.WaitFor(`document.querySelector('#timeline .ev[data-type="SchedulingAttempt"]')`, "picky's first attempt")
+	n, err := client.CoreV1().Nodes().Get(ctx, "hollow-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Labels["disk"] = "ssd"
+	if _, err := client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if node := waitBound(t, client, "picky"); node != "hollow-1" {
+		t.Fatalf("picky on %s, want hollow-1 (the only node with disk=ssd)", node)
+	}
+	b.WaitFor(`document.querySelector("#diff") && document.querySelector('#diff tr.changed[data-node="hollow-1"]')`, "the diff of picky's two attempts, hollow-1 changed")
+	b.Screenshot("pod-picky-two-attempts")
+
 	if errs := b.Errors(); len(errs) > 0 {
 		t.Errorf("page errors: %q", errs)
 	}

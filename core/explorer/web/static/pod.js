@@ -25,7 +25,9 @@ export function why(a) {
     const others = rows.filter((r) => !r.chosen && r.node !== a.node && (r.scores || []).length);
     const runner = others.sort((x, y) => y.final - x.final)[0];
     const parts = [];
-    if (chosen) {
+    if (chosen && a.feasible === 1) {
+      parts.push(`${a.node} was the only node that passed Filter (final score ${chosen.final})`);
+    } else if (chosen) {
       const contrib = (a.scorePlugins || []).map((p, i) => [p.name, (chosen.scores || [])[i]]).filter(([, s]) => s && s.weighted)
         .sort((x, y) => y[1].weighted - x[1].weighted).map(([n, s]) => `${n} ${s.weighted}`);
       parts.push(`${a.node} had the highest final score, ${chosen.final}${contrib.length ? " (" + contrib.join(" + ") + ")" : ""}`);

@@ -74,6 +74,14 @@ function histogram(h) {
       el("span", { class: "hb-le" }, b.le === Infinity ? "∞" : "≤" + fmtDuration(b.le * 1e9))))));
 }
 
+const SHOWN = 100;
+
+// skipped: an admission request the policy did not apply to (it is in every request's
+// chain, so listing those would bury its decisions).
+function skipped(r, name) {
+  return r.type === "AdmissionRequest" && (r.admissionRequest.policies || []).every((p) => p.name !== name || p.verdict === "Skipped");
+}
+
 export async function policyView(name) {
   document.title = `Policy ${name} · wasmkube explorer`;
   const path = `policies/${encodeURIComponent(name)}`;
@@ -105,7 +113,11 @@ export async function policyView(name) {
         (r.swap.changes || []).length ? el("ul", {}, r.swap.changes.map((c) => el("li", {}, c))) : null,
         r.swap.reason ? el("p", { class: "msg bad" }, r.swap.reason) : null))) : empty("No swaps held.")),
       section("Failures", failures.length ? timelineTable(failures) : empty("No failures in the records held.")),
-      section("Decisions it took part in", timelineTable(records.filter((r) => r.type !== "Swap"), { emptyText: "None held." })));
+      section("Decisions it took part in", (() => {
+        const took = records.filter((r) => r.type !== "Swap" && !skipped(r, name));
+        return [took.length > SHOWN ? el("p", { class: "meta" }, `The newest ${SHOWN} of ${took.length}.`) : null,
+          timelineTable(took.slice(-SHOWN), { emptyText: "None held (requests it skipped are counted above, not listed)." })];
+      })()));
   };
   render();
   watch(path, pd.metadata && pd.metadata.resourceVersion, (r) => { records.push(r); render(); }, setLive);
