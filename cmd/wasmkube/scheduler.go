@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
@@ -139,9 +140,11 @@ func runSchedulerPolicies(ctx context.Context, cfg *rest.Config, s *scheduler.Sc
 		Component: wasmpolicy.ComponentScheduler, Name: s.Identity(), Dynamic: dyn, Client: client,
 		Target:         &schedwasm.APITier{Scheduler: s, Metrics: wasmpolicy.NewMetrics(reg)},
 		SchedulerNames: s.Profiles,
-		Cache:          wasmoci.Options{Dir: cacheDir},
-		Sink:           sink,
-		Logger:         log,
+		// A config file reload may add or remove the profile a policy names.
+		Resync: 30 * time.Second,
+		Cache:  wasmoci.Options{Dir: cacheDir},
+		Sink:   sink,
+		Logger: log,
 	})
 	if err != nil {
 		log.Error("scheduler: WasmPolicies not loaded", "err", err)

@@ -53,6 +53,10 @@ type Config struct {
 	Cache wasmoci.Options
 	// SchedulerNames returns the profiles a scheduler runs (scheduler only).
 	SchedulerNames func() []string
+	// Resync, when set, reconciles that often besides on events: for what the informers do
+	// not see change (a scheduler's profiles after a config file reload). A reconcile in
+	// which nothing changed touches neither the target nor the sink.
+	Resync time.Duration
 	// Sink receives each phase change; nil: NopSink.
 	Sink StatusSink
 	// RetryInterval is when a failed fetch is tried again (default 30s); a failed load is
@@ -165,6 +169,12 @@ func (l *Loader) Run(ctx context.Context) {
 	}
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
+	var resync <-chan time.Time
+	if l.cfg.Resync > 0 {
+		t := time.NewTicker(l.cfg.Resync)
+		defer t.Stop()
+		resync = t.C
+	}
 	l.Trigger()
 	for {
 		select {
@@ -173,6 +183,7 @@ func (l *Loader) Run(ctx context.Context) {
 			return
 		case <-l.kick:
 		case <-retry.C:
+		case <-resync:
 		}
 		if nodes != nil {
 			l.nodeLbl, l.nodeOK = nil, false

@@ -3,6 +3,7 @@ package wasmpolicy_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,7 +70,7 @@ func TestSchedulerScoreWasmPolicy(t *testing.T) {
 	}
 	rec := &sink{}
 	startLoader(t, wasmpolicy.Config{Component: wasmpolicy.ComponentScheduler, Name: "scheduler-a", Dynamic: dyn, Client: srv.Client,
-		Target: &schedwasm.APITier{Scheduler: s, Metrics: m}, SchedulerNames: s.Profiles, Sink: rec})
+		Target: &schedwasm.APITier{Scheduler: s, Metrics: m}, SchedulerNames: s.Profiles, Sink: rec, Resync: 50 * time.Millisecond})
 
 	module := wasmbuild.WAT(t, "plugins/wasmpolicy/testdata/prefer-two.wat")
 	n := 0
@@ -130,4 +131,13 @@ func TestSchedulerScoreWasmPolicy(t *testing.T) {
 			t.Fatalf("Enforce: pod %d placed on %s, want hollow-2", i, node)
 		}
 	}
+
+	// A policy naming a profile the scheduler does not run loads once a config reload adds
+	// that profile (the loader's resync sees the new profiles).
+	gen = apply(t, dyn, strings.Replace(strings.Replace(fmt.Sprintf(preferTwo, "Enforce", module), "prefer-two}", "prefer-two-second}", 1),
+		"schedulerName: default-scheduler", "schedulerName: second", 1))
+	if err := s.Reload([]byte("scheduler:\n  profiles:\n  - schedulerName: default-scheduler\n  - schedulerName: second\n")); err != nil {
+		t.Fatal(err)
+	}
+	rec.await(t, "prefer-two-second", gen, policyv1alpha1.PhaseActive)
 }
