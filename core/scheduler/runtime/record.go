@@ -67,20 +67,30 @@ func (f *Framework) capture(pod *v1.Pod, state *framework.CycleState, all, evalu
 	if totals != nil {
 		idx := topK(totals, k)
 		rawBuf := f.rawScores(len(scores), len(feasible))
-		for _, i := range idx {
+		np := len(scores)
+		// One backing array per kind of score: a cycle pays a few allocations, not two
+		// per row.
+		ws := make([]int64, len(idx)*np)
+		var rs []int64
+		if rawBuf != nil {
+			rs = make([]int64, len(idx)*np)
+			c.raw = make([][]int64, 0, len(idx))
+		}
+		c.rows, c.totals, c.weighted = make([]string, 0, len(idx)), make([]int64, 0, len(idx)), make([][]int64, 0, len(idx))
+		for r, i := range idx {
 			c.rows = append(c.rows, feasible[i].Node().Name)
 			c.totals = append(c.totals, totals[i])
-			w := make([]int64, len(scores))
+			w := ws[r*np : (r+1)*np]
 			for pi := range scores {
 				w[pi] = scores[pi][i].Score
 			}
 			c.weighted = append(c.weighted, w)
 			if rawBuf != nil {
-				r := make([]int64, len(scores))
+				rw := rs[r*np : (r+1)*np]
 				for pi := range scores {
-					r[pi] = rawBuf[pi][i]
+					rw[pi] = rawBuf[pi][i]
 				}
-				c.raw = append(c.raw, r)
+				c.raw = append(c.raw, rw)
 			}
 		}
 		c.truncated = len(feasible) - len(idx)
