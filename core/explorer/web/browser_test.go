@@ -61,8 +61,9 @@ const readMatrix = `[...document.querySelectorAll("#matrix tbody tr")].map((tr) 
 // The decision explorer on a real API server, a scheduler with a wasm Filter and Score
 // over four hollow nodes, and a wasm admission policy: a pod's page lists every node
 // with the plugin's verdict and score and highlights the chosen node; a refused request
-// names the denying policy and its message. Screenshots are kept (docs/explorer.md,
-// "Tests").
+// names the denying policy and its message; a pod scheduled on its second attempt gets
+// the two compared; a swap of the plugin's module appears on an open pod page's timeline,
+// live. Screenshots are kept (docs/explorer.md, "Tests").
 func TestExplorerPageInBrowser(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -218,6 +219,24 @@ admission:
 	}
 	b.WaitFor(`document.querySelector("#diff") && document.querySelector('#diff tr.changed[data-node="hollow-1"]')`, "the diff of picky's two attempts, hollow-1 changed")
 	b.Screenshot("pod-picky-two-attempts")
+
+	// A swap of the module appears on the open page's timeline, live; the next pod
+	// follows the new Score.
+	b.Open(srv.URL + "/explorer/pods/default/web")
+	b.WaitFor(`document.querySelector("#matrix tr.chosen")`, "web's page again")
+	install("node-digit-down.wat")
+	b.WaitFor(`document.querySelector('#timeline .ev[data-type="Swap"]')`, "the swap on web's timeline")
+	if txt := browsertest.MustEval[string](b, `document.querySelector('#timeline .ev[data-type="Swap"]').textContent`); !strings.Contains(txt, "node-digit") || !strings.Contains(txt, "Applied") {
+		t.Errorf("swap entry %q does not say node-digit's module was swapped", txt)
+	}
+	b.Screenshot("pod-web-after-swap")
+	createPod(t, client, "web-2", map[string]string{"team": "a"})
+	if n := waitBound(t, client, "web-2"); n != "hollow-0" {
+		t.Fatalf("web-2 on %s, want hollow-0 (the swapped Score)", n)
+	}
+	b.Open(srv.URL + "/explorer/pods/default/web-2")
+	b.WaitFor(`document.querySelector("#matrix tr.chosen") && document.querySelector("#matrix tr.chosen").dataset.node === "hollow-0"`, "web-2's chosen node hollow-0")
+	b.Screenshot("pod-web-2")
 
 	if errs := b.Errors(); len(errs) > 0 {
 		t.Errorf("page errors: %q", errs)

@@ -127,7 +127,8 @@ export function recordSummary(r) {
     }
     case "Swap": {
       const s = r.swap;
-      return `swap ${s.policy || "config"} (${s.tier}) in ${r.component}: ${s.result}${s.reason ? " — " + s.reason : ""}`;
+      const what = (s.changes || []).length ? ` (${s.changes.join("; ")})` : "";
+      return `swap ${s.policy || "config"} in ${r.component}, ${s.tier} tier: ${s.result}${what}${s.reason ? " — " + s.reason : ""}`;
     }
   }
   return r.type;
