@@ -283,4 +283,16 @@ func TestAdmissionWasmPolicy(t *testing.T) {
 	if got := reg.requests.Load() - before; got != 0 {
 		t.Fatalf("a restart with a warm cache asked the registry %d times", got)
 	}
+
+	// Enforce -> Monitor: allowed, and requests are accepted again (counted).
+	gen = apply(t, dyn, fmt.Sprintf(requireTeam, "Monitor", image))
+	if st := rec.await(t, "require-team", gen, policyv1alpha1.PhaseActive); st.Mode != policyv1alpha1.ModeMonitor {
+		t.Fatalf("back to Monitor: %+v", st)
+	}
+	if err := createPod(); err != nil {
+		t.Fatalf("Monitor again refused: %v", err)
+	}
+	if got := testutil.ToFloat64(wasmpolicy.NewMetrics(metrics).MonitorDecisions.WithLabelValues("require-team", wasmpolicy.VerdictDeny)); got != 4 {
+		t.Fatalf("monitor deny decisions = %v, want 4", got)
+	}
 }
