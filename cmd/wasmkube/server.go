@@ -49,6 +49,7 @@ the config file keys:
   server.logLevel                   debug|info|warn|error (default info)
   server.encryptionProviderConfig   EncryptionConfiguration file (default <data-dir>/encryption-config.yaml)
   server.tokenAuthFile              static user tokens, CSV token,user,uid[,"groups"] (default none)
+  server.explorerRecords            decision records the server keeps (default 10000; negative: none; docs/explorer.md)
 
 The config file's admission: section declares wasm admission policies (docs/config.md); they
 are swapped live when the file changes.
@@ -173,6 +174,7 @@ func serverOptions(cmd *cobra.Command) (apiserver.Options, slog.Level, error) {
 		AdvertiseAddress:         v.GetString("server.advertiseAddress"),
 		DefaultTolerationSeconds: v.GetInt64("controller.defaultTolerationSeconds"),
 		EncryptionConfig:         v.GetString("server.encryptionProviderConfig"),
+		ExplorerRecords:          v.GetInt("server.explorerRecords"),
 	}
 	if err := apiserver.CheckAdvertiseAddress(opts.AdvertiseAddress); err != nil {
 		return opts, 0, fmt.Errorf("server.advertiseAddress (--advertise-address): %w", err)
