@@ -52,6 +52,13 @@ type schedBenchOptions struct {
 	hollowQPS            float64
 	timeout              time.Duration
 	logLevel             string
+	// shape (bench_shapes.go), initialPods (basic), groups and groupSize (gang), batching
+	// ("", "on", "off": the config's profiles as they are, or all set so).
+	shape             string
+	initialPods       int
+	groups, groupSize int
+	batching          string
+	shapeOf           benchShape
 }
 
 // SchedBenchResult is the JSON printed by `wasmkube bench scheduler --output json`.
@@ -88,6 +95,21 @@ type SchedBenchResult struct {
 	CPUSeconds       float64            `json:"cpu_seconds"`
 	CPUPerPodTotalMs float64            `json:"cpu_ms_per_pod"`
 	CPUPerPodMs      map[string]float64 `json:"cpu_ms_per_pod_by_component,omitempty"`
+
+	// Shape is the workload (plain, basic, gang); InitialPods were bound before the
+	// measured phase; Batching is the profiles' batching as the run set it ("" as in the
+	// config).
+	Shape       string `json:"shape"`
+	InitialPods int    `json:"initial_pods,omitempty"`
+	Batching    string `json:"batching,omitempty"`
+	// Gang shape: groups placed whole, in part (a broken all-or-nothing: must be 0) and not
+	// at all.
+	GroupsWhole   int `json:"groups_whole,omitempty"`
+	GroupsPartial int `json:"groups_partial,omitempty"`
+	GroupsNone    int `json:"groups_none,omitempty"`
+	// BatchAttempts are the scheduler's cycles by what batching did
+	// (scheduler_batch_attempts_total: reused, stored, unsignable, flush_<reason>).
+	BatchAttempts map[string]float64 `json:"batch_attempts,omitempty"`
 }
 
 func loadAverage() string {
@@ -128,6 +150,11 @@ watch shows it), and how many pods were scheduled and how many failed.`,
 	f.DurationVar(&o.leaseInterval, "lease-interval", 10*time.Second, "hollow nodes' lease renewal interval")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up waiting for pods after this long")
 	f.StringVar(&o.logLevel, "log-level", "error", "log level of the components: debug, info, warn, error")
+	f.StringVar(&o.shape, "shape", shapePlain, "workload: plain (--pods at once), basic (scheduler_perf's SchedulingBasic: --initial-pods bound first, then --pods measured), gang (--groups PodGroups of --group-size members, all or nothing)")
+	f.IntVar(&o.initialPods, "initial-pods", -1, "pods bound before the measured phase (default: 1000 with --shape basic, else 0)")
+	f.IntVar(&o.groups, "groups", 1000, "PodGroups of --shape gang")
+	f.IntVar(&o.groupSize, "group-size", 8, "members (and minCount) of each PodGroup of --shape gang")
+	f.StringVar(&o.batching, "batching", "", "on or off: set every profile's batching (default: as the config says; on when unset)")
 	benchCmd.AddCommand(cmd)
 }
 
@@ -137,6 +164,28 @@ func runSchedBench(out io.Writer, o schedBenchOptions) error {
 	}
 	if o.output != "text" && o.output != "json" {
 		return fmt.Errorf("bench scheduler: --output %q: must be text or json", o.output)
+	}
+	switch o.shape {
+	case shapePlain, shapeBasic:
+		if o.initialPods < 0 {
+			o.initialPods = 0
+			if o.shape == shapeBasic {
+				o.initialPods = 1000
+			}
+		}
+	case shapeGang:
+		if o.groups <= 0 || o.groupSize <= 0 {
+			return fmt.Errorf("bench scheduler: --groups and --group-size must be positive")
+		}
+		o.pods = o.groups * o.groupSize
+		o.initialPods = max(o.initialPods, 0)
+		o.shapeOf.groupSize = o.groupSize
+	default:
+		return fmt.Errorf("bench scheduler: --shape %q: must be plain, basic or gang", o.shape)
+	}
+	o.shapeOf.name = o.shape
+	if o.batching != "" && o.batching != "on" && o.batching != "off" {
+		return fmt.Errorf("bench scheduler: --batching %q: must be on or off", o.batching)
 	}
 	log, err := schedLogger(o.logLevel)
 	if err != nil {
@@ -161,6 +210,14 @@ func runSchedBench(out io.Writer, o schedBenchOptions) error {
 		if configData, err = os.ReadFile(o.configFile); err != nil {
 			return fmt.Errorf("bench scheduler: --config: %w", err)
 		}
+	}
+	if o.batching != "" {
+		file, data, remove, err := withBatching(o.configFile, configData, o.batching == "on")
+		if err != nil {
+			return fmt.Errorf("bench scheduler: %w", err)
+		}
+		defer remove()
+		o.configFile, configData = file, data
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
@@ -247,6 +304,18 @@ func runSchedBench(out io.Writer, o schedBenchOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.initialPods > 0 {
+		t := time.Now()
+		if err := createInitialPods(ctx, client, o.initialPods, o.clients, o.timeout); err != nil {
+			return fmt.Errorf("bench scheduler: %w", err)
+		}
+		progress("bound %d initial pods in %s", o.initialPods, time.Since(t).Round(time.Millisecond))
+	}
+	if o.shape == shapeGang {
+		if err := createGroups(ctx, client, o.groups, o.groupSize, o.clients); err != nil {
+			return fmt.Errorf("bench scheduler: %w", err)
+		}
+	}
 	var maxActive atomic.Int64
 	sampleCtx, stopSampling := context.WithCancel(ctx)
 	go func() {
@@ -269,6 +338,8 @@ func runSchedBench(out io.Writer, o schedBenchOptions) error {
 	if res != nil {
 		res.MaxActiveQueue = int(maxActive.Load())
 		res.LoadAverage = loadAverage()
+		res.Shape, res.InitialPods, res.Batching = o.shape, o.initialPods, o.batching
+		res.BatchAttempts = batchAttempts(sched.MetricsGatherer())
 	}
 	if err != nil {
 		return err
@@ -276,8 +347,14 @@ func runSchedBench(out io.Writer, o schedBenchOptions) error {
 	if o.output == "json" {
 		return json.NewEncoder(out).Encode(res)
 	}
-	fmt.Fprintf(out, "nodes %d, pods %d: %.0f pods/s, p50 %.1f ms, p99 %.1f ms, scheduled %d, failed %d (%.1f s; pods created at %.0f/s; longest activeQ %d; load average %s)\n",
-		res.Nodes, res.Pods, res.PodsPerSecond, res.P50ms, res.P99ms, res.Scheduled, res.Failed, res.Seconds, res.CreatePerSecond, res.MaxActiveQueue, res.LoadAverage)
+	fmt.Fprintf(out, "shape %s, nodes %d, initial pods %d, pods %d: %.0f pods/s, p50 %.1f ms, p99 %.1f ms, scheduled %d, failed %d (%.1f s; pods created at %.0f/s; longest activeQ %d; load average %s)\n",
+		res.Shape, res.Nodes, res.InitialPods, res.Pods, res.PodsPerSecond, res.P50ms, res.P99ms, res.Scheduled, res.Failed, res.Seconds, res.CreatePerSecond, res.MaxActiveQueue, res.LoadAverage)
+	if len(res.BatchAttempts) > 0 {
+		fmt.Fprintf(out, "batching (cycles): %v\n", res.BatchAttempts)
+	}
+	if res.Shape == shapeGang {
+		fmt.Fprintf(out, "groups of %d: %d placed whole, %d in part, %d not at all\n", o.groupSize, res.GroupsWhole, res.GroupsPartial, res.GroupsNone)
+	}
 	fmt.Fprint(out, formatCost(res))
 	return nil
 }
@@ -371,7 +448,7 @@ func measureScheduling(ctx context.Context, client kubernetes.Interface, o sched
 				if i >= o.pods || ctx.Err() != nil {
 					return
 				}
-				pod := benchPod(i)
+				pod := o.shapeOf.podFor(i)
 				t := time.Now()
 				mu.Lock()
 				created[i] = t
@@ -445,6 +522,9 @@ wait:
 		res.PodsPerSecond = float64(len(lat)) / res.Seconds
 		res.P50ms = percentile(lat, 0.50)
 		res.P99ms = percentile(lat, 0.99)
+	}
+	if o.shapeOf.groupSize > 0 {
+		res.GroupsWhole, res.GroupsPartial, res.GroupsNone = gangOutcome(boundAt, o.shapeOf.groupSize)
 	}
 	res.Requests = requestRates(reqBefore, reqAfter, measured)
 	res.CPUSeconds = cpuSeconds
