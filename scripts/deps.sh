@@ -54,3 +54,16 @@ if [ ! -x bin/helm ] || ! bin/helm version --short 2>/dev/null | grep -q "^${HEL
   mkdir -p bin
   GOBIN="$PWD/bin" GOFLAGS=-mod=mod go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
 fi
+
+# Helm 4, for the test that installs and upgrades a chart with its default server-side apply
+# (issue 28). Its program is also named helm: it is installed into a scratch GOBIN and moved
+# to bin/helm4 beside helm v3.
+HELM4_VERSION=v4.3.2
+if [ ! -x bin/helm4 ] || ! bin/helm4 version --short 2>/dev/null | grep -q "^${HELM4_VERSION%.*}"; then
+  echo "deps: go install helm.sh/helm/v4/cmd/helm@$HELM4_VERSION (as bin/helm4)"
+  mkdir -p bin
+  helm4_gobin=$(mktemp -d)
+  GOBIN="$helm4_gobin" GOFLAGS=-mod=mod go install "helm.sh/helm/v4/cmd/helm@$HELM4_VERSION"
+  mv "$helm4_gobin/helm" bin/helm4
+  rmdir "$helm4_gobin"
+fi
