@@ -2,6 +2,7 @@ package wasmpolicy
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -29,6 +30,9 @@ const (
 	ReasonNoFailures   = "NoFailures"   // Degraded False
 	ReasonNoReport     = "NoReport"     // a component's entry before its first report
 )
+
+// manifestDigest is what status.digest may hold.
+var manifestDigest = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 // HollowLabel marks a simulated node (kubelet/hollow): it runs no hooks, so it is no
 // kubelet policy's target.
@@ -131,7 +135,7 @@ func Plan(p *policyv1alpha1.WasmPolicy, targets []Target, reports map[Target]pol
 		switch r.Phase {
 		case policyv1alpha1.PhaseActive:
 			st.ReadyComponents++
-			if r.Digest != "" {
+			if manifestDigest.MatchString(r.Digest) {
 				digests[r.Digest] = true
 			}
 		case policyv1alpha1.PhaseFailed:

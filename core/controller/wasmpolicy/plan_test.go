@@ -75,9 +75,10 @@ func TestTargets(t *testing.T) {
 }
 
 func TestPlan(t *testing.T) {
+	dx, dy, dz := "sha256:"+strings.Repeat("a", 64), "sha256:"+strings.Repeat("b", 64), "sha256:"+strings.Repeat("c", 64)
 	now := time.Date(2026, 12, 6, 4, 0, 0, 0, time.UTC)
 	p := &policyv1alpha1.WasmPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p", Generation: 2},
-		Spec: policyv1alpha1.WasmPolicySpec{Hook: policyv1alpha1.HookKubeletProbe}, Status: policyv1alpha1.WasmPolicyStatus{Digest: "sha256:x"}}
+		Spec: policyv1alpha1.WasmPolicySpec{Hook: policyv1alpha1.HookKubeletProbe}, Status: policyv1alpha1.WasmPolicyStatus{Digest: dx}}
 	k := func(n string) Target { return Target{Component: "kubelet", Name: n} }
 	targets := []Target{k("a"), k("b"), k("c"), k("d")}
 	reports := map[Target]policyv1alpha1.ComponentStatus{
@@ -88,7 +89,7 @@ func TestPlan(t *testing.T) {
 	}
 	r := Plan(p, targets, reports, now)
 	s := r.Status
-	if s.ReadyComponents != 1 || s.TargetedComponents != 4 || s.ObservedGeneration != 2 || s.Digest != "sha256:x" || len(s.Components) != 4 {
+	if s.ReadyComponents != 1 || s.TargetedComponents != 4 || s.ObservedGeneration != 2 || s.Digest != dx || len(s.Components) != 4 {
 		t.Fatalf("status %+v", s)
 	}
 	if s.Components[3].Phase != policyv1alpha1.PhasePending || s.Components[3].Reason != ReasonNoReport {
@@ -107,18 +108,18 @@ func TestPlan(t *testing.T) {
 
 	// All active: Ready True, and the conditions' times stay when nothing changes.
 	for _, n := range []string{"b", "c", "d"} {
-		reports[k(n)] = policyv1alpha1.ComponentStatus{Name: n, Component: "kubelet", ObservedGeneration: 2, Phase: policyv1alpha1.PhaseActive, Digest: "sha256:y"}
+		reports[k(n)] = policyv1alpha1.ComponentStatus{Name: n, Component: "kubelet", ObservedGeneration: 2, Phase: policyv1alpha1.PhaseActive, Digest: dy}
 	}
 	r0 := reports[k("a")]
-	r0.Digest = "sha256:z"
+	r0.Digest = dz
 	reports[k("a")] = r0
-	if d := Plan(p, targets, reports, now).Status.Digest; d != "sha256:x" {
+	if d := Plan(p, targets, reports, now).Status.Digest; d != dx {
 		t.Fatalf("digest %s while the components disagree, want the previous one", d)
 	}
-	r0.Digest = "sha256:y"
+	r0.Digest = dy
 	reports[k("a")] = r0
 	p.Status = Plan(p, targets, reports, now).Status
-	if p.Status.Digest != "sha256:y" {
+	if p.Status.Digest != dy {
 		t.Fatalf("digest %s, want the one every component runs", p.Status.Digest)
 	}
 	if c := meta.FindStatusCondition(p.Status.Conditions, ConditionReady); c.Status != metav1.ConditionTrue || c.Message != "4/4 components have generation 2 active" {

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
@@ -221,18 +222,19 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	plan.Status.Revision = rev
 	c.recordFailures(p, plan.Failures)
 	if !equality.Semantic.DeepEqual(plan.Status, p.Status) {
-		up := p.DeepCopy()
-		up.Status = plan.Status
-		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(up)
+		// The status is this controller's alone (one leader), so it is replaced whole by a
+		// JSON patch without a resourceVersion precondition: a burst of reports would
+		// otherwise meet a stale informer copy with conflicts, each one a back-off.
+		body, err := json.Marshal([]map[string]any{{"op": "add", "path": "/status", "value": plan.Status}})
 		if err != nil {
 			return err
 		}
-		_, err = c.dyn.Resource(report.PoliciesResource).UpdateStatus(ctx, &unstructured.Unstructured{Object: u}, metav1.UpdateOptions{FieldManager: Name})
+		_, err = c.dyn.Resource(report.PoliciesResource).Patch(ctx, p.Name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: Name}, "status")
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		if err != nil {
-			return err // a conflict is retried from the informer's newer copy
+			return err
 		}
 	}
 	if !next.IsZero() {

@@ -3,7 +3,9 @@ package wasmpolicy_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,7 +132,9 @@ func (e *env) until(name, what string, ok func(*policyv1alpha1.WasmPolicy) bool)
 		return ok(p), nil
 	})
 	if err != nil {
-		e.t.Fatalf("%s: %s never held; status %+v", name, what, p.Status)
+		c := meta.FindStatusCondition(p.Status.Conditions, wasmpolicy.ConditionReady)
+		e.t.Fatalf("%s: %s never held; generation %d, status: observedGeneration %d, %d/%d, revision %d, Ready %+v", name, what,
+			p.Generation, p.Status.ObservedGeneration, p.Status.ReadyComponents, p.Status.TargetedComponents, p.Status.Revision, c)
 	}
 	return p
 }
@@ -267,4 +271,77 @@ func TestRevisionsAndRollback(t *testing.T) {
 	e.until("p", "spec.revision 9 cleared, spec kept", func(p *policyv1alpha1.WasmPolicy) bool {
 		return p.Spec.Revision == nil && p.Spec.Module.File == "/v1.wasm" && p.Status.ObservedGeneration == p.Generation
 	})
+}
+
+// countWrites counts the write requests (not GET) whose path contains what.
+type countWrites struct {
+	rt   http.RoundTripper
+	what string
+	n    *atomic.Int64
+}
+
+func (c countWrites) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodGet && strings.Contains(r.URL.Path, c.what) {
+		c.n.Add(1)
+	}
+	return c.rt.RoundTrip(r)
+}
+
+// TestWritesPerChangeAt100Kubelets: 100 kubelets take a change of a policy (Pending,
+// Fetching, Active each): 100 report writes, one per component, READY 100/100; the same
+// statuses observed again cost no report write and no status write of the policy.
+func TestWritesPerChangeAt100Kubelets(t *testing.T) {
+	e := start(t)
+	const n = 100
+	for i := 0; i < n; i++ {
+		e.node(fmt.Sprintf("n%03d", i), true, nil)
+	}
+	spec := policyv1alpha1.WasmPolicySpec{Hook: policyv1alpha1.HookKubeletProbe, Module: policyv1alpha1.ModuleSource{File: "/m.wasm"},
+		Kubelet: &policyv1alpha1.KubeletHook{HookName: "h"}}
+	e.create("p", spec)
+	e.create("q", spec)
+	e.until("p", "0/100", readyIs(0, n, metav1.ConditionFalse))
+
+	digest := "sha256:" + strings.Repeat("d", 64)
+	reportWrites := &atomic.Int64{}
+	cfg := rest.CopyConfig(e.srv.Config)
+	cfg.QPS, cfg.Burst = 1000, 1000
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return countWrites{rt: rt, what: "/wasmpolicyreports", n: reportWrites}
+	}
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	sinks := make([]*report.Sink, n)
+	for i := range sinks {
+		s, err := report.New(report.Options{Client: dyn, Component: policyv1alpha1.ComponentKubelet, Instance: fmt.Sprintf("n%03d", i), Settle: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); s.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-done })
+		sinks[i] = s
+	}
+	for _, s := range sinks {
+		for _, ph := range []policyv1alpha1.Phase{policyv1alpha1.PhasePending, policyv1alpha1.PhaseFetching, policyv1alpha1.PhaseActive} {
+			s.Observe("p", policyv1alpha1.ComponentStatus{ObservedGeneration: 1, Phase: ph, Digest: digest})
+		}
+	}
+	e.until("p", "100/100", readyIs(n, n, metav1.ConditionTrue))
+	if got := reportWrites.Load(); got != n {
+		t.Fatalf("%d report writes for one change on %d kubelets, want %d", got, n, n)
+	}
+	// Nothing changes for p: the sinks write only q's reports, the controller nothing for p.
+	rvBefore := e.get("p").ResourceVersion
+	for _, s := range sinks {
+		s.Observe("p", policyv1alpha1.ComponentStatus{ObservedGeneration: 1, Phase: policyv1alpha1.PhaseActive, Digest: digest})
+		s.Observe("q", policyv1alpha1.ComponentStatus{ObservedGeneration: 1, Phase: policyv1alpha1.PhaseActive, Digest: digest})
+	}
+	e.until("q", "100/100", readyIs(n, n, metav1.ConditionTrue))
+	if got := reportWrites.Load(); got != 2*n {
+		t.Fatalf("%d report writes, want %d (p's unchanged statuses are not written)", got, 2*n)
+	}
+	if rv := e.get("p").ResourceVersion; rv != rvBefore {
+		t.Fatalf("p was written (resourceVersion %s -> %s) while nothing about it changed", rvBefore, rv)
+	}
 }
