@@ -97,7 +97,11 @@ func (w *Webhooks) Admit(ctx context.Context, a *admission.Attributes) error {
 		if h.ReinvocationPolicy != nil && *h.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy {
 			rs.previouslyReinvocable.Insert(hook.GetUID())
 		}
-		if err := w.outcome(ctx, h.Name, h.FailurePolicy, true, a, started, callErr); err != nil {
+		err := w.outcome(ctx, h.Name, h.FailurePolicy, true, a, started, callErr)
+		if a.Recording() {
+			a.RecordDecision(decision(h.Name, h.FailurePolicy, true, changed, started, callErr, nil, nil))
+		}
+		if err != nil {
 			return err
 		}
 		if callErr != nil {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/generic"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/rules"
 
+	explorerv1 "github.com/wasmkube/wasmkube/core/apis/explorer/v1alpha1"
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
 	"github.com/wasmkube/wasmkube/core/apiserver/admission/upstreamattrs"
 )
@@ -48,6 +49,10 @@ func (w *Webhooks) Validate(ctx context.Context, a *admission.Attributes) error 
 	// order after all have answered: the parallel calls never share a map.
 	errs := make([]error, len(invs))
 	sub := make([]admission.Attributes, len(invs))
+	var decisions []explorerv1.PolicyDecision
+	if a.Recording() {
+		decisions = make([]explorerv1.PolicyDecision, len(invs))
+	}
 	var wg sync.WaitGroup
 	for i, inv := range invs {
 		wg.Add(1)
@@ -61,12 +66,18 @@ func (w *Webhooks) Validate(ctx context.Context, a *admission.Attributes) error 
 			started := time.Now()
 			_, err := w.call(ctx, h.Name, h.TimeoutSeconds, h.SideEffects, inv, va, &sub[i], false)
 			errs[i] = w.outcome(ctx, h.Name, h.FailurePolicy, false, a, started, err)
+			if decisions != nil {
+				decisions[i] = decision(h.Name, h.FailurePolicy, false, false, started, err, sub[i].Warnings, sub[i].AuditAnnotations)
+			}
 			if err != nil && errs[i] == nil {
 				sub[i].AddAuditAnnotation("failed-open.validating.webhook.admission.k8s.io/"+"round_0_index_"+fmt.Sprint(i), h.Name)
 			}
 		}()
 	}
 	wg.Wait()
+	for _, d := range decisions {
+		a.RecordDecision(d)
+	}
 	for i := range sub {
 		for _, warn := range sub[i].Warnings {
 			a.AddWarning(warn)
