@@ -156,6 +156,12 @@ WASMKUBE_IMPORT(event_action) int32_t wasmkube_event_action(void);
 WASMKUBE_IMPORT(event_object_json) int32_t wasmkube_event_object_json(char *buf, int32_t cap);
 WASMKUBE_IMPORT(event_old_object_json) int32_t wasmkube_event_old_object_json(char *buf, int32_t cap);
 
+/* Signatures (docs/abi.md 1.5): a module that exports wasmkube_sign, () -> int32_t, calls
+ * sign_fragment once for each part of the pod its Filter and Score verdicts read, then
+ * returns WASMKUBE_SUCCESS, or WASMKUBE_UNSIGNABLE for a pod it cannot sign. */
+enum { WASMKUBE_UNSIGNABLE = 2 };
+WASMKUBE_IMPORT(sign_fragment) void wasmkube_sign_fragment(const char *key, int32_t key_len, const char *value, int32_t value_len);
+
 /* WASMKUBE_STR expands a string literal to its (pointer, length) pair. */
 #define WASMKUBE_STR(s) (s), (int32_t)(sizeof(s) - 1)
 

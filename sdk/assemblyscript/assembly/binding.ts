@@ -78,6 +78,14 @@ export function registerEvent(resource: string, actions: i32): void {
   sys.register_event(kp, r, actions);
 }
 
+/** wasmkube_sign only (docs/abi.md 1.5): one part of the pod this plugin's verdicts read.
+ * Export wasmkube_sign(): i32 returning 0 after the fragments, or 2 (unsignable). */
+export function signFragment(key: string, value: string): void {
+  let k = keyA(key);
+  let v = keyB(value);
+  sys.sign_fragment(kp, k, vp, v);
+}
+
 /** The event a hint is asked about. */
 export class ClusterEvent {
   /** "Node" or "Pod". */

@@ -51,6 +51,8 @@
 @external("wasmkube", "event_action") export declare function event_action(): i32;
 @external("wasmkube", "event_object_json") export declare function event_object_json(buf: usize, cap: i32): i32;
 @external("wasmkube", "event_old_object_json") export declare function event_old_object_json(buf: usize, cap: i32): i32;
+// 1.5 Signatures
+@external("wasmkube", "sign_fragment") export declare function sign_fragment(key: usize, keyLen: i32, value: usize, valueLen: i32): void;
 
 // 4.6 Admission
 @external("wasmkube", "request_json") export declare function request_json(buf: usize, cap: i32): i32;

@@ -74,6 +74,13 @@ pub fn register_event(resource: &str, actions: i32) {
     unsafe { sys::register_event(p, l, actions) }
 }
 
+/// `wasmkube_sign` only (docs/abi.md 1.5): one part of the pod this plugin's verdicts
+/// read. Export `wasmkube_sign` (`#[export_name = "wasmkube_sign"] extern "C" fn() -> i32`)
+/// returning 0 after the fragments, or 2 for a pod it cannot sign.
+pub fn sign_fragment(key: &str, value: &str) {
+    unsafe { sys::sign_fragment(key.as_ptr(), key.len() as i32, value.as_ptr(), value.len() as i32) }
+}
+
 /// A hint's verdict.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Hint {

@@ -58,6 +58,9 @@ extern "C" {
     pub fn event_object_json(buf: *mut u8, cap: i32) -> i32;
     pub fn event_old_object_json(buf: *mut u8, cap: i32) -> i32;
 
+    // 1.5 Signatures
+    pub fn sign_fragment(key: *const u8, key_len: i32, value: *const u8, value_len: i32);
+
     // 4.6 Admission
     pub fn request_json(buf: *mut u8, cap: i32) -> i32;
     pub fn request_operation(buf: *mut u8, cap: i32) -> i32;
