@@ -212,8 +212,8 @@ func TestDisableAllScoreAndWeights(t *testing.T) {
 	if len(got) != 1 || got[0] != (config.Plugin{Name: "NodeResourcesFit", Weight: 5}) {
 		t.Fatalf("score plugins %+v", got)
 	}
-	if n := len(f.PluginsAt(config.Filter)); n != 9 {
-		t.Fatalf("filter plugins: %d, want the 9 defaults", n)
+	if n, want := len(f.PluginsAt(config.Filter)), len(config.DefaultPlugins()[config.Filter]); n != want {
+		t.Fatalf("filter plugins: %d, want the %d defaults", n, want)
 	}
 }
 
