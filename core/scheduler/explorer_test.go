@@ -81,7 +81,7 @@ scheduler:
 	for i, p := range a.ScorePlugins {
 		if p.Name == "pack" {
 			packCol = i
-			if p.Weight != 3 || p.Wasm == nil || !strings.HasSuffix(p.Wasm.Path, ".wasm") {
+			if p.Weight != 3 || p.Wasm == nil || !strings.HasSuffix(p.Wasm.Path, ".wasm") || !strings.HasPrefix(p.Wasm.Digest, "sha256:") {
 				t.Errorf("the wasm Score column: %+v, want weight 3 and its module", p)
 			}
 		} else if p.Wasm != nil {

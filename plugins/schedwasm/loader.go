@@ -62,6 +62,7 @@ func (l *Loader) Load(ctx context.Context, spec config.WasmPlugin, baseDir strin
 	if err != nil {
 		return nil, err
 	}
+	digest := moduleDigest(file.Wasm)
 	// The factory holds no module: each plugin it builds loads one from the host's cache of
 	// compiled modules (nothing is compiled again) and closes it with itself, so no module
 	// outlives its plugins waiting for the garbage collector (docs/plugins.md, "Lifetimes").
@@ -91,6 +92,7 @@ func (l *Loader) Load(ctx context.Context, spec config.WasmPlugin, baseDir strin
 		}
 		pl := p.(*plugin)
 		pl.shared = l.counters(spec.Name)
+		pl.digest = digest
 		if w, ok := h.(framework.WaitingPodHandle); ok {
 			pl.waitingPods = w
 		}

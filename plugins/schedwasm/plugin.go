@@ -37,6 +37,8 @@ type core struct {
 	shared      *SharedCounters
 	waitingPods framework.WaitingPodHandle
 	groups      waitGroups
+	// digest is the sha256 of the module's bytes, shown by the decision explorer.
+	digest string
 }
 
 // Name implements framework.Plugin.
