@@ -74,6 +74,9 @@ func TestExplorerPageInBrowser(t *testing.T) {
 	pol, err := admitwasm.New(ctx, admitwasm.Options{Host: admHost, Config: []byte(`
 admission:
   policies:
+  - name: default-resources
+    path: ` + wasmbuild.Go(t, "wasm-examples/go/default-resources") + `
+    rules: [{apiGroups: [""], apiVersions: [v1], resources: [pods], operations: [CREATE]}]
   - name: require-team
     path: ` + wasmbuild.WAT(t, "wasm-examples/wat/require-team/require-team.wat") + `
     rules: [{apiGroups: [""], apiVersions: [v1], resources: [pods], operations: [CREATE]}]
@@ -171,6 +174,17 @@ admission:
 		t.Errorf("sorted by node-digit's score: %s first, want hollow-2", first)
 	}
 	b.Screenshot("pod-web")
+
+	// web's create: default-resources' patch as before/after lines.
+	b.Open(browsertest.MustEval[string](b, `[...document.querySelectorAll("a")].find((a) => a.textContent.startsWith("CREATE pods default/web")).href`))
+	b.WaitFor(`document.querySelector('#chain li[data-policy="default-resources"] .patch-diff')`, "default-resources' patch on web's request page")
+	if added := browsertest.MustEval[string](b, `[...document.querySelectorAll('#chain li[data-policy="default-resources"] .pl-add')].map((e) => e.textContent).join("\n")`); !strings.Contains(added, "/spec/containers/0/resources/requests") {
+		t.Errorf("default-resources' patch shows %q, want the requests it added", added)
+	}
+	if v := browsertest.MustEval[string](b, `document.querySelector('#chain li[data-policy="default-resources"]').dataset.verdict`); v != "Mutated" {
+		t.Errorf("default-resources' verdict %q, want Mutated", v)
+	}
+	b.Screenshot("request-web-mutated")
 
 	// A refused request: the pod without the team label.
 	_, err = client.CoreV1().Pods("default").Create(ctx, pod("rogue", nil), metav1.CreateOptions{})

@@ -11,7 +11,10 @@ export function patchLines(patch) {
   const show = (v) => (typeof v === "string" ? JSON.stringify(v) : JSON.stringify(v, null, 0));
   for (const op of patch || []) {
     switch (op.op) {
-      case "add": out.push({ kind: "add", path: op.path, text: `+ ${op.path}: ${show(op.value)}` }); break;
+      case "add":
+        out.push({ kind: "was", path: op.path, text: `  ${op.path}: (not set)` });
+        out.push({ kind: "add", path: op.path, text: `+ ${op.path}: ${show(op.value)}` });
+        break;
       case "remove": out.push({ kind: "del", path: op.path, text: `- ${op.path}` }); break;
       case "replace":
         out.push({ kind: "del", path: op.path, text: `- ${op.path}: (previous value)` });
@@ -29,7 +32,7 @@ export function patchLines(patch) {
 function patchView(patch) {
   const lines = patchLines(patch);
   if (!lines.length) return null;
-  const before = lines.filter((l) => l.kind !== "add"), after = lines.filter((l) => l.kind !== "del");
+  const before = lines.filter((l) => l.kind !== "add"), after = lines.filter((l) => l.kind !== "del" && l.kind !== "was");
   const col = (title, ls) => el("div", { class: "patch-col" }, el("div", { class: "patch-title" }, title),
     el("pre", { class: "patch" }, ls.length ? ls.map((l) => el("div", { class: `pl pl-${l.kind}` }, l.text)) : el("div", { class: "muted" }, "(nothing)")));
   return el("div", { class: "patch-diff" }, col("before", before), col("after", after));
