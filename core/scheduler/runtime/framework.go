@@ -130,6 +130,7 @@ var (
 // a factory error fails New with an error that names the plugin.
 func New(ctx context.Context, registry framework.Registry, profile *config.Profile, opts Options) (*Framework, error) {
 	f := &Framework{profile: profile.SchedulerName, opts: opts, plugins: map[string]framework.Plugin{}}
+	f.recordTimings()
 	f.workers = max(1, min(opts.Parallelism, goruntime.GOMAXPROCS(0)))
 	if opts.Parallelism <= 0 {
 		f.workers = goruntime.GOMAXPROCS(0)

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"sort"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -22,6 +23,46 @@ type WasmModule interface {
 	WasmModule() (path, digest string)
 }
 
+// timingMetrics keeps the plugin timings of the cycle being measured (the sampled cycles,
+// one in ten, as the metrics are) for its record, and passes them on to the metrics.
+type timingMetrics struct {
+	Metrics
+	f       *Framework
+	mu      sync.Mutex
+	cycle   int64
+	timings []explorerv1.Timing
+}
+
+func (m *timingMetrics) ObservePlugin(point, plugin string, code framework.Code, d time.Duration) {
+	m.Metrics.ObservePlugin(point, plugin, code, d)
+	cycle := m.f.cycles.Load()
+	m.mu.Lock()
+	if m.cycle != cycle {
+		m.cycle, m.timings = cycle, nil
+	}
+	m.timings = append(m.timings, explorerv1.Timing{Point: point, Plugin: plugin, Nanos: d.Nanoseconds()})
+	m.mu.Unlock()
+}
+
+// take returns the timings of cycle (nil when it was not measured).
+func (m *timingMetrics) take(cycle int64) []explorerv1.Timing {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cycle != cycle {
+		return nil
+	}
+	t := m.timings
+	m.timings = nil
+	return t
+}
+
+// recordTimings makes a recording framework keep its sampled cycles' plugin timings.
+func (f *Framework) recordTimings() {
+	if f.opts.RecordNodes > 0 && f.opts.Metrics != nil {
+		f.opts.Metrics = &timingMetrics{Metrics: f.opts.Metrics, f: f}
+	}
+}
+
 // Capture is one cycle's copy of what its record needs.
 type Capture struct {
 	profile                 string
@@ -37,6 +78,7 @@ type Capture struct {
 	preFilter               *framework.Status
 	result, message, chosen string
 	truncated               int
+	timings                 []explorerv1.Timing
 }
 
 type rejectedNode struct {
@@ -63,6 +105,9 @@ func (f *Framework) capture(pod *v1.Pod, state *framework.CycleState, all, evalu
 	}
 	if state != nil {
 		c.skipFilter, c.skipScore = state.SkipFilterPlugins, state.SkipScorePlugins
+	}
+	if tm, ok := f.opts.Metrics.(*timingMetrics); ok {
+		c.timings = tm.take(f.cycles.Load())
 	}
 	if totals != nil {
 		idx := topK(totals, k)
@@ -150,7 +195,7 @@ func (c *Capture) SetOutcome(result, node, message string) {
 func (c *Capture) Attempt(attempt int, d time.Duration, postFilter *explorerv1.PostFilterResult) explorerv1.SchedulingAttempt {
 	a := explorerv1.SchedulingAttempt{Pod: c.pod, Attempt: attempt, Profile: c.profile, Result: c.result, Message: c.message,
 		Node: c.chosen, Nodes: c.nodes, Evaluated: c.evaluated, Feasible: c.feas, TruncatedNodes: c.truncated,
-		PostFilter: postFilter, DurationNanos: d.Nanoseconds()}
+		PostFilter: postFilter, DurationNanos: d.Nanoseconds(), Timings: c.timings}
 	col := func(p framework.Plugin, weight int64) explorerv1.Plugin {
 		out := explorerv1.Plugin{Name: p.Name(), Weight: weight}
 		if w, ok := p.(WasmModule); ok {
