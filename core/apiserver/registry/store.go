@@ -425,6 +425,16 @@ func (st *Store) Update(ctx context.Context, rq *WriteRequest, name string, pre 
 		if err := st.admit(ctx, last); err != nil {
 			return nil, err
 		}
+		if mode == updateMain && st.Resource.Generation {
+			// Judged again on the admitted object: upstream defaults and mutates before
+			// its strategy compares the specs, so a write that leaves out only defaulted
+			// fields (kubectl apply of a manifest without them) is no new generation.
+			gen := ObjMeta(cur).GetGeneration()
+			if specChanged(st.Resource, cur, out) {
+				gen++
+			}
+			ObjMeta(out).SetGeneration(gen)
+		}
 		return out, nil
 	}
 	defer func() {
