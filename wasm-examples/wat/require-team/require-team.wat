@@ -11,7 +11,7 @@
 
   (memory (export "memory") 1)
   (data (i32.const 0) "team")                                               ;; 4 bytes
-  (data (i32.const 16) "metadata.labels.team: the label team is required")  ;; 49 bytes
+  (data (i32.const 16) "metadata.labels.team: the label team is required")  ;; 48 bytes
 
   (func (export "wasmkube_abi_version") (result i32) (i32.const 1))
 
@@ -20,6 +20,6 @@
   (func (export "wasmkube_validate") (result i32)
     (if (i32.eq (call $object_label (i32.const 0) (i32.const 4) (i32.const 0) (i32.const 0)) (i32.const -1))
       (then
-        (call $status_reason (i32.const 16) (i32.const 49))
+        (call $status_reason (i32.const 16) (i32.const 48))
         (return (i32.const 2))))
     (i32.const 0)))
