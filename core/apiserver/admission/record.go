@@ -65,6 +65,9 @@ func (r *Recorder) finish(a *Attributes, err error) {
 	}
 	t := a.trace
 	a.trace = nil
+	if !worthRecording(a, t, err) {
+		return
+	}
 	end := time.Now()
 	req := explorerv1.AdmissionRequest{
 		Operation: string(a.Operation), Group: a.Resource.Group, Version: a.Resource.Version, Resource: a.Resource.Resource,
@@ -98,6 +101,21 @@ func (r *Recorder) finish(a *Attributes, err error) {
 		req.UID = string(uuid.NewUUID())
 		return explorerv1.Record{Type: explorerv1.TypeAdmissionRequest, Time: metav1.NewMicroTime(end), AdmissionRequest: &req}
 	})
+}
+
+// worthRecording keeps the requests a reader looks for: those a policy or webhook ran on
+// (not only skipped), those refused, and the writes of pods themselves. The rest (Lease renewals,
+// Events, status updates: most of a cluster's writes) would push those out of the ring.
+func worthRecording(a *Attributes, t *trace, err error) bool {
+	if err != nil || a.Resource.Group == "" && a.Resource.Resource == "pods" && a.Subresource == "" {
+		return true
+	}
+	for _, d := range t.policies {
+		if d.Verdict != explorerv1.PolicySkipped {
+			return true
+		}
+	}
+	return false
 }
 
 // deniedBy is the policy whose verdict stopped the request: the last that denied, or
