@@ -116,6 +116,10 @@ func (c explorerCluster) NodeRecords(ctx context.Context, node string) ([]explor
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", node, err)
 	}
+	if resp.StatusCode == http.StatusNotFound {
+		// A kubelet that keeps no records (a hollow node, an older kubelet): none to show.
+		return nil, nil
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("node %s: kubelet answered %s", node, resp.Status)
 	}
