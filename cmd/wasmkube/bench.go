@@ -165,6 +165,9 @@ func runSchedBench(out io.Writer, o schedBenchOptions) error {
 	if o.output != "text" && o.output != "json" {
 		return fmt.Errorf("bench scheduler: --output %q: must be text or json", o.output)
 	}
+	if o.shape == "" {
+		o.shape = shapePlain
+	}
 	switch o.shape {
 	case shapePlain, shapeBasic:
 		if o.initialPods < 0 {
