@@ -337,19 +337,20 @@ func (p *Profile) Args(plugin string) json.RawMessage {
 
 // DefaultPlugins is, per extension point, the default plugins in order with their
 // weights (Score only), as upstream's defaults (ImageLocality, the volume limit/zone
-// plugins and DRA aside, which need node agents that report images and volumes;
-// VolumeBinding is in, for local-path claims).
+// plugins and DRA allocation aside, which need node agents that report images, volumes
+// and devices; VolumeBinding is in, for local-path claims, and DynamicResources, which
+// admits only pods whose ResourceClaims are already allocated).
 func DefaultPlugins() map[string][]Plugin {
 	return map[string][]Plugin{
-		PreFilter:  {{Name: "NodeAffinity"}, {Name: "NodePorts"}, {Name: "NodeResourcesFit"}, {Name: "VolumeBinding"}, {Name: "PodTopologySpread"}, {Name: "InterPodAffinity"}, {Name: "GangScheduling"}},
-		Filter:     {{Name: "NodeUnschedulable"}, {Name: "NodeName"}, {Name: "TaintToleration"}, {Name: "NodeAffinity"}, {Name: "NodePorts"}, {Name: "NodeResourcesFit"}, {Name: "VolumeBinding"}, {Name: "PodTopologySpread"}, {Name: "InterPodAffinity"}},
+		PreFilter:  {{Name: "NodeAffinity"}, {Name: "NodePorts"}, {Name: "NodeResourcesFit"}, {Name: "VolumeBinding"}, {Name: "DynamicResources"}, {Name: "PodTopologySpread"}, {Name: "InterPodAffinity"}, {Name: "GangScheduling"}},
+		Filter:     {{Name: "NodeUnschedulable"}, {Name: "NodeName"}, {Name: "TaintToleration"}, {Name: "NodeAffinity"}, {Name: "NodePorts"}, {Name: "NodeResourcesFit"}, {Name: "VolumeBinding"}, {Name: "DynamicResources"}, {Name: "PodTopologySpread"}, {Name: "InterPodAffinity"}},
 		PostFilter: {{Name: "DefaultPreemption"}},
 		PreScore:   {{Name: "TaintToleration"}, {Name: "NodeAffinity"}, {Name: "NodeResourcesFit"}, {Name: "PodTopologySpread"}, {Name: "InterPodAffinity"}, {Name: "NodeResourcesBalancedAllocation"}},
 		Score: {{Name: "TaintToleration", Weight: 3}, {Name: "NodeAffinity", Weight: 2}, {Name: "NodeResourcesFit", Weight: 1},
 			{Name: "PodTopologySpread", Weight: 2}, {Name: "InterPodAffinity", Weight: 2}, {Name: "NodeResourcesBalancedAllocation", Weight: 1}},
 		Reserve: {{Name: "GangScheduling"}},
 		Permit:  {{Name: "GangScheduling"}},
-		PreBind: {{Name: "VolumeBinding"}},
+		PreBind: {{Name: "VolumeBinding"}, {Name: "DynamicResources"}},
 		Bind:    {{Name: "DefaultBinder"}},
 	}
 }
