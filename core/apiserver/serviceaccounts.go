@@ -226,3 +226,37 @@ func (s *Server) seedServiceAccounts(ctx context.Context, namespaces ...string) 
 	}
 	return nil
 }
+
+// seedExtensionAuthentication publishes kube-system/extension-apiserver-authentication, the
+// ConfigMap in which upstream's API server tells the components that delegate
+// authentication to it (kube-scheduler, kube-controller-manager, aggregated API servers)
+// which CA signs the client certificates it trusts (client-ca-file). Without it their
+// delegating authenticators log a lookup error every few seconds. It is rewritten at each
+// start (the CA may have been rotated) as an Update by kube-apiserver; no request-header
+// keys are published, since wasmkube has no authenticating front proxy.
+func (s *Server) seedExtensionAuthentication(ctx context.Context) error {
+	cms := s.stores[corev1.SchemeGroupVersion.WithResource("configmaps")]
+	const name = "extension-apiserver-authentication"
+	data := map[string]string{"client-ca-file": string(s.pki.CAPEM)}
+	key := cms.Key(metav1.NamespaceSystem, name)
+	_, err := cms.Storage.GuaranteedUpdate(ctx, key, nil, func(cur runtime.Object) (runtime.Object, error) {
+		if cur.(*corev1.ConfigMap).Data["client-ca-file"] == data["client-ca-file"] {
+			return cur, nil
+		}
+		next := cur.DeepCopyObject().(*corev1.ConfigMap)
+		next.Data = data
+		return cms.TrackServerWrite(registry.ServerManager, cur, next), nil
+	})
+	if errors.Is(err, storage.ErrNotFound) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceSystem}, Data: data}
+		cms.PrepareForCreate(cm, metav1.Now())
+		_, err = cms.Storage.Create(ctx, key, cms.TrackServerWrite(registry.ServerManager, nil, cm))
+		if errors.Is(err, storage.ErrAlreadyExists) {
+			err = nil // another server made it at the same moment
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("apiserver: configmap %s/%s: %w", metav1.NamespaceSystem, name, err)
+	}
+	return nil
+}

@@ -192,6 +192,9 @@ func (s *Server) seed(ctx context.Context) error {
 	if err := s.seedServiceAccounts(ctx); err != nil {
 		return err
 	}
+	if err := s.seedExtensionAuthentication(ctx); err != nil { // serviceaccounts.go
+		return err
+	}
 	if err := s.seedPriorityClasses(ctx); err != nil {
 		return err
 	}
