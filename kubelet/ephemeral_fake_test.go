@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/wasmkube/wasmkube/core/apiserver/apiservertest"
 	"github.com/wasmkube/wasmkube/kubelet"
@@ -56,13 +57,22 @@ func TestEphemeralContainersOnFakeRuntime(t *testing.T) {
 		cs := containerStatus(p, "app")
 		return cs != nil && cs.State.Running != nil
 	})
-	add := func(p *v1.Pod, name, target string) *v1.Pod {
+	// add adds an ephemeral container as kubectl debug does; the kubelet writes the pod's
+	// status meanwhile, so a conflict reads the pod again.
+	add := func(_ *v1.Pod, name, target string) *v1.Pod {
 		t.Helper()
-		p = p.DeepCopy()
-		p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, v1.EphemeralContainer{
-			EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: name, Image: "busybox", TerminationMessagePolicy: v1.TerminationMessageReadFile},
-			TargetContainerName:      target})
-		out, err := pods.UpdateEphemeralContainers(ctx, "p", p, metav1.UpdateOptions{})
+		var out *v1.Pod
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			p, err := pods.Get(ctx, "p", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, v1.EphemeralContainer{
+				EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: name, Image: "busybox", TerminationMessagePolicy: v1.TerminationMessageReadFile},
+				TargetContainerName:      target})
+			out, err = pods.UpdateEphemeralContainers(ctx, "p", p, metav1.UpdateOptions{})
+			return err
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	containerd "github.com/containerd/containerd/v2/client"
 	ctrdimages "github.com/containerd/containerd/v2/core/images"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -220,6 +221,29 @@ func TestWarmSandboxClaimedByPod(t *testing.T) {
 	for id, w := range after {
 		if err := syscall.Kill(int(w.pid), syscall.SIGKILL); err != nil {
 			t.Fatalf("kill pause of %s: %v", id, err)
+		}
+	}
+	// Dead as containerd knows it: a claim in the instant before containerd has seen the
+	// exit finds a running task (and the kubelet replaces that sandbox later), which is not
+	// what this step checks.
+	for id := range after {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			c, err := rt.Client().LoadContainer(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			task, err := c.Task(ctx, nil)
+			if err != nil {
+				break // no task: dead
+			}
+			if st, err := task.Status(ctx); err == nil && st.Status != containerd.Running {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("containerd still runs the killed pause of %s", id)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 	}
 	late := &v1.Pod{
