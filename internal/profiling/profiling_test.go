@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,6 +69,17 @@ func TestProfilingIsAuthorized(t *testing.T) {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
+	}
+	// The grants reach the authorizer through its informers: wait until both are in force.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		bob, _ := get(apiClient, srv.URL+"/debug/pprof/", "bob-token")
+		carol, _ := get(http.DefaultClient, kubelet.URL+"/debug/pprof/", "carol-token")
+		if bob == 200 && carol == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("grants not in force after 30 s: bob %d, carol %d", bob, carol)
+		}
 	}
 	for _, tc := range []struct {
 		where string
