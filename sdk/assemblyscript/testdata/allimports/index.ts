@@ -5,7 +5,7 @@
 // test can check the parser.
 import {
   ClusterEvent, EVENT_ADD, QUEUE, SKIP_EVENT, allowWaiting, podUID, registerEvent, rejectWaiting,
-  runEvents, runHint, runNodeNotice, runNodePoint, sharedAdd, sharedGet, wait, waitingPods,
+  runEvents, runHint, runNodeNotice, runNodePoint, sharedAdd, sharedGet, signFragment, wait, waitingPods,
   Container, JSONKind, JSONValue, Node, Nodes, Pod, Request, Scores, Status, args, log, nominate,
   normalizeMinMax, parseJSON, restrictTo, runFilter, runInit, runMutate, runNormalizeScore,
   runPostfilter, runPrefilter, runPreStop, runPrescore, runProbe, runScore, runValidate, state,
@@ -99,3 +99,4 @@ export function wasmkube_prebind(): i32 { return runNodePoint(reserve); }
 export function wasmkube_postbind(): i32 { return runNodeNotice(unreserve); }
 export function wasmkube_events(): i32 { return runEvents(events); }
 export function wasmkube_queueing_hint(): i32 { return runHint(hint); }
+export function wasmkube_sign(): i32 { signFragment("requests", "100m"); return 0; }

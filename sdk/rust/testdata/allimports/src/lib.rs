@@ -179,3 +179,9 @@ wasmkube::export_prebind!(prebind);
 wasmkube::export_postbind!(postbind);
 wasmkube::export_events!(events);
 wasmkube::export_queueing_hint!(hint);
+
+#[export_name = "wasmkube_sign"]
+pub extern "C" fn sign() -> i32 {
+    binding::sign_fragment("requests", "100m");
+    0
+}
