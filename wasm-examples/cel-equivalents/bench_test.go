@@ -40,19 +40,7 @@ func BenchmarkPolicySets(b *testing.B) {
 		plugins func(b *testing.B) []admission.Plugin
 	}{
 		{"none", func(*testing.B) []admission.Plugin { return nil }},
-		{"wasm", func(b *testing.B) []admission.Plugin {
-			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			h, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{admitwasm.Extension}, CacheDir: filepath.Join(dir, "wasm-cache"), Logger: log})
-			if err != nil {
-				b.Fatal(err)
-			}
-			pol, err := admitwasm.New(context.Background(), admitwasm.Options{Host: h, ConfigFile: file, Logger: log})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { pol.Close(context.Background()) })
-			return []admission.Plugin{pol}
-		}},
+		{"wasm", func(b *testing.B) []admission.Plugin { return wasmPolicies(b, dir, file, 4) }},
 		{"cel", func(b *testing.B) []admission.Plugin {
 			return []admission.Plugin{celpolicy.New(celpolicy.Config{Source: celpolicy.Static(CELSet(b)), Default: defaults.Default})}
 		}},
@@ -65,6 +53,25 @@ func BenchmarkPolicySets(b *testing.B) {
 			})
 		}
 	}
+}
+
+// wasmPolicies loads the wasm admission policies of the config file (want of them) into
+// a host caching compiled modules under dir, closed when the benchmark ends.
+func wasmPolicies(b *testing.B, dir, file string, want int) []admission.Plugin {
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	h, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{admitwasm.Extension}, CacheDir: filepath.Join(dir, "wasm-cache"), Logger: log})
+	if err != nil {
+		b.Fatal(err)
+	}
+	pol, err := admitwasm.New(context.Background(), admitwasm.Options{Host: h, ConfigFile: file, Logger: log})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if n := len(pol.InForce()); n != want {
+		b.Fatalf("%d wasm policies loaded, want %d", n, want)
+	}
+	b.Cleanup(func() { pol.Close(context.Background()) })
+	return []admission.Plugin{pol}
 }
 
 // createPods creates b.N admitted pods from clients goroutines and reports the figures.

@@ -1,10 +1,8 @@
 package celequivalents_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,7 +10,6 @@ import (
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
 	"github.com/wasmkube/wasmkube/core/apiserver/apiservertest"
 	"github.com/wasmkube/wasmkube/plugins/admitwasm"
-	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 )
 
 // BenchmarkCreateLatencyGrid is Kyverno's published grid run our way: pod creates at 10,
@@ -34,22 +31,7 @@ func BenchmarkCreateLatencyGrid(b *testing.B) {
 		plugins func(b *testing.B) []admission.Plugin
 	}{
 		{"none", func(*testing.B) []admission.Plugin { return nil }},
-		{"wasm16", func(b *testing.B) []admission.Plugin {
-			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			h, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{admitwasm.Extension}, CacheDir: filepath.Join(dir, "wasm-cache"), Logger: log})
-			if err != nil {
-				b.Fatal(err)
-			}
-			pol, err := admitwasm.New(context.Background(), admitwasm.Options{Host: h, ConfigFile: file, Logger: log})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if n := len(pol.InForce()); n != 16 {
-				b.Fatalf("%d wasm policies loaded, want 16", n)
-			}
-			b.Cleanup(func() { pol.Close(context.Background()) })
-			return []admission.Plugin{pol}
-		}},
+		{"wasm16", func(b *testing.B) []admission.Plugin { return wasmPolicies(b, dir, file, 16) }},
 	}
 	for _, clients := range []int{10, 50, 200, 500} {
 		for _, set := range sets {
