@@ -16,6 +16,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	policyv1alpha1 "github.com/wasmkube/wasmkube/core/apis/policy/v1alpha1"
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
 	"github.com/wasmkube/wasmkube/core/apiserver/registry"
 )
@@ -39,7 +40,8 @@ func (z *Authorizer) Start(ctx, bg context.Context, stores map[schema.GroupVersi
 	}
 	agg := &aggregator{z: z, clusterRoles: stores[clusterRolesGVR], log: log, kick: make(chan struct{}, 1)}
 	z.rbac = newRBACAuthorizer(bg, stores, agg.trigger)
-	z.node = newNodeGraph(bg, stores[corev1.SchemeGroupVersion.WithResource("pods")])
+	z.node = newNodeGraph(bg, stores[corev1.SchemeGroupVersion.WithResource("pods")], stores[corev1.SchemeGroupVersion.WithResource("nodes")],
+		stores[policyv1alpha1.SchemeGroupVersion.WithResource("wasmpolicies")])
 	go agg.run(bg)
 	agg.trigger()
 	return nil

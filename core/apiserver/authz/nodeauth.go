@@ -21,7 +21,8 @@ import (
 // The node authorizer, as upstream's plugin/pkg/auth/authorizer/node: a kubelet
 // (user system:node:<name>, group system:nodes) may read a Secret, ConfigMap,
 // PersistentVolumeClaim or ServiceAccount only when a pod bound to its node references
-// it, and may read pods only when they are bound to it (a list or watch of pods must ask
+// it (or, for a Secret, when a kubelet WasmPolicy that selects the node names it in its
+// imagePullSecrets: nodeauth_wasmpolicy.go), and may read pods only when they are bound to it (a list or watch of pods must ask
 // for spec.nodeName=<name>, as upstream's AuthorizeNodeWithSelectors). Everything else a
 // node may do is the fixed rule set nodeRules (upstream's system:node role); which object
 // it may write (its own Node and Lease, its pods' status) is NodeRestriction admission's.
@@ -181,6 +182,9 @@ func podRefs(p *corev1.Pod) []refKey {
 // nodeGraph is which node each pod is bound to and what the pods of each node reference.
 type nodeGraph struct {
 	podStore *registry.Store
+	// policies are the edges from kubelet WasmPolicies to their imagePullSecrets
+	// (nodeauth_wasmpolicy.go).
+	policies *policyEdges
 	mu       sync.RWMutex
 	podOf    map[string]podEntry       // pod key -> its node and references
 	refs     map[refKey]map[string]int // object -> node -> how many of its pods reference it
@@ -193,8 +197,8 @@ type podEntry struct {
 	refs []refKey
 }
 
-func newNodeGraph(ctx context.Context, pods *registry.Store) *nodeGraph {
-	g := &nodeGraph{podStore: pods, synced: make(chan struct{})}
+func newNodeGraph(ctx context.Context, pods, nodes, policies *registry.Store) *nodeGraph {
+	g := &nodeGraph{podStore: pods, policies: newPolicyEdges(ctx, nodes, policies), synced: make(chan struct{})}
 	go g.run(ctx)
 	return g
 }
@@ -376,6 +380,15 @@ func (g *nodeGraph) authorizeRef(ctx context.Context, node string, kind refKind,
 	}
 	if g.references(ctx, node, refKey{kind, a.Namespace, a.Name}) {
 		return true, ""
+	}
+	if kind == refSecret {
+		ok, why := g.policies.pullSecret(ctx, node, a.Namespace, a.Name)
+		if ok {
+			return true, ""
+		}
+		if why != "" {
+			return false, fmt.Sprintf("no relationship found between node %q and this object: %s", node, why)
+		}
 	}
 	return false, fmt.Sprintf("no relationship found between node %q and this object", node)
 }
