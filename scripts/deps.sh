@@ -47,8 +47,8 @@ done
 
 # helm, for the tests that install a chart (issue 14: helm keeps releases in Secrets and
 # `helm create`'s chart has a ServiceAccount). Built from its Go module, pinned, into bin/.
-# A go-installed helm reports only major.minor (v3.22), hence the match on that.
-HELM_VERSION=v3.22.0
+# A go-installed helm reports only major.minor (v3.21), hence the match on that.
+HELM_VERSION=v3.21.4
 if [ ! -x bin/helm ] || ! bin/helm version --short 2>/dev/null | grep -q "^${HELM_VERSION%.*}"; then
   echo "deps: go install helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
   mkdir -p bin
