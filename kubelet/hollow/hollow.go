@@ -33,6 +33,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/wasmkube/wasmkube/internal/kubeclient"
+	"github.com/wasmkube/wasmkube/plugins/wasmpolicy/report"
 )
 
 // Options configure the hollow nodes.
@@ -63,6 +64,10 @@ type Options struct {
 	// pod uses (default AnnotationUsage), for metrics.k8s.io and the HPA (stats.go).
 	ServeStats bool
 	Usage      UsageFunc
+	// Policies, when set, make every node load the WasmPolicies of the kubelet hooks that
+	// select it and report on them (policies.go); nil: the nodes load none, and the
+	// WasmPolicy roll-up does not count them.
+	Policies *PolicyOptions
 }
 
 // Allocatable of every hollow node.
@@ -194,10 +199,20 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		return err
 	}
 	n.log.Info("hollow nodes registered", "count", opts.Count, "prefix", opts.Prefix)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	if opts.Policies != nil {
+		if err := n.runPolicies(ctx, cfg, &wg); err != nil {
+			cancel()
+			wg.Wait()
+			return err
+		}
+		n.log.Info("hollow nodes load WasmPolicies", "count", opts.Count)
+	}
 	if opts.Ready != nil {
 		close(opts.Ready)
 	}
-	var wg sync.WaitGroup
 	wg.Add(3)
 	go func() { defer wg.Done(); n.heartbeat(ctx, opts.LeaseInterval, n.renewLease) }()
 	go func() { defer wg.Done(); n.heartbeat(ctx, opts.StatusInterval, n.postStatus) }()
@@ -227,6 +242,11 @@ func (n *nodes) registerOne(ctx context.Context, client kubernetes.Interface, i 
 	if n.stats != nil {
 		n.stats.address(node, i)
 	}
+	loads := ""
+	if n.opts.Policies != nil {
+		loads = "true"
+		node.Annotations = map[string]string{report.LoadsPoliciesAnnotation: loads}
+	}
 	created, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	fresh := err == nil
 	if apierrors.IsAlreadyExists(err) {
@@ -234,6 +254,20 @@ func (n *nodes) registerOne(ctx context.Context, client kubernetes.Interface, i 
 		cur, gerr := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
 		if gerr != nil {
 			return fmt.Errorf("hollow node %s: %w", node.Name, gerr)
+		}
+		if cur.Annotations[report.LoadsPoliciesAnnotation] != loads {
+			// Started with or without policies this time: the roll-up must know.
+			if loads == "" {
+				delete(cur.Annotations, report.LoadsPoliciesAnnotation)
+			} else {
+				if cur.Annotations == nil {
+					cur.Annotations = map[string]string{}
+				}
+				cur.Annotations[report.LoadsPoliciesAnnotation] = loads
+			}
+			if cur, gerr = client.CoreV1().Nodes().Update(ctx, cur, metav1.UpdateOptions{}); gerr != nil {
+				return fmt.Errorf("hollow node %s: %w", node.Name, gerr)
+			}
 		}
 		n.setUID(i, cur.UID)
 		cur.Status = node.Status

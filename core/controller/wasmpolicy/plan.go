@@ -44,7 +44,7 @@ type Target struct {
 }
 
 // Targets are the live components that should load p, sorted: for a kubelet hook the
-// Ready Nodes its nodeSelector matches (not hollow ones); for an admission hook the API servers, for a
+// Ready Nodes its nodeSelector matches (not hollow ones that load no policies); for an admission hook the API servers, for a
 // scheduler hook the schedulers running its profile, each by an identity Lease held at
 // now (report.Heartbeat). next is when the earliest of those Leases runs out (zero: none),
 // when the set must be computed again.
@@ -61,7 +61,9 @@ func Targets(p *policyv1alpha1.WasmPolicy, nodes []*corev1.Node, leases []*coord
 			sel = s
 		}
 		for _, n := range nodes {
-			if nodeReady(n) && n.Labels[HollowLabel] != "true" && sel.Matches(labels.Set(n.Labels)) {
+			// A hollow node loads no policy unless it says it does (hollow-nodes --load-policies).
+			idle := n.Labels[HollowLabel] == "true" && n.Annotations[report.LoadsPoliciesAnnotation] != "true"
+			if nodeReady(n) && !idle && sel.Matches(labels.Set(n.Labels)) {
 				ts = append(ts, Target{Component: comp, Name: n.Name})
 			}
 		}

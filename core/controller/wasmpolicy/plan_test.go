@@ -38,7 +38,8 @@ func lease(comp, holder string, renewed time.Time, profiles string) *coordinatio
 func TestTargets(t *testing.T) {
 	now := time.Date(2026, 12, 6, 4, 0, 0, 0, time.UTC)
 	nodes := []*corev1.Node{node("a", true, map[string]string{"disk": "ssd"}), node("b", true, nil), node("c", false, map[string]string{"disk": "ssd"}),
-		node("h", true, map[string]string{"disk": "ssd", HollowLabel: "true"})}
+		node("h", true, map[string]string{"disk": "ssd", HollowLabel: "true"}), node("hp", true, map[string]string{"disk": "ssd", HollowLabel: "true"})}
+	nodes[4].Annotations = map[string]string{report.LoadsPoliciesAnnotation: "true"} // a hollow node that loads policies
 	leases := []*coordinationv1.Lease{
 		lease("apiserver", "api-1", now.Add(-10*time.Second), ""),
 		lease("apiserver", "api-2", now.Add(-time.Minute), ""), // expired: gone
@@ -55,7 +56,7 @@ func TestTargets(t *testing.T) {
 		p    *policyv1alpha1.WasmPolicy
 		want string
 	}{
-		{probe, "kubelet/a"}, // b does not match, c is not Ready, h is simulated
+		{probe, "kubelet/a kubelet/hp"}, // b does not match, c is not Ready, h is simulated and loads none
 		{validate, "apiserver/api-1"},
 		{score, "scheduler/s-1 scheduler/s-2"},
 		{filter, "scheduler/s-1"}, // default-scheduler

@@ -34,6 +34,12 @@ const (
 	ComponentLabel = "policy.wasmkube.io/component"
 )
 
+// LoadsPoliciesAnnotation ("true") marks a hollow Node (label wasmkube.io/hollow=true)
+// whose simulated kubelet loads the kubelet WasmPolicies and reports on them
+// (kubelet/hollow, Options.Policies): the roll-up counts it as a target like a real
+// kubelet. A hollow node without it loads nothing and is no policy's target.
+const LoadsPoliciesAnnotation = "policy.wasmkube.io/loads-policies"
+
 // Resources of the policy group, for the dynamic client.
 var (
 	PoliciesResource = policyv1alpha1.SchemeGroupVersion.WithResource("wasmpolicies")
