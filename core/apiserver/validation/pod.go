@@ -77,6 +77,7 @@ func validatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList 
 	allErrs = append(allErrs, validateOptionalName(spec.Hostname, utilvalidation.IsDNS1123Label, fldPath.Child("hostname"))...)
 	allErrs = append(allErrs, validateOptionalName(spec.Subdomain, utilvalidation.IsDNS1123Label, fldPath.Child("subdomain"))...)
 	allErrs = append(allErrs, validateOptionalName(spec.PriorityClassName, utilvalidation.IsDNS1123Subdomain, fldPath.Child("priorityClassName"))...)
+	allErrs = append(allErrs, validatePodSchedulingGroup(spec.SchedulingGroup, fldPath.Child("schedulingGroup"))...)
 	if spec.PreemptionPolicy != nil && !slices.Contains(supportedPreemptionPolicies, string(*spec.PreemptionPolicy)) {
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("preemptionPolicy"), *spec.PreemptionPolicy, supportedPreemptionPolicies))
 	}

@@ -3,6 +3,7 @@ package validation
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -27,6 +28,12 @@ func validateScheduling(obj runtime.Object) (field.ErrorList, bool) {
 	return nil, false
 }
 
+// validateSchedulingUpdate adds the update rules of upstream's declarative tags
+// (+k8s:immutable, +k8s:update=NoSet/NoUnset/NoAddItem/NoRemoveItem), with the messages of
+// k8s.io/apimachinery/pkg/api/validate: a PodGroup's policy kind, workload reference and
+// placement fields are fixed, its gang.minCount may change (workload scaling); a
+// Workload's templates may not be added or removed, and within each only gang.minCount may
+// change.
 func validateSchedulingUpdate(obj, old runtime.Object) (field.ErrorList, bool) {
 	errs, ok := validateScheduling(obj)
 	if !ok {
@@ -36,27 +43,82 @@ func validateSchedulingUpdate(obj, old runtime.Object) (field.ErrorList, bool) {
 	case *schedulingv1beta1.Workload:
 		ow := old.(*schedulingv1beta1.Workload)
 		errs = append(errs, metaUpdate(&o.ObjectMeta, &ow.ObjectMeta)...)
-		if !apiequality.Semantic.DeepEqual(o.Spec.PodGroupTemplates, ow.Spec.PodGroupTemplates) {
-			errs = append(errs, field.Invalid(field.NewPath("spec", "podGroupTemplates"), "", "field is immutable"))
-		}
-		if !apiequality.Semantic.DeepEqual(o.Spec.ControllerRef, ow.Spec.ControllerRef) {
-			errs = append(errs, field.Invalid(field.NewPath("spec", "controllerRef"), "", "field is immutable"))
+		p := field.NewPath("spec")
+		errs = append(errs, immutable(p.Child("controllerRef"), o.Spec.ControllerRef, ow.Spec.ControllerRef)...)
+		errs = append(errs, templatesUpdate(o.Spec.PodGroupTemplates, ow.Spec.PodGroupTemplates, p.Child("podGroupTemplates"))...)
+		if (len(o.Spec.CompositePodGroupTemplates) > 0 || len(ow.Spec.CompositePodGroupTemplates) > 0) &&
+			!apiequality.Semantic.DeepEqual(o.Spec.CompositePodGroupTemplates, ow.Spec.CompositePodGroupTemplates) {
+			errs = append(errs, field.Invalid(p.Child("compositePodGroupTemplates"), nil, "field is immutable"))
 		}
 	case *schedulingv1beta1.PodGroup:
 		op := old.(*schedulingv1beta1.PodGroup)
 		errs = append(errs, metaUpdate(&o.ObjectMeta, &op.ObjectMeta)...)
-		p := field.NewPath("spec", "schedulingPolicy")
-		if (o.Spec.SchedulingPolicy.Gang == nil) != (op.Spec.SchedulingPolicy.Gang == nil) {
-			errs = append(errs, field.Forbidden(p.Child("gang"), "may not be set or unset after creation"))
-		}
-		if (o.Spec.SchedulingPolicy.Basic == nil) != (op.Spec.SchedulingPolicy.Basic == nil) {
-			errs = append(errs, field.Forbidden(p.Child("basic"), "may not be set or unset after creation"))
-		}
-		if !apiequality.Semantic.DeepEqual(o.Spec.WorkloadRef, op.Spec.WorkloadRef) {
-			errs = append(errs, field.Invalid(field.NewPath("spec", "workloadRef"), "", "field is immutable"))
-		}
+		p := field.NewPath("spec")
+		n, w := &o.Spec, &op.Spec
+		errs = append(errs, policyUpdate(&n.SchedulingPolicy, &w.SchedulingPolicy, p.Child("schedulingPolicy"))...)
+		errs = append(errs, immutable(p.Child("workloadRef"), n.WorkloadRef, w.WorkloadRef)...)
+		errs = append(errs, immutable(p.Child("parentCompositePodGroupName"), n.ParentCompositePodGroupName, w.ParentCompositePodGroupName)...)
+		errs = append(errs, immutable(p.Child("schedulingConstraints"), n.SchedulingConstraints, w.SchedulingConstraints)...)
+		errs = append(errs, immutable(p.Child("resourceClaims"), n.ResourceClaims, w.ResourceClaims)...)
+		errs = append(errs, immutable(p.Child("disruptionMode"), n.DisruptionMode, w.DisruptionMode)...)
+		errs = append(errs, immutable(p.Child("priorityClassName"), n.PriorityClassName, w.PriorityClassName)...)
+		errs = append(errs, immutable(p.Child("priority"), n.Priority, w.Priority)...)
+		errs = append(errs, immutable(p.Child("preemptionPolicy"), n.PreemptionPolicy, w.PreemptionPolicy)...)
 	}
 	return errs, true
+}
+
+// immutable is +k8s:immutable: any change of the value is refused.
+func immutable[T any](p *field.Path, value, old T) field.ErrorList {
+	if apiequality.Semantic.DeepEqual(value, old) {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(p, nil, "field is immutable")}
+}
+
+// policyUpdate: basic is immutable; gang may be neither set nor cleared, but its minCount
+// may change.
+func policyUpdate(n, o *schedulingv1beta1.PodGroupSchedulingPolicy, p *field.Path) field.ErrorList {
+	errs := immutable(p.Child("basic"), n.Basic, o.Basic)
+	switch {
+	case o.Gang == nil && n.Gang != nil:
+		errs = append(errs, field.Invalid(p.Child("gang"), nil, "field cannot be set once created"))
+	case o.Gang != nil && n.Gang == nil:
+		errs = append(errs, field.Invalid(p.Child("gang"), nil, "field cannot be cleared once set"))
+	}
+	return errs
+}
+
+// templatesUpdate: templates are matched by name (a renamed one is removed and another
+// added); none may be added or removed, and each keeps all but its gang.minCount.
+func templatesUpdate(n, o []schedulingv1beta1.PodGroupTemplate, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	old := map[string]*schedulingv1beta1.PodGroupTemplate{}
+	for i := range o {
+		old[o[i].Name] = &o[i]
+	}
+	kept := 0
+	for i := range n {
+		t := &n[i]
+		ot, ok := old[t.Name]
+		if !ok {
+			errs = append(errs, field.Forbidden(p.Index(i), "item may not be added"))
+			continue
+		}
+		kept++
+		ip := p.Index(i)
+		errs = append(errs, policyUpdate(&t.SchedulingPolicy, &ot.SchedulingPolicy, ip.Child("schedulingPolicy"))...)
+		errs = append(errs, immutable(ip.Child("schedulingConstraints"), t.SchedulingConstraints, ot.SchedulingConstraints)...)
+		errs = append(errs, immutable(ip.Child("resourceClaims"), t.ResourceClaims, ot.ResourceClaims)...)
+		errs = append(errs, immutable(ip.Child("disruptionMode"), t.DisruptionMode, ot.DisruptionMode)...)
+		errs = append(errs, immutable(ip.Child("priorityClassName"), t.PriorityClassName, ot.PriorityClassName)...)
+		errs = append(errs, immutable(ip.Child("priority"), t.Priority, ot.Priority)...)
+		errs = append(errs, immutable(ip.Child("preemptionPolicy"), t.PreemptionPolicy, ot.PreemptionPolicy)...)
+	}
+	if kept < len(o) {
+		errs = append(errs, field.Forbidden(p, "item may not be removed"))
+	}
+	return errs
 }
 
 func validateWorkloadSpec(s *schedulingv1beta1.WorkloadSpec, p *field.Path) field.ErrorList {
@@ -119,6 +181,24 @@ func validateSchedulingPolicy(s *schedulingv1beta1.PodGroupSchedulingPolicy, p *
 	}
 	if s.Gang != nil && s.Gang.MinCount < 1 {
 		errs = append(errs, field.Invalid(p.Child("gang", "minCount"), s.Gang.MinCount, fmt.Sprintf("must be greater than or equal to %d", 1)))
+	}
+	return errs
+}
+
+// validatePodSchedulingGroup is a pod's spec.schedulingGroup: a union of one member,
+// podGroupName, a DNS subdomain (the PodGroup need not exist yet). The field is immutable
+// after creation: validatePodUpdate refuses a change with upstream's "pod updates may not
+// change fields other than ..." (upstream's scheduler assumes it never changes).
+func validatePodSchedulingGroup(g *corev1.PodSchedulingGroup, p *field.Path) field.ErrorList {
+	if g == nil {
+		return nil
+	}
+	if g.PodGroupName == nil {
+		return field.ErrorList{field.Invalid(p, "{}", "must specify one of: `podGroupName`")}
+	}
+	var errs field.ErrorList
+	for _, msg := range utilvalidation.IsDNS1123Subdomain(*g.PodGroupName) {
+		errs = append(errs, field.Invalid(p.Child("podGroupName"), *g.PodGroupName, msg))
 	}
 	return errs
 }
