@@ -21,6 +21,9 @@ var wasmPolicyColumns = []metav1.TableColumnDefinition{
 	{Name: "Digest", Type: "string", Description: "The module's digest, shortened to 12 hex digits (the whole one is status.digest)."},
 	ageColumn,
 	{Name: "Image", Type: "string", Priority: 1, Description: policyv1alpha1.ModuleSource{}.SwaggerDoc()["image"]},
+	{Name: "Rollout", Type: "string", Priority: 1, Description: policyv1alpha1.WasmPolicySpec{}.SwaggerDoc()["rollout"]},
+	{Name: "Resolved", Type: "string", Priority: 1, Description: "The generation status.digest was resolved for (image modules; <none> before, or for a file)."},
+	{Name: "Released", Type: "string", Priority: 1, Description: policyv1alpha1.WasmPolicyStatus{}.SwaggerDoc()["releasedGeneration"]},
 }
 
 func printWasmPolicy(obj runtime.Object, now time.Time) ([]any, []metav1.TableRowCondition, bool) {
@@ -44,7 +47,18 @@ func printWasmPolicy(obj runtime.Object, now time.Time) ([]any, []metav1.TableRo
 		src = "file:" + p.Spec.Module.File
 	}
 	ready := fmt.Sprintf("%d/%d", p.Status.ReadyComponents, p.Status.TargetedComponents)
-	return []any{p.Name, string(p.Spec.Hook), mode, ready, digest, age(p.CreationTimestamp, now), src}, nil, true
+	rollout := string(p.Spec.Rollout)
+	if rollout == "" {
+		rollout = string(policyv1alpha1.RolloutProgressive)
+	}
+	gen := func(g int64) string {
+		if g == 0 {
+			return "<none>"
+		}
+		return fmt.Sprint(g)
+	}
+	return []any{p.Name, string(p.Spec.Hook), mode, ready, digest, age(p.CreationTimestamp, now), src,
+		rollout, gen(p.Status.ResolvedGeneration), gen(p.Status.ReleasedGeneration)}, nil, true
 }
 
 func init() {

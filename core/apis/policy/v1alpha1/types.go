@@ -206,16 +206,32 @@ type Phase string
 const (
 	PhasePending  Phase = "Pending"
 	PhaseFetching Phase = "Fetching"
-	PhaseActive   Phase = "Active"
-	PhaseFailed   Phase = "Failed"
+	// PhaseStaged: rollout AllOrNothing: the component has the generation compiled,
+	// checked against the ABI and smoke-called, held out of force until the controller
+	// releases it (status.releasedGeneration); the last good revision stays in force.
+	PhaseStaged Phase = "Staged"
+	PhaseActive Phase = "Active"
+	PhaseFailed Phase = "Failed"
 )
 
 // WasmPolicyStatus is what the cluster made of the policy.
 type WasmPolicyStatus struct {
 	// ObservedGeneration is the generation the status speaks of.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Digest is the module's manifest digest (sha256:...) the image was resolved to.
+	// Digest is the module's digest: for an image, the manifest digest (sha256:...) the
+	// controller resolved spec.module.image to for ResolvedGeneration, which is what every
+	// component fetches; for a file, the sha256 of the bytes every component reports.
 	Digest string `json:"digest,omitempty"`
+	// ResolvedGeneration is the generation Digest was resolved for (image modules): a
+	// component loads generation G of an image only once ResolvedGeneration is G.
+	ResolvedGeneration int64 `json:"resolvedGeneration,omitempty"`
+	// ResolvedImage is the spec.module.image Digest was resolved from: a later generation
+	// with the same image keeps the digest without asking the registry again, unless its
+	// pullPolicy is Always.
+	ResolvedImage string `json:"resolvedImage,omitempty"`
+	// ReleasedGeneration (rollout AllOrNothing) is the last generation every targeted
+	// component reported Staged: the components put it in force when they see it.
+	ReleasedGeneration int64 `json:"releasedGeneration,omitempty"`
 	// ReadyComponents of TargetedComponents have the current generation Active.
 	ReadyComponents    int32 `json:"readyComponents,omitempty"`
 	TargetedComponents int32 `json:"targetedComponents,omitempty"`

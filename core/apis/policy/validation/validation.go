@@ -38,7 +38,7 @@ var (
 	actions     = sets.New("Deny", "Warn", "Audit")
 	schedPoints = sets.New("PreFilter", "Filter", "PostFilter", "PreScore", "Score")
 	nodeCaps    = sets.New("pod-network")
-	phases      = sets.New(policyv1alpha1.PhasePending, policyv1alpha1.PhaseFetching, policyv1alpha1.PhaseActive, policyv1alpha1.PhaseFailed)
+	phases      = sets.New(policyv1alpha1.PhasePending, policyv1alpha1.PhaseFetching, policyv1alpha1.PhaseStaged, policyv1alpha1.PhaseActive, policyv1alpha1.PhaseFailed)
 	sha256Hex   = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )
 
@@ -330,6 +330,12 @@ func ValidateStatus(s *policyv1alpha1.WasmPolicyStatus, fld *field.Path) field.E
 	}
 	if s.Revision < 0 {
 		errs = append(errs, field.Invalid(fld.Child("revision"), s.Revision, "must not be negative"))
+	}
+	if s.ResolvedGeneration < 0 {
+		errs = append(errs, field.Invalid(fld.Child("resolvedGeneration"), s.ResolvedGeneration, "must not be negative"))
+	}
+	if s.ReleasedGeneration < 0 {
+		errs = append(errs, field.Invalid(fld.Child("releasedGeneration"), s.ReleasedGeneration, "must not be negative"))
 	}
 	for i := range s.Components {
 		errs = append(errs, ValidateComponentStatus(&s.Components[i], fld.Child("components").Index(i))...)

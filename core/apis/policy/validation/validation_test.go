@@ -149,10 +149,16 @@ func TestDefaultPullPolicy(t *testing.T) {
 }
 
 func TestStatus(t *testing.T) {
-	s := &policyv1alpha1.WasmPolicyStatus{ReadyComponents: 2, TargetedComponents: 1, Digest: "md5:x",
-		Components: []policyv1alpha1.ComponentStatus{{Component: "proxy", Phase: "Running"}}}
+	s := &policyv1alpha1.WasmPolicyStatus{ReadyComponents: 2, TargetedComponents: 1, Digest: "md5:x", ResolvedGeneration: -1, ReleasedGeneration: -1,
+		Components: []policyv1alpha1.ComponentStatus{{Component: "proxy", Phase: "Running"}, {Name: "n", Component: "kubelet", Phase: policyv1alpha1.PhaseStaged}}}
 	errs := validation.ValidateStatus(s, field.NewPath("status"))
-	for _, f := range []string{"status.readyComponents", "status.digest", "status.components[0].name", "status.components[0].component", "status.components[0].phase"} {
+	for _, e := range errs {
+		if e.Field == "status.components[1].phase" {
+			t.Errorf("Staged refused: %v", e)
+		}
+	}
+	for _, f := range []string{"status.readyComponents", "status.digest", "status.resolvedGeneration", "status.releasedGeneration",
+		"status.components[0].name", "status.components[0].component", "status.components[0].phase"} {
 		found := false
 		for _, e := range errs {
 			found = found || e.Field == f
