@@ -181,20 +181,40 @@ func (c *client) remoteOptions(ctx context.Context) []remote.Option {
 // digest. A reference that already has a digest is returned as it is, without a request.
 // Nothing is cached: Pull remembers a tag's digest once its module is.
 func (s *Store) Resolve(ctx context.Context, ref string) (name.Digest, error) {
+	return s.client.resolve(ctx, ref)
+}
+
+// Resolver resolves tags to manifest digests and fetches nothing: the one place a
+// WasmPolicy's tag is resolved (the wasmpolicy controller), while every component fetches
+// by the digest it recorded.
+type Resolver struct{ *client }
+
+// NewResolver returns a Resolver with opts' Keychain, Insecure, Transport and
+// MaxManifestBytes (Dir and MaxModuleBytes are not used).
+func NewResolver(opts Options) *Resolver {
+	return &Resolver{newClient(opts.Keychain, opts.Insecure, opts.Transport, opts.MaxManifestBytes)}
+}
+
+// Resolve is Store.Resolve: one HEAD of ref's manifest, none for a reference by digest.
+func (r *Resolver) Resolve(ctx context.Context, ref string) (name.Digest, error) {
+	return r.client.resolve(ctx, ref)
+}
+
+func (c *client) resolve(ctx context.Context, ref string) (name.Digest, error) {
 	fail := func(err error) (name.Digest, error) { return name.Digest{}, &FetchError{Ref: ref, Err: err} }
-	r, err := s.ParseReference(ref)
+	r, err := c.ParseReference(ref)
 	if err != nil {
 		return fail(err)
 	}
 	if d, ok := r.(name.Digest); ok {
 		return d, nil
 	}
-	desc, err := remote.Head(r, s.remoteOptions(ctx)...)
+	desc, err := remote.Head(r, c.remoteOptions(ctx)...)
 	if err != nil {
 		return fail(err)
 	}
-	if desc.Size > s.opts.MaxManifestBytes {
-		return fail(&TooLargeError{What: "manifest " + desc.Digest.String(), Size: desc.Size, Limit: s.opts.MaxManifestBytes})
+	if desc.Size > c.maxManifest {
+		return fail(&TooLargeError{What: "manifest " + desc.Digest.String(), Size: desc.Size, Limit: c.maxManifest})
 	}
 	return r.Context().Digest(desc.Digest.String()), nil
 }
