@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -36,6 +37,10 @@ const (
 	ReasonConflict    = "NameConflict" // the file tier declares a policy of that name
 	ReasonInvalid     = "Invalid"      // the spec cannot be mapped onto the component's kind
 )
+
+// ReasonAwaitingDigest: Pending until the wasmpolicy controller has resolved the image's
+// tag for the current generation (status.resolvedGeneration).
+const ReasonAwaitingDigest = "AwaitingDigest"
 
 // Config configures a Loader.
 type Config struct {
@@ -78,9 +83,13 @@ type Loader struct {
 	nodeLbl map[string]string
 	nodeOK  bool
 
-	mu      sync.Mutex
-	state   map[string]*policyState // by policy name
+	mu    sync.Mutex
+	state map[string]*policyState // by policy name
+	// applied: the target was given a set; inForce is what that left in force per policy
+	// (a failed revision's last good one), staged the Key held per policy by a Stager.
 	applied bool
+	inForce map[string]*Policy
+	staged  map[string]string
 	synced  chan struct{}
 	once    sync.Once
 }
@@ -92,7 +101,8 @@ type policyState struct {
 	// cur is the fetched revision of the current generation (nil: not fetched yet, or the
 	// fetch failed: fetchErr, tried again after RetryInterval); loadErr the target's error
 	// for cur, which waits for the next change of the policy. good is the revision last
-	// put in force: what the target keeps while cur fails.
+	// put in force: what the target keeps while cur fails (and while cur is held out of
+	// force, Staged, for an AllOrNothing release).
 	cur       *Policy
 	fetchErr  error
 	fetchedAt time.Time
@@ -120,7 +130,8 @@ func New(cfg Config) (*Loader, error) {
 		return nil, err
 	}
 	return &Loader{cfg: cfg, log: cfg.Logger.With("component", cfg.Component, "tier", TierAPI), fetch: f,
-		kick: make(chan struct{}, 1), state: map[string]*policyState{}, synced: make(chan struct{})}, nil
+		kick: make(chan struct{}, 1), state: map[string]*policyState{}, inForce: map[string]*Policy{}, staged: map[string]string{},
+		synced: make(chan struct{})}, nil
 }
 
 // Trigger asks for a reconcile (the scheduler's profiles changed, say).
@@ -241,8 +252,7 @@ func (l *Loader) reconcile(ctx context.Context) (retry bool) {
 	defer l.mu.Unlock()
 	pl := l.placement()
 	seen := map[string]bool{}
-	changed := false
-	var set []*Policy
+	var set, stage []*Policy
 	for _, obj := range l.policies() {
 		if !pl.Selects(obj) {
 			continue
@@ -250,10 +260,7 @@ func (l *Loader) reconcile(ctx context.Context) (retry bool) {
 		seen[obj.Name] = true
 		st := l.state[obj.Name]
 		if st == nil || st.uid != obj.UID {
-			if st != nil {
-				changed = true // deleted and created again: its old revision goes
-			}
-			st = &policyState{uid: obj.UID}
+			st = &policyState{uid: obj.UID} // new, or deleted and created again: its old revision goes
 			l.state[obj.Name] = st
 		}
 		if st.generation != obj.Generation {
@@ -262,68 +269,126 @@ func (l *Loader) reconcile(ctx context.Context) (retry bool) {
 			l.observe(obj.Name, st, policyv1alpha1.PhasePending, "", "", "")
 		}
 		if st.cur == nil && (st.fetchErr == nil || time.Since(st.fetchedAt) >= l.cfg.RetryInterval) {
-			if l.fetchOne(ctx, obj, st) {
-				changed = true
+			if ref, ok := ModuleRef(obj); ok {
+				l.fetchOne(ctx, obj, st, ref)
+			} else {
+				l.observe(obj.Name, st, policyv1alpha1.PhasePending, "", ReasonAwaitingDigest,
+					fmt.Sprintf("waiting for the wasmpolicy controller to resolve %s to a digest for generation %d (status.resolvedGeneration)", obj.Spec.Module.Image, obj.Generation))
 			}
 		}
 		if st.fetchErr != nil {
 			retry = true
 		}
+		held := Held(obj)
 		switch {
-		case st.cur != nil && st.loadErr == nil:
+		case st.cur != nil && st.loadErr == nil && !held:
 			set = append(set, st.cur)
 		case st.good != nil:
 			set = append(set, st.good)
+		}
+		if st.cur != nil && st.loadErr == nil && held {
+			stage = append(stage, st.cur)
 		}
 	}
 	for name := range l.state {
 		if !seen[name] {
 			delete(l.state, name)
-			changed = true
 		}
 	}
-	if !changed && l.applied {
-		return retry
+	// Apply first, so that a release takes the load held for it before staging lets go of
+	// what it no longer lists.
+	if !l.applied || !samePolicies(set, l.inForce) {
+		l.apply(set)
 	}
+	l.stage(stage)
+	return retry
+}
+
+// apply hands set to the target and reports each current revision Active or Failed.
+func (l *Loader) apply(set []*Policy) {
 	errs := l.cfg.Target.ApplyPolicies(set)
 	l.applied = true
+	l.inForce = map[string]*Policy{}
 	for _, p := range set {
 		st := l.state[p.Name]
+		err := errs[p.Name]
 		if p != st.cur {
-			continue // the last good revision, kept while the current one fails (reported)
+			// The last good revision, kept while the current one fails or is held.
+			l.inForce[p.Name] = p
+			continue
 		}
-		if err := errs[p.Name]; err != nil {
+		if err != nil {
 			st.loadErr = err
+			if st.good != nil {
+				l.inForce[p.Name] = st.good // the target kept it
+			}
 			l.log.Warn("policy not loaded; the revision in force stays", "policy", p.Name, "generation", p.Generation, "err", err)
 			l.observe(p.Name, st, policyv1alpha1.PhaseFailed, p.Digest, reasonOf(err), err.Error())
 			continue
 		}
+		l.inForce[p.Name] = p
 		st.good = p
-		mode := p.Spec.Mode
-		if mode == "" {
-			mode = policyv1alpha1.ModeEnforce
-		}
-		l.observe(p.Name, st, policyv1alpha1.PhaseActive, p.Digest, "", fmt.Sprintf("in force in %s mode", mode))
+		l.observe(p.Name, st, policyv1alpha1.PhaseActive, p.Digest, "", fmt.Sprintf("in force in %s mode", modeOf(p)))
 	}
-	return retry
 }
 
-// fetchOne fetches obj's module into st.cur; false when it failed (reported).
-func (l *Loader) fetchOne(ctx context.Context, obj *policyv1alpha1.WasmPolicy, st *policyState) bool {
-	l.observe(obj.Name, st, policyv1alpha1.PhaseFetching, "", "", "")
-	hint := ""
-	if obj.Status.ObservedGeneration == obj.Generation && obj.Spec.Module.Image != "" {
-		hint = obj.Status.Digest // resolved centrally for this generation
+// stage has the target hold the policies of an AllOrNothing rollout that are not released
+// yet, and reports each Staged or Failed. The target is asked only when the list changed.
+func (l *Loader) stage(stage []*Policy) {
+	keys := make(map[string]string, len(stage))
+	for _, p := range stage {
+		keys[p.Name] = p.Key()
 	}
-	mod, digest, err := l.fetch.fetch(ctx, obj, hint)
+	var errs map[string]error
+	if stager, ok := l.cfg.Target.(Stager); ok && !maps.Equal(keys, l.staged) {
+		errs = stager.StagePolicies(stage)
+	}
+	for _, p := range stage {
+		st := l.state[p.Name]
+		if err := errs[p.Name]; err != nil {
+			st.loadErr = err
+			delete(keys, p.Name)
+			l.log.Warn("policy not staged; no component of the rollout switches to it", "policy", p.Name, "generation", p.Generation, "err", err)
+			l.observe(p.Name, st, policyv1alpha1.PhaseFailed, p.Digest, reasonOf(err), err.Error())
+			continue
+		}
+		l.observe(p.Name, st, policyv1alpha1.PhaseStaged, p.Digest, "",
+			fmt.Sprintf("loaded, held out of force until every targeted component has it (rollout %s); to run in %s mode", policyv1alpha1.RolloutAllOrNothing, modeOf(p)))
+	}
+	l.staged = keys
+}
+
+// samePolicies reports whether set is exactly what is in force.
+func samePolicies(set []*Policy, inForce map[string]*Policy) bool {
+	if len(set) != len(inForce) {
+		return false
+	}
+	for _, p := range set {
+		if inForce[p.Name] != p {
+			return false
+		}
+	}
+	return true
+}
+
+func modeOf(p *Policy) policyv1alpha1.Mode {
+	if p.Spec.Mode == "" {
+		return policyv1alpha1.ModeEnforce
+	}
+	return p.Spec.Mode
+}
+
+// fetchOne fetches obj's module (by ref, ModuleRef) into st.cur, reporting a failure.
+func (l *Loader) fetchOne(ctx context.Context, obj *policyv1alpha1.WasmPolicy, st *policyState, ref string) {
+	l.observe(obj.Name, st, policyv1alpha1.PhaseFetching, "", "", "")
+	mod, digest, err := l.fetch.fetch(ctx, obj, ref)
 	st.fetchedAt, st.fetchErr = time.Now(), err
 	if err != nil {
 		l.log.Warn("policy module not fetched; the revision in force stays", "policy", obj.Name, "generation", obj.Generation, "err", err)
 		l.observe(obj.Name, st, policyv1alpha1.PhaseFailed, "", ReasonFetchFailed, err.Error())
-		return false
+		return
 	}
 	st.cur = &Policy{Name: obj.Name, Generation: obj.Generation, Spec: *obj.Spec.DeepCopy(), Module: mod, Digest: digest}
-	return true
 }
 
 // reasonOf names a load error's cause by its type.

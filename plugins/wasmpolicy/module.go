@@ -8,7 +8,6 @@ import (
 	"os"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	policyv1alpha1 "github.com/wasmkube/wasmkube/core/apis/policy/v1alpha1"
@@ -48,9 +47,9 @@ func newFetcher(opts wasmoci.Options, client kubernetes.Interface) (*fetcher, er
 	return f, nil
 }
 
-// fetch resolves p's module. digestHint, when not empty, is the digest the policy's status
-// names for its current generation (resolved centrally): the image is fetched by it.
-func (f *fetcher) fetch(ctx context.Context, p *policyv1alpha1.WasmPolicy, digestHint string) (modulespec.Module, string, error) {
+// fetch reads p's module: its file, or its image by ref (ModuleRef: the digest the
+// controller resolved the tag to, the image's own digest, or the tag under pullPolicy Never).
+func (f *fetcher) fetch(ctx context.Context, p *policyv1alpha1.WasmPolicy, ref string) (modulespec.Module, string, error) {
 	src := p.Spec.Module
 	fail := func(err error) (modulespec.Module, string, error) {
 		return modulespec.Module{}, "", &FetchError{Policy: p.Name, Err: err}
@@ -78,14 +77,6 @@ func (f *fetcher) fetch(ctx context.Context, p *policyv1alpha1.WasmPolicy, diges
 		}
 		store = s
 	}
-	ref := src.Image
-	if digestHint != "" {
-		r, err := store.ParseReference(src.Image)
-		if err != nil {
-			return fail(err)
-		}
-		ref = r.Context().Digest(digestHint).String()
-	}
 	m, err := store.Pull(ctx, ref, wasmoci.PullPolicy(src.PullPolicy))
 	if err != nil {
 		return fail(err)
@@ -104,26 +95,7 @@ func (f *fetcher) storeWithSecrets(ctx context.Context, refs []corev1.SecretRefe
 	if f.client == nil {
 		return nil, fmt.Errorf("imagePullSecrets: this component has no API client to read them")
 	}
-	var data [][]byte
-	for i, r := range refs {
-		ns := r.Namespace
-		if ns == "" {
-			ns = metav1.NamespaceDefault
-		}
-		sec, err := f.client.CoreV1().Secrets(ns).Get(ctx, r.Name, metav1.GetOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("imagePullSecrets[%d] %s/%s: %w", i, ns, r.Name, err)
-		}
-		switch {
-		case len(sec.Data[corev1.DockerConfigJsonKey]) > 0:
-			data = append(data, sec.Data[corev1.DockerConfigJsonKey])
-		case len(sec.Data[corev1.DockerConfigKey]) > 0:
-			data = append(data, sec.Data[corev1.DockerConfigKey])
-		default:
-			return nil, fmt.Errorf("imagePullSecrets[%d] %s/%s: neither %s nor %s", i, ns, r.Name, corev1.DockerConfigJsonKey, corev1.DockerConfigKey)
-		}
-	}
-	kc, err := keychainOf(data)
+	kc, err := PullSecretsKeychain(ctx, f.client, refs)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -66,6 +67,18 @@ func (p *Policy) Settings() json.RawMessage {
 // Key identifies what a target loads from the policy: the whole spec (mode included) and
 // the module's bytes. An unchanged key keeps the loaded plugin, its instances warm.
 func (p *Policy) Key() string { return p.Module.Key(p.Spec) }
+
+// Stager is a Target that can load a policy without putting it in force, for rollout
+// AllOrNothing. A Target without it (one that runs nothing, as a test's) stages a policy by
+// fetching it alone.
+type Stager interface {
+	// StagePolicies loads each policy as ApplyPolicies would (compile, ABI check,
+	// wasmkube_init with the settings, smoke calls) and holds it out of force: a later
+	// ApplyPolicies that lists the policy with the same Key puts the held load in force
+	// without loading it again. A held load that this call does not list (same name and
+	// Key) is closed. The result has an error for each policy that did not load.
+	StagePolicies(policies []*Policy) map[string]error
+}
 
 // Target is a component's swap path for the API tier: the same fetch-free part of the file
 // tier's (compile, check against the ABI, smoke-call, replace between calls).
@@ -134,4 +147,35 @@ type ConflictError struct {
 
 func (e *ConflictError) Error() string {
 	return fmt.Sprintf("the component's config file declares a policy named %q: the file tier wins and the WasmPolicy is not loaded (rename one of them)", e.Policy)
+}
+
+// ModuleRef is the reference a component fetches p's image by, for p's current
+// generation: the image itself when it names a digest, or when its pullPolicy is Never
+// (the component's cache alone answers; nothing is asked of a registry, so nothing was
+// resolved); else the digest the wasmpolicy controller resolved the tag to, once
+// status.resolvedGeneration is p's generation. ok is false while that is not so: the
+// component waits (Pending) rather than ask the registry itself, so that every component
+// runs what was resolved once. A file module has no reference ("", true).
+func ModuleRef(p *policyv1alpha1.WasmPolicy) (ref string, ok bool) {
+	img := p.Spec.Module.Image
+	if img == "" {
+		return "", true
+	}
+	r, err := name.ParseReference(img, name.StrictValidation)
+	if err != nil {
+		return img, true // the fetch names the error
+	}
+	if _, byDigest := r.(name.Digest); byDigest || p.Spec.Module.PullPolicy == policyv1alpha1.PullNever {
+		return img, true
+	}
+	if p.Status.ResolvedGeneration != p.Generation || p.Status.Digest == "" {
+		return "", false
+	}
+	return r.Context().Digest(p.Status.Digest).String(), true
+}
+
+// Held reports whether a component must hold p's current generation out of force: rollout
+// AllOrNothing and the generation not yet released by the controller.
+func Held(p *policyv1alpha1.WasmPolicy) bool {
+	return p.Spec.Rollout == policyv1alpha1.RolloutAllOrNothing && p.Status.ReleasedGeneration != p.Generation
 }
