@@ -80,6 +80,13 @@ func (s *Scheduler) ApplyAPIPlugins(list []APIPlugin) map[string]error {
 			next = append(next, e)
 			continue
 		}
+		if e, ok := s.apiStaged[p.Plugin.Name]; ok && e.Key == p.Key {
+			// Loaded and built once by StageAPIPlugins: in force now, not loaded again.
+			delete(s.apiStaged, p.Plugin.Name)
+			e.APIPlugin = p
+			next = append(next, e)
+			continue
+		}
 		e, err := s.loadAPI(ctx, p)
 		if err != nil {
 			errs[p.Plugin.Name] = err
@@ -103,6 +110,42 @@ func (s *Scheduler) ApplyAPIPlugins(list []APIPlugin) map[string]error {
 	}
 	s.install(ps)
 	s.log.Info("scheduler plugins of the API tier in force", "plugins", apiNames(next))
+	return errs
+}
+
+// StageAPIPlugins loads each plugin as ApplyAPIPlugins does (compiled, checked, built
+// once: wasmkube_init and smoke calls) and holds it out of the profiles, until an
+// ApplyAPIPlugins lists it with the same Key (a WasmPolicy's AllOrNothing rollout,
+// released). A held plugin not listed again is dropped (its factory holds no module). The
+// result has an error for each plugin that did not load.
+func (s *Scheduler) StageAPIPlugins(list []APIPlugin) map[string]error {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	ctx := s.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	cur := s.profiles.Load()
+	builtin := plugins.NewInTreeRegistry()
+	errs := map[string]error{}
+	next := map[string]apiEntry{}
+	for _, p := range list {
+		if _, ok := builtin[p.Plugin.Name]; ok || slices.ContainsFunc(cur.cfg.WasmPlugins, func(w config.WasmPlugin) bool { return w.Name == p.Plugin.Name }) {
+			errs[p.Plugin.Name] = &TierConflictError{Name: p.Plugin.Name}
+			continue
+		}
+		if e, ok := s.apiStaged[p.Plugin.Name]; ok && e.Key == p.Key {
+			next[p.Plugin.Name] = e
+			continue
+		}
+		e, err := s.loadAPI(ctx, p)
+		if err != nil {
+			errs[p.Plugin.Name] = err
+			continue
+		}
+		next[p.Plugin.Name] = e
+	}
+	s.apiStaged = next
 	return errs
 }
 

@@ -98,6 +98,9 @@ type Scheduler struct {
 	// handlers (into the cache and queue), not only into the informers' stores.
 	handlersSynced []cache.InformerSynced
 
+	// apiStaged are API-tier plugins loaded out of force (StageAPIPlugins), under reloadMu.
+	apiStaged map[string]apiEntry
+
 	reloadMu sync.Mutex
 	leading  atomic.Bool
 	status   *leaderelect.Status

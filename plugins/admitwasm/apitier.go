@@ -30,9 +30,17 @@ func (o *Policies) ApplyPolicies(policies []*wasmpolicy.Policy) map[string]error
 	errs := map[string]error{}
 	var api []*Policy
 	for _, wp := range policies {
-		p, err := o.apiPolicy(wp, cur, old[wp.Name])
+		reuse := old[wp.Name]
+		held, staged := o.staged.Take(wp.Name, wp.Key())
+		if staged {
+			reuse = held // loaded by StagePolicies: in force now, not loaded again
+		}
+		p, err := o.apiPolicy(wp, cur, reuse)
 		if err != nil {
 			errs[wp.Name] = err
+			if staged {
+				held.loaded.Close()
+			}
 			if q := old[wp.Name]; q != nil {
 				api = append(api, q) // the last good revision stays
 			}
@@ -45,6 +53,16 @@ func (o *Policies) ApplyPolicies(policies []*wasmpolicy.Policy) map[string]error
 	o.set.Swap(ps).lease.Retire()
 	o.log.Info("admission policies of the API tier in force", "policies", names(ps.api))
 	return errs
+}
+
+// StagePolicies implements wasmpolicy.Stager: each policy is loaded as ApplyPolicies loads
+// it (compiled, checked, wasmkube_init, smoke calls) and held out of the set until an
+// ApplyPolicies lists it (rollout AllOrNothing).
+func (o *Policies) StagePolicies(policies []*wasmpolicy.Policy) map[string]error {
+	o.reloadMu.Lock()
+	defer o.reloadMu.Unlock()
+	cur := o.set.Load()
+	return o.staged.Stage(policies, func(wp *wasmpolicy.Policy) (*Policy, error) { return o.apiPolicy(wp, cur, nil) })
 }
 
 // filePolicies are the file tier's policies of a set, in config order.

@@ -66,6 +66,9 @@ type Policies struct {
 
 	reloadMu sync.Mutex
 	ctx      context.Context
+	// staged holds the API tier's policies loaded out of force (rollout AllOrNothing,
+	// apitier.go), under reloadMu.
+	staged *wasmpolicy.Staging[*Policy]
 }
 
 type readerBox struct{ r admission.ObjectReader }
@@ -98,7 +101,8 @@ func New(ctx context.Context, opts Options) (*Policies, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	o := &Policies{opts: opts, log: opts.Logger.With("component", "admission"), metrics: newMetrics(opts.Registerer), shared: wasmpolicy.NewMetrics(opts.Registerer), ctx: ctx}
+	o := &Policies{opts: opts, log: opts.Logger.With("component", "admission"), metrics: newMetrics(opts.Registerer), shared: wasmpolicy.NewMetrics(opts.Registerer), ctx: ctx,
+		staged: wasmpolicy.NewStaging(func(p *Policy) { p.loaded.Close() })}
 	data := opts.Config
 	if opts.ConfigFile != "" {
 		abs, err := filepath.Abs(opts.ConfigFile)
@@ -416,6 +420,7 @@ func (o *Policies) Run(ctx context.Context, client kubernetes.Interface) {
 func (o *Policies) Close(ctx context.Context) {
 	o.reloadMu.Lock()
 	defer o.reloadMu.Unlock()
+	o.staged.Close()
 	o.set.Swap(&policySet{cfg: &Config{}, byName: map[string]*Policy{}, lease: wasmhost.NewSet()}).lease.Retire()
 }
 

@@ -60,8 +60,16 @@ func (hk *Hooks) ApplyPolicies(policies []*wasmpolicy.Policy) map[string]error {
 	errs := map[string]error{}
 	api := map[string]*Plugin{}
 	for _, wp := range policies {
-		p, err := hk.apiPlugin(wp, cur, oldByPolicy[wp.Name])
+		reuse := oldByPolicy[wp.Name]
+		held, staged := hk.staged.Take(wp.Name, wp.Key())
+		if staged {
+			reuse = held // loaded by StagePolicies: in force now, not loaded again
+		}
+		p, err := hk.apiPlugin(wp, cur, reuse)
 		if err != nil {
+			if staged {
+				held.Close()
+			}
 			errs[wp.Name] = err
 			if q := oldByPolicy[wp.Name]; q != nil {
 				api[q.name] = q // the last good revision stays
@@ -90,6 +98,16 @@ func (hk *Hooks) ApplyPolicies(policies []*wasmpolicy.Policy) map[string]error {
 	hk.inForce(next)
 	hk.log.Info("kubelet hook plugins of the API tier in force", "plugins", slices.Sorted(maps.Keys(next.api)))
 	return errs
+}
+
+// StagePolicies implements wasmpolicy.Stager: each policy is loaded as ApplyPolicies loads
+// it and held out of the node's plugins until an ApplyPolicies lists it (rollout
+// AllOrNothing).
+func (hk *Hooks) StagePolicies(policies []*wasmpolicy.Policy) map[string]error {
+	hk.applyMu.Lock()
+	defer hk.applyMu.Unlock()
+	cur := hk.cur.Load()
+	return hk.staged.Stage(policies, func(wp *wasmpolicy.Policy) (*Plugin, error) { return hk.apiPlugin(wp, cur, nil) })
 }
 
 // apiPlugin loads wp, or returns old when nothing it loads from changed.

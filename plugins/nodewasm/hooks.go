@@ -40,7 +40,10 @@ type Hooks struct {
 	metrics *wasmpolicy.Metrics
 
 	applyMu sync.Mutex
-	cur     atomic.Pointer[pluginSet]
+	// staged holds the API tier's plugins loaded out of force (rollout AllOrNothing,
+	// apitier.go), under applyMu.
+	staged *wasmpolicy.Staging[*Plugin]
+	cur    atomic.Pointer[pluginSet]
 	// explorer records runs and swaps for the decision explorer (explorer.go).
 	explorer atomic.Pointer[explorer.Recorder]
 }
@@ -89,7 +92,7 @@ func New(h *wasmhost.Host, log *slog.Logger) *Hooks {
 	if log == nil {
 		log = slog.Default()
 	}
-	hk := &Hooks{host: h, log: log}
+	hk := &Hooks{host: h, log: log, staged: wasmpolicy.NewStaging((*Plugin).Close)}
 	hk.cur.Store(newPluginSet(map[string]*Plugin{}))
 	return hk
 }
@@ -214,6 +217,7 @@ func (hk *Hooks) Plugins() []string {
 func (hk *Hooks) Close() {
 	hk.applyMu.Lock()
 	defer hk.applyMu.Unlock()
+	hk.staged.Close()
 	hk.cur.Swap(newPluginSet(map[string]*Plugin{})).lease.Retire()
 }
 

@@ -63,6 +63,30 @@ func PluginOf(p *wasmpolicy.Policy) (scheduler.APIPlugin, error) {
 	return ap, nil
 }
 
+// StagePolicies implements wasmpolicy.Stager: the policies' plugins are loaded and built
+// once (Scheduler.StageAPIPlugins) and held out of the profiles until ApplyPolicies lists
+// them (rollout AllOrNothing).
+func (t *APITier) StagePolicies(policies []*wasmpolicy.Policy) map[string]error {
+	errs := map[string]error{}
+	var list []scheduler.APIPlugin
+	for _, p := range policies {
+		ap, err := PluginOf(p)
+		if err != nil {
+			errs[p.Name] = err
+			continue
+		}
+		list = append(list, ap)
+	}
+	for name, err := range t.Scheduler.StageAPIPlugins(list) {
+		var tc *scheduler.TierConflictError
+		if errors.As(err, &tc) {
+			err = &wasmpolicy.ConflictError{Policy: name}
+		}
+		errs[name] = err
+	}
+	return errs
+}
+
 // ApplyPolicies implements wasmpolicy.Target.
 func (t *APITier) ApplyPolicies(policies []*wasmpolicy.Policy) map[string]error {
 	errs := map[string]error{}
