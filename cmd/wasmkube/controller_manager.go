@@ -31,6 +31,8 @@ func init() {
 		verbose     bool
 		clusterCIDR string
 		maskSize    int
+		// insecureRegistries: plain HTTP when resolving WasmPolicy tags.
+		insecureRegistries []string
 	)
 	cmd := &cobra.Command{
 		Use:   "controller-manager",
@@ -108,6 +110,7 @@ Config file keys (flags override them):
 				RESTConfig: cfg, LeaderElect: leaderElect, NodeMonitorGracePeriod: g,
 				DefaultTolerationSeconds: &tol, Workers: workers, Logger: log, Registerer: reg,
 				Status: status, ClusterCIDR: cs.clusterCIDR, NodeCIDRMaskSize: cs.nodeCIDRMaskSize,
+				InsecureRegistries: insecureRegistries,
 			})
 		},
 	}
@@ -122,6 +125,7 @@ Config file keys (flags override them):
 	f.IntVar(&workers, "workers", 5, "workers per controller")
 	f.StringVar(&clusterCIDR, "cluster-cidr", nodeipam.DefaultClusterCIDR, "overrides controller.clusterCIDR: node IPAM gives each Node a pod subnet out of it")
 	f.IntVar(&maskSize, "node-cidr-mask-size", nodeipam.DefaultNodeMaskSize, "overrides controller.nodeCIDRMaskSize: the prefix length of each Node's pod subnet")
+	f.StringSliceVar(&insecureRegistries, "insecure-registry", nil, "a registry (host:port) that may be reached over plain HTTP when a WasmPolicy's image tag is resolved (repeatable; loopback registries always may)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	rootCmd.AddCommand(cmd)
 }

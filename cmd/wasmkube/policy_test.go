@@ -31,7 +31,7 @@ func TestPolicyHistoryAndRollback(t *testing.T) {
 	cfg := srv.ControllerManagerConfig(t)
 	client, dyn := kubernetes.NewForConfigOrDie(cfg), dynamic.NewForConfigOrDie(cfg)
 	f, df := informers.NewSharedInformerFactory(client, 0), dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	c, err := wasmpolicy.New(client, dyn, f, df, nil, nil)
+	c, err := wasmpolicy.New(client, dyn, f, df, nil, nil, wasmpolicy.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

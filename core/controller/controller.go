@@ -98,6 +98,9 @@ type Options struct {
 	NodeCIDRMaskSize int
 	// HPASyncPeriod between two evaluations of a HorizontalPodAutoscaler (default 15s).
 	HPASyncPeriod time.Duration
+	// InsecureRegistries may be reached over plain HTTP when the wasmpolicy controller
+	// resolves a WasmPolicy's image tag (loopback registries always may).
+	InsecureRegistries []string
 	// Status, if set, follows what Run does (starting, standby, leading, stopping a
 	// term, stopped); its Check is the controller manager's health check.
 	Status *leaderelect.Status
@@ -295,7 +298,7 @@ func runControllers(ctx context.Context, cfg *rest.Config, client kubernetes.Int
 	if err != nil {
 		return fmt.Errorf("controller manager: %s: %w", admissionpolicystatus.Name, err)
 	}
-	wps, err := wasmpolicy.New(client, dyn, f, df, recorder(wasmpolicy.Name), log)
+	wps, err := wasmpolicy.New(client, dyn, f, df, recorder(wasmpolicy.Name), log, wasmpolicy.Options{InsecureRegistries: o.InsecureRegistries})
 	if err != nil {
 		return fmt.Errorf("controller manager: %s: %w", wasmpolicy.Name, err)
 	}

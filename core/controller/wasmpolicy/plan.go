@@ -29,7 +29,12 @@ const (
 	ReasonNoComponents = "NoComponents" // Ready False: no live component runs the hook
 	ReasonNoFailures   = "NoFailures"   // Degraded False
 	ReasonNoReport     = "NoReport"     // a component's entry before its first report
+	// Ready False and Degraded True: the image's tag could not be resolved to a digest.
+	ReasonResolveFailed = "ResolveFailed"
 )
+
+// DefaultResolveRetry is how long after a failed resolution the registry is asked again.
+const DefaultResolveRetry = 30 * time.Second
 
 // manifestDigest is what status.digest may hold.
 var manifestDigest = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
@@ -113,17 +118,24 @@ type Rollup struct {
 // component without a report on p is Pending), Ready with n/m, Degraded when any failed
 // the current generation, observedGeneration. A report from a component that is not a
 // target (it went away, or no longer matches) is left out of both the list and the
-// count. The digest becomes the one every component running the current generation
-// reports (kept as it is while none does, or when they differ); the revision is kept.
+// count. Under rollout AllOrNothing, the generation is released (releasedGeneration) once
+// every target reports it Staged or Active and none failed; a release is never taken back.
+// The digest of an image is the controller's resolution (PlanResolution), kept; of a file
+// (or a tag under pullPolicy Never) it becomes the one every component running the
+// current generation reports (kept while none does, or while they differ). The revision
+// is kept.
 func Plan(p *policyv1alpha1.WasmPolicy, targets []Target, reports map[Target]policyv1alpha1.ComponentStatus, now time.Time) Rollup {
 	gen := p.Generation
 	st := policyv1alpha1.WasmPolicyStatus{
 		ObservedGeneration: gen, Digest: p.Status.Digest, Revision: p.Status.Revision,
+		ResolvedGeneration: p.Status.ResolvedGeneration, ResolvedImage: p.Status.ResolvedImage,
+		ReleasedGeneration: p.Status.ReleasedGeneration,
 		TargetedComponents: int32(len(targets)),
 		Conditions:         slices.Clone(p.Status.Conditions),
 	}
 	var out Rollup
 	digests := map[string]bool{}
+	staged := 0
 	for _, t := range targets {
 		r, ok := reports[t]
 		if !ok {
@@ -137,14 +149,23 @@ func Plan(p *policyv1alpha1.WasmPolicy, targets []Target, reports map[Target]pol
 		switch r.Phase {
 		case policyv1alpha1.PhaseActive:
 			st.ReadyComponents++
+			staged++
 			if manifestDigest.MatchString(r.Digest) {
 				digests[r.Digest] = true
 			}
+		case policyv1alpha1.PhaseStaged:
+			staged++
 		case policyv1alpha1.PhaseFailed:
 			out.Failures = append(out.Failures, r)
 		}
 	}
-	if len(digests) == 1 {
+	allOrNothing := p.Spec.Rollout == policyv1alpha1.RolloutAllOrNothing
+	if allOrNothing && len(targets) > 0 && staged == len(targets) && len(out.Failures) == 0 {
+		// Every target holds the generation loaded (or, joining after a release, runs
+		// it): release it, and each component puts it in force when it sees this.
+		st.ReleasedGeneration = gen
+	}
+	if len(digests) == 1 && !centrallyResolved(p) {
 		// Every component that runs the generation runs this module.
 		for d := range digests {
 			st.Digest = d
@@ -152,6 +173,9 @@ func Plan(p *policyv1alpha1.WasmPolicy, targets []Target, reports map[Target]pol
 	}
 	ready := metav1.Condition{Type: ConditionReady, ObservedGeneration: gen,
 		Message: fmt.Sprintf("%d/%d components have generation %d active", st.ReadyComponents, st.TargetedComponents, gen)}
+	if allOrNothing && st.ReleasedGeneration != gen {
+		ready.Message += fmt.Sprintf("; %d/%d have it staged (rollout AllOrNothing: it goes in force everywhere once every one has)", staged, st.TargetedComponents)
+	}
 	switch {
 	case len(targets) == 0:
 		ready.Status, ready.Reason = metav1.ConditionFalse, ReasonNoComponents
@@ -170,6 +194,10 @@ func Plan(p *policyv1alpha1.WasmPolicy, targets []Target, reports map[Target]pol
 		degraded.Status, degraded.Reason = metav1.ConditionTrue, ReasonFailed
 		degraded.Message = fmt.Sprintf("%d/%d components failed generation %d (the last good revision stays in force there); %s %s: %s: %s",
 			n, st.TargetedComponents, gen, f.Component, f.Name, f.Reason, f.Message)
+		if allOrNothing && st.ReleasedGeneration != gen {
+			degraded.Message = fmt.Sprintf("%d/%d components failed generation %d, so no component switches to it (rollout AllOrNothing; the last good revision stays in force everywhere); %s %s: %s: %s",
+				n, st.TargetedComponents, gen, f.Component, f.Name, f.Reason, f.Message)
+		}
 	}
 	setCondition(&st.Conditions, ready, now)
 	setCondition(&st.Conditions, degraded, now)

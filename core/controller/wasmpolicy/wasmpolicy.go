@@ -1,9 +1,12 @@
-// Package wasmpolicy is the WasmPolicy controller: it rolls the components' reports
-// (WasmPolicyReports, plugins/wasmpolicy/report) up into each policy's status (one entry
-// per live targeted component, Ready n/m, Degraded, observedGeneration), records an Event
-// on the policy for each component's failure, keeps each spec as a ControllerRevision (the
-// last HistoryLimit), and rolls a policy back when spec.revision asks for it. Decisions are
-// pure (Targets, Plan, PlanRevisions); this file does the I/O. docs/wasmpolicy-status.md.
+// Package wasmpolicy is the WasmPolicy controller: it resolves each policy's image tag to
+// a digest once per generation (the one every component fetches), rolls the components'
+// reports (WasmPolicyReports, plugins/wasmpolicy/report) up into each policy's status (one
+// entry per live targeted component, Ready n/m, Degraded, observedGeneration), releases an
+// AllOrNothing rollout once every target has it staged, records an Event on the policy for
+// each component's failure, keeps each spec as a ControllerRevision (the last
+// HistoryLimit), and rolls a policy back when spec.revision asks for it. Decisions are pure
+// (PlanResolution, Targets, Plan, PlanRevisions); this file does the I/O.
+// docs/wasmpolicy.md, docs/wasmpolicy-status.md.
 package wasmpolicy
 
 import (
@@ -11,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sort"
 	"sync"
 	"time"
@@ -37,6 +41,8 @@ import (
 
 	policyv1alpha1 "github.com/wasmkube/wasmkube/core/apis/policy/v1alpha1"
 	"github.com/wasmkube/wasmkube/core/controller/worker"
+	"github.com/wasmkube/wasmkube/plugins/wasmoci"
+	policyload "github.com/wasmkube/wasmkube/plugins/wasmpolicy"
 	"github.com/wasmkube/wasmkube/plugins/wasmpolicy/report"
 )
 
@@ -48,7 +54,23 @@ const (
 	EventFailed           = "PolicyFailed"
 	EventRolledBack       = "RolledBack"
 	EventRevisionNotFound = "RollbackRevisionNotFound"
+	EventResolveFailed    = "ResolveFailed"
+	EventResolved         = "Resolved"
+	EventReleased         = "Released"
 )
+
+// Options configure how the controller resolves module tags.
+type Options struct {
+	// InsecureRegistries may be reached over plain HTTP (loopback registries always may;
+	// wasmoci.Options.Insecure).
+	InsecureRegistries []string
+	// Transport is the HTTP transport under go-containerregistry's (nil: its default,
+	// system roots, TLS verified).
+	Transport http.RoundTripper
+	// ResolveRetry is how long after a failed resolution it is tried again (default
+	// DefaultResolveRetry).
+	ResolveRetry time.Duration
+}
 
 const byPolicy = "policy"
 
@@ -66,19 +88,24 @@ type Controller struct {
 	recorder record.EventRecorder
 	log      *slog.Logger
 	now      func() time.Time
+	opts     Options
 
-	mu      sync.Mutex
-	evented map[string]string // policy uid/component/name -> the failure last recorded as an Event
+	mu       sync.Mutex
+	evented  map[string]string // policy uid/component/name -> the failure last recorded as an Event
+	resolved map[types.UID]lastResolution
 }
 
 // New wires the controller to the factories' informers.
 func New(client kubernetes.Interface, dyn dynamic.Interface, f informers.SharedInformerFactory, df dynamicinformer.DynamicSharedInformerFactory,
-	recorder record.EventRecorder, log *slog.Logger) (*Controller, error) {
+	recorder record.EventRecorder, log *slog.Logger, opts Options) (*Controller, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	if opts.ResolveRetry <= 0 {
+		opts.ResolveRetry = DefaultResolveRetry
+	}
 	c := &Controller{client: client, dyn: dyn, queue: worker.NewQueue(Name), recorder: recorder,
-		log: log.With("controller", Name), now: time.Now, evented: map[string]string{}}
+		log: log.With("controller", Name), now: time.Now, evented: map[string]string{}, resolved: map[types.UID]lastResolution{}, opts: opts}
 	c.policies = df.ForResource(report.PoliciesResource).Informer()
 	c.reports = df.ForResource(report.ReportsResource).Informer()
 	if err := c.reports.AddIndexers(cache.Indexers{byPolicy: func(obj any) ([]string, error) {
@@ -212,16 +239,31 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	was := p.Status.DeepCopy() // what is written, before the resolution changes p
 	now := c.now()
+	resolveErr := c.resolution(ctx, p, now)
 	targets, next := Targets(p, nodes, leases, now)
 	reports, err := c.reportsOn(p.Name)
 	if err != nil {
 		return err
 	}
+	released := p.Status.ReleasedGeneration
 	plan := Plan(p, targets, reports, now)
 	plan.Status.Revision = rev
+	if resolveErr != nil {
+		ResolveFailed(&plan.Status, p, resolveErr, now)
+		c.recordOnce(p, "resolve", fmt.Sprintf("%d/%v", p.Generation, resolveErr), EventResolveFailed,
+			"module image %s could not be resolved to a digest for generation %d: %v", p.Spec.Module.Image, p.Generation, resolveErr)
+		if next.IsZero() || now.Add(c.opts.ResolveRetry).Before(next) {
+			next = now.Add(c.opts.ResolveRetry)
+		}
+	}
+	if r := plan.Status.ReleasedGeneration; r != released {
+		c.event(c.ref(p), corev1.EventTypeNormal, EventReleased, "generation %d released: all %d targeted components have it staged and switch to it now (rollout AllOrNothing)",
+			r, plan.Status.TargetedComponents)
+	}
 	c.recordFailures(p, plan.Failures)
-	if !equality.Semantic.DeepEqual(plan.Status, p.Status) {
+	if !equality.Semantic.DeepEqual(plan.Status, *was) {
 		// The status is this controller's alone (one leader), so it is replaced whole by a
 		// JSON patch without a resourceVersion precondition: a burst of reports would
 		// otherwise meet a stale informer copy with conflicts, each one a back-off.
@@ -264,23 +306,95 @@ func (c *Controller) reportsOn(policy string) (map[Target]policyv1alpha1.Compone
 // recordFailures records a Warning Event on the policy for each failure not recorded yet
 // (a component's failure is recorded once per generation, reason and message).
 func (c *Controller) recordFailures(p *policyv1alpha1.WasmPolicy, failures []policyv1alpha1.ComponentStatus) {
+	for _, f := range failures {
+		c.recordOnce(p, f.Component+"/"+f.Name, fmt.Sprintf("%d/%s/%s", f.ObservedGeneration, f.Reason, f.Message), EventFailed,
+			"%s %s failed generation %d: %s: %s (the last good revision stays in force)", f.Component, f.Name, f.ObservedGeneration, f.Reason, f.Message)
+	}
+}
+
+// recordOnce records a Warning Event on the policy unless the same value of what was the
+// last one recorded for it.
+func (c *Controller) recordOnce(p *policyv1alpha1.WasmPolicy, what, value, reason, msg string, args ...any) {
 	if c.recorder == nil {
 		return
 	}
+	k := string(p.UID) + "/" + what
+	c.mu.Lock()
+	if c.evented[k] == value {
+		c.mu.Unlock()
+		return
+	}
+	c.evented[k] = value
+	c.mu.Unlock()
+	c.recorder.Eventf(c.ref(p), corev1.EventTypeWarning, reason, msg, args...)
+}
+
+// ref is p as an Event's object.
+func (c *Controller) ref(p *policyv1alpha1.WasmPolicy) *policyv1alpha1.WasmPolicy {
 	ref := p.DeepCopy()
 	ref.APIVersion, ref.Kind = policyv1alpha1.SchemeGroupVersion.String(), "WasmPolicy"
+	return ref
+}
+
+// lastResolution is the controller's own memory of a policy's last resolution: the
+// informer may still hold the policy without the status just written (another event
+// reconciles it first), and a failed one is not asked again before ResolveRetry.
+type lastResolution struct {
+	generation    int64
+	image, digest string
+	err           error
+	at            time.Time
+}
+
+// resolution records in p's status the digest of its image for its generation
+// (PlanResolution), asking the registry when it must; it returns the registry's error.
+func (c *Controller) resolution(ctx context.Context, p *policyv1alpha1.WasmPolicy, now time.Time) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, f := range failures {
-		k := string(p.UID) + "/" + f.Component + "/" + f.Name
-		v := fmt.Sprintf("%d/%s/%s", f.ObservedGeneration, f.Reason, f.Message)
-		if c.evented[k] == v {
-			continue
+	last, ok := c.resolved[p.UID]
+	c.mu.Unlock()
+	if ok && last.generation == p.Generation && last.image == p.Spec.Module.Image {
+		if last.err == nil && p.Status.ResolvedGeneration != p.Generation {
+			Resolved(p, last.digest) // written already; the informer has not seen it yet
 		}
-		c.evented[k] = v
-		c.recorder.Eventf(ref, corev1.EventTypeWarning, EventFailed, "%s %s failed generation %d: %s: %s (the last good revision stays in force)",
-			f.Component, f.Name, f.ObservedGeneration, f.Reason, f.Message)
+		if last.err != nil && now.Sub(last.at) < c.opts.ResolveRetry {
+			return last.err
+		}
 	}
+	res := PlanResolution(p)
+	switch {
+	case res.Record:
+		Resolved(p, res.Digest)
+	case res.Ask:
+		d, err := c.resolve(ctx, p)
+		c.mu.Lock()
+		c.resolved[p.UID] = lastResolution{generation: p.Generation, image: p.Spec.Module.Image, digest: d, err: err, at: now}
+		c.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		Resolved(p, d)
+		c.event(c.ref(p), corev1.EventTypeNormal, EventResolved, "module image %s resolved to %s for generation %d; every component fetches that digest",
+			p.Spec.Module.Image, d, p.Generation)
+	}
+	return nil
+}
+
+// resolve asks the registry which manifest p's image tag names, with the credentials of
+// its imagePullSecrets.
+func (c *Controller) resolve(ctx context.Context, p *policyv1alpha1.WasmPolicy) (string, error) {
+	o := wasmoci.Options{Insecure: c.opts.InsecureRegistries, Transport: c.opts.Transport}
+	if refs := p.Spec.Module.ImagePullSecrets; len(refs) > 0 {
+		kc, err := policyload.PullSecretsKeychain(ctx, c.client, refs)
+		if err != nil {
+			return "", err
+		}
+		o.Keychain = kc
+	}
+	d, err := wasmoci.NewResolver(o).Resolve(ctx, p.Spec.Module.Image)
+	if err != nil {
+		return "", err
+	}
+	return d.DigestStr(), nil
 }
 
 // revisions are the policy's ControllerRevisions.

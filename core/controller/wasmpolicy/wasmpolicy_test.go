@@ -48,7 +48,7 @@ func start(t *testing.T) *env {
 	df := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	c, err := wasmpolicy.New(client, dyn, f, df, b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: wasmpolicy.Name}), nil)
+	c, err := wasmpolicy.New(client, dyn, f, df, b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: wasmpolicy.Name}), nil, wasmpolicy.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
