@@ -37,6 +37,17 @@ import (
 type registry struct {
 	addr     string
 	requests atomic.Int64
+
+	mu sync.Mutex
+	// reads counts the HEAD and GET requests of each path (/v2/REPO/manifests/TAG).
+	reads map[string]int
+}
+
+// manifestReads is how often the manifest repo:ref was asked for (HEAD or GET).
+func (r *registry) manifestReads(repo, ref string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reads["/v2/"+repo+"/manifests/"+ref]
 }
 
 func startRegistry(t *testing.T, addr string) *registry {
@@ -49,9 +60,14 @@ func startRegistry(t *testing.T, addr string) *registry {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &registry{addr: ln.Addr().String()}
+	r := &registry{addr: ln.Addr().String(), reads: map[string]int{}}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.requests.Add(1)
+		if req.Method == http.MethodHead || req.Method == http.MethodGet {
+			r.mu.Lock()
+			r.reads[req.URL.Path]++
+			r.mu.Unlock()
+		}
 		h.ServeHTTP(w, req)
 	})}
 	go func() { _ = srv.Serve(ln) }()
@@ -214,6 +230,7 @@ func TestAdmissionWasmPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	startController(t, srv) // resolves the tags
 	cacheDir := t.TempDir()
 	rec := &sink{}
 	startLoader(t, wasmpolicy.Config{Component: wasmpolicy.ComponentAPIServer, Name: "apiserver-a", Dynamic: dyn, Client: srv.Client,
