@@ -144,6 +144,7 @@ func (p *Policy) run(ctx context.Context, k *wasmhost.Kind, a *admission.Attribu
 	o.metrics.observe(p.spec.Name, op, false, elapsed)
 	if c.Patched != nil {
 		// Mutating plugins change the request's object in place (the store holds it).
+		a.BeforeMutation()
 		reflect.ValueOf(a.Object).Elem().Set(reflect.ValueOf(c.Patched).Elem())
 		req.Forget()
 	}

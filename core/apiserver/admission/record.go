@@ -36,6 +36,9 @@ func (c *Chain) SetRecorder(r *Recorder) { c.rec = r }
 type trace struct {
 	start    time.Time
 	policies []explorerv1.PolicyDecision
+	// before is the object (JSON) just before the first plugin changed it in place
+	// (BeforeMutation); nil when nothing was changed.
+	before []byte
 }
 
 // Recording reports whether this request is recorded: a policy builds its
@@ -69,6 +72,9 @@ func (r *Recorder) finish(a *Attributes, err error) {
 		return
 	}
 	end := time.Now()
+	if t.before != nil {
+		fillBefore(t.before, t.policies)
+	}
 	req := explorerv1.AdmissionRequest{
 		Operation: string(a.Operation), Group: a.Resource.Group, Version: a.Resource.Version, Resource: a.Resource.Resource,
 		SubResource: a.Subresource, Kind: a.Kind.Kind, User: a.User.Name, DryRun: a.DryRun,

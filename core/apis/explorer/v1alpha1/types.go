@@ -215,6 +215,11 @@ const (
 	// PolicyFailed: the call failed (trap, timeout, unreachable webhook, CEL error);
 	// FailurePolicy says what that meant for the request.
 	PolicyFailed = "Failed"
+	// PolicyWarned and PolicyAudited: a ValidatingAdmissionPolicy's validation failed, but
+	// its binding's validationActions have no Deny: the client got a warning (Warn), or
+	// the failure went to the audit annotations only (Audit).
+	PolicyWarned  = "Warned"
+	PolicyAudited = "Audited"
 )
 
 // AdmissionRequest is one request through the admission chain.
@@ -259,12 +264,37 @@ type PolicyDecision struct {
 	Message          string            `json:"message,omitempty"`
 	Warnings         []string          `json:"warnings,omitempty"`
 	AuditAnnotations map[string]string `json:"auditAnnotations,omitempty"`
-	// Patch is the JSON Patch (RFC 6902) a mutating policy returned.
+	// Binding is the ValidatingAdmissionPolicyBinding or MutatingAdmissionPolicyBinding a
+	// CEL policy ran through (one PolicyDecision per binding and param); Param names the
+	// param object (namespace/name) it ran with, when the policy has a paramKind.
+	Binding string `json:"binding,omitempty"`
+	Param   string `json:"param,omitempty"`
+	// ValidationActions are the binding's Deny, Warn and Audit: what was done with a
+	// failed validation.
+	ValidationActions []string `json:"validationActions,omitempty"`
+	// Violations are a CEL policy's validations (or mutations) that failed, in spec order.
+	Violations []Violation `json:"violations,omitempty"`
+	// Patch is the JSON Patch (RFC 6902) a mutating policy returned (a
+	// MutatingAdmissionPolicy's: the difference its mutations made, as such a patch).
 	Patch json.RawMessage `json:"patch,omitempty"`
+	// Before has one entry per operation of Patch: the value at the operation's path
+	// (from, for move and copy) in the object just before this policy's patch; null where
+	// the path was not set.
+	Before []json.RawMessage `json:"before,omitempty"`
 	// Failure is why the call failed; FailurePolicy (Fail or Ignore) is what was applied.
 	Failure       string `json:"failure,omitempty"`
 	FailurePolicy string `json:"failurePolicy,omitempty"`
 	DurationNanos int64  `json:"durationNanos"`
+}
+
+// Violation is one expression of a CEL policy that failed: a validation that was false
+// or could not be evaluated, a matchCondition or a mutation that failed.
+type Violation struct {
+	// Field is the expression's place in the policy: spec.validations[1],
+	// spec.mutations[0], spec.matchConditions[2].
+	Field      string `json:"field"`
+	Expression string `json:"expression,omitempty"`
+	Message    string `json:"message"`
 }
 
 // ---- kubelet ----
@@ -301,6 +331,8 @@ type Swap struct {
 	Policy string `json:"policy,omitempty"`
 	// Tier is file (the config file) or api (a WasmPolicy).
 	Tier string `json:"tier"`
+	// Generation is the WasmPolicy's metadata.generation the swap put in force (api tier).
+	Generation int64 `json:"generation,omitempty"`
 	// What changed, in words ("module sha256:ab.. -> sha256:cd..", "args", "profile default: Score plugins").
 	Changes []string `json:"changes,omitempty"`
 	From    *Module  `json:"from,omitempty"`

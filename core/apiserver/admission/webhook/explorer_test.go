@@ -16,7 +16,8 @@ import (
 
 // TestExplorerRecordsWebhooks: the decision explorer's record of a request refused by a
 // validating webhook names it (deniedBy) with its message and warnings; a mutating
-// webhook that changed the object is Mutated; a failed call under Ignore is Failed with
+// webhook that changed the object is Mutated, with its JSON Patch and the values it
+// replaced (none: it added the labels); a failed call under Ignore is Failed with
 // the failurePolicy applied, and the request goes on.
 func TestExplorerRecordsWebhooks(t *testing.T) {
 	c := startCluster(t)
@@ -68,6 +69,11 @@ func TestExplorerRecordsWebhooks(t *testing.T) {
 	}
 	if d := got["label.example.com"]; d.Kind != "MutatingWebhook" || d.Verdict != explorerv1.PolicyMutated {
 		t.Errorf("mutating webhook: %+v", d)
+	}
+	// its patch as it answered, and the old values: the pod had no labels
+	if d := got["label.example.com"]; !strings.Contains(string(d.Patch), `"path":"/metadata/labels/hooked"`) || len(d.Before) != 2 ||
+		string(d.Before[0]) != "null" || string(d.Before[1]) != "null" {
+		t.Errorf("mutating webhook's patch %s, before %q", d.Patch, d.Before)
 	}
 	if d := got["broken.example.com"]; d.Verdict != explorerv1.PolicyFailed || d.FailurePolicy != "Ignore" || d.Failure == "" {
 		t.Errorf("failed webhook under Ignore: %+v", d)

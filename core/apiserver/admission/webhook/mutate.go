@@ -89,7 +89,7 @@ func (w *Webhooks) Admit(ctx context.Context, a *admission.Attributes) error {
 			continue
 		}
 		started := time.Now()
-		changed, callErr := w.mutate(ctx, h, inv, va, a, round, i)
+		changed, patch, callErr := w.mutate(ctx, h, inv, va, a, round, i)
 		if changed {
 			rs.requirePrevious()
 			a.RequestReinvocation()
@@ -99,7 +99,11 @@ func (w *Webhooks) Admit(ctx context.Context, a *admission.Attributes) error {
 		}
 		err := w.outcome(ctx, h.Name, h.FailurePolicy, true, a, started, callErr)
 		if a.Recording() {
-			a.RecordDecision(decision(h.Name, h.FailurePolicy, true, changed, started, callErr, nil, nil))
+			d := decision(h.Name, h.FailurePolicy, true, changed, started, callErr, nil, nil)
+			if changed {
+				d.Patch = patch
+			}
+			a.RecordDecision(d)
 		}
 		if err != nil {
 			return err
@@ -109,6 +113,7 @@ func (w *Webhooks) Admit(ctx context.Context, a *admission.Attributes) error {
 		}
 	}
 	if va.Dirty {
+		a.BeforeMutation()
 		gvk := a.Object.GetObjectKind().GroupVersionKind()
 		if err := upstreamattrs.SetInPlace(a.Object, va.VersionedObject.Object()); err != nil {
 			return apierrors.NewInternalError(err)
@@ -122,44 +127,45 @@ func (w *Webhooks) Admit(ctx context.Context, a *admission.Attributes) error {
 }
 
 // mutate calls h and applies its patch to va's object; changed says whether the object
-// is now different.
+// is now different, patch is the webhook's JSON Patch as it answered (for the decision
+// explorer's record).
 func (w *Webhooks) mutate(ctx context.Context, h *admissionregistrationv1.MutatingWebhook, inv *generic.WebhookInvocation,
-	va *k8sadmission.VersionedAttributes, a *admission.Attributes, round, idx int) (changed bool, err error) {
+	va *k8sadmission.VersionedAttributes, a *admission.Attributes, round, idx int) (changed bool, patchJSON []byte, err error) {
 	defer func() {
 		v, _ := json.Marshal(map[string]any{"configuration": inv.Webhook.GetConfigurationName(), "webhook": h.Name, "mutated": changed})
 		a.AddAuditAnnotation(fmt.Sprintf("mutation.webhook.admission.k8s.io/round_%d_index_%d", round, idx), string(v))
 	}()
 	result, err := w.call(ctx, h.Name, h.TimeoutSeconds, h.SideEffects, inv, va, a, true)
 	if err != nil || len(result.Patch) == 0 {
-		return false, err
+		return false, nil, err
 	}
 	patch, err := jsonpatch.DecodePatch(result.Patch)
 	if err != nil {
-		return false, &webhookutil.ErrCallingWebhook{WebhookName: h.Name, Reason: fmt.Errorf("received undecodable patch in webhook response: %w", err),
+		return false, nil, &webhookutil.ErrCallingWebhook{WebhookName: h.Name, Reason: fmt.Errorf("received undecodable patch in webhook response: %w", err),
 			Status: apierrors.NewServiceUnavailable("error decoding patch in webhook response")}
 	}
 	if len(patch) == 0 {
-		return false, nil
+		return false, nil, nil
 	}
 	cur := va.VersionedObject.Object()
 	if cur == nil {
-		return false, apierrors.NewInternalError(fmt.Errorf("admission webhook %q attempted to modify the object, which is not supported for this operation", h.Name))
+		return false, nil, apierrors.NewInternalError(fmt.Errorf("admission webhook %q attempted to modify the object, which is not supported for this operation", h.Name))
 	}
 	if result.PatchType != admissionv1.PatchTypeJSONPatch {
-		return false, &webhookutil.ErrCallingWebhook{WebhookName: h.Name, Reason: fmt.Errorf("unsupported patch type %q", result.PatchType),
+		return false, nil, &webhookutil.ErrCallingWebhook{WebhookName: h.Name, Reason: fmt.Errorf("unsupported patch type %q", result.PatchType),
 			Status: apierrors.NewServiceUnavailable("unsupported patch type in webhook response")}
 	}
 	js, err := json.Marshal(cur)
 	if err != nil {
-		return false, apierrors.NewInternalError(err)
+		return false, nil, apierrors.NewInternalError(err)
 	}
 	patched, err := patch.Apply(js)
 	if err != nil {
-		return false, apierrors.NewInternalError(fmt.Errorf("admission webhook %q: apply its patch to %s %q: %w", h.Name, va.GetResource().Resource, va.GetName(), err))
+		return false, nil, apierrors.NewInternalError(fmt.Errorf("admission webhook %q: apply its patch to %s %q: %w", h.Name, va.GetResource().Resource, va.GetName(), err))
 	}
 	next, err := decodeLike(cur, patched)
 	if err != nil {
-		return false, apierrors.NewInternalError(fmt.Errorf("admission webhook %q: its patch left %s %q undecodable: %w", h.Name, va.GetResource().Resource, va.GetName(), err))
+		return false, nil, apierrors.NewInternalError(fmt.Errorf("admission webhook %q: its patch left %s %q undecodable: %w", h.Name, va.GetResource().Resource, va.GetName(), err))
 	}
 	next.GetObjectKind().SetGroupVersionKind(va.VersionedKind)
 	changed = !equality.Semantic.DeepEqual(cur, next)
@@ -167,7 +173,7 @@ func (w *Webhooks) mutate(ctx context.Context, h *admissionregistrationv1.Mutati
 		w.defaults(next)
 	}
 	va.UpdateObject(next)
-	return changed, nil
+	return changed, result.Patch, nil
 }
 
 // decodeLike decodes data into a new object of like's type, as upstream's JSON
