@@ -31,7 +31,7 @@ func compileValidating(policy *admissionregistrationv1.ValidatingAdmissionPolicy
 	failurePolicy := policy.Spec.FailurePolicy
 	compiler, err := plugincel.NewCompositedCompiler(baseEnv())
 	if err != nil {
-		return validating.NewValidator(nil, nil, nil, nil, failurePolicy, err)
+		return recValidator{validating.NewValidator(nil, nil, nil, nil, failurePolicy, err), policy.Name}
 	}
 	compiler.CompileAndStoreVariables(variables(policy.Spec.Variables), optionalVars, environment.StoredExpressions)
 	var matcher matchconditions.Matcher
@@ -40,7 +40,8 @@ func compileValidating(policy *admissionregistrationv1.ValidatingAdmissionPolicy
 		for i := range mc {
 			acc[i] = (*matchconditions.MatchCondition)(&mc[i])
 		}
-		matcher = matchconditions.NewMatcher(compiler.CompileCondition(acc, optionalVars, environment.StoredExpressions), failurePolicy, "policy", "validate", policy.Name)
+		matcher = condMatcher{Matcher: matchconditions.NewMatcher(compiler.CompileCondition(acc, optionalVars, environment.StoredExpressions), failurePolicy, "policy", "validate", policy.Name),
+			policy: policy.Name}
 	}
 	validations := make([]plugincel.ExpressionAccessor, len(policy.Spec.Validations))
 	messages := make([]plugincel.ExpressionAccessor, len(policy.Spec.Validations))
@@ -54,12 +55,13 @@ func compileValidating(policy *admissionregistrationv1.ValidatingAdmissionPolicy
 	for i, a := range policy.Spec.AuditAnnotations {
 		audits[i] = &validating.AuditAnnotationCondition{Key: a.Key, ValueExpression: a.ValueExpression}
 	}
-	return validating.NewValidator(
+	// wrapped for the decision explorer's record (record.go)
+	return recValidator{validating.NewValidator(
 		compiler.CompileCondition(validations, optionalVars, environment.StoredExpressions),
 		matcher,
 		compiler.CompileCondition(audits, optionalVars, environment.StoredExpressions),
 		compiler.CompileCondition(messages, expressionOptionalVars, environment.StoredExpressions),
-		failurePolicy, nil)
+		failurePolicy, nil), policy.Name}
 }
 
 func compileMutating(policy *admissionregistrationv1.MutatingAdmissionPolicy) mutating.PolicyEvaluator {
@@ -75,22 +77,27 @@ func compileMutating(policy *admissionregistrationv1.MutatingAdmissionPolicy) mu
 		for i := range mc {
 			acc[i] = (*matchconditions.MatchCondition)(&mc[i])
 		}
-		matcher = matchconditions.NewMatcher(compiler.CompileCondition(acc, opts, environment.StoredExpressions), policy.Spec.FailurePolicy, "policy", "validate", policy.Name)
+		matcher = condMatcher{Matcher: matchconditions.NewMatcher(compiler.CompileCondition(acc, opts, environment.StoredExpressions), policy.Spec.FailurePolicy, "policy", "validate", policy.Name),
+			policy: policy.Name, mutating: true}
 	}
 	var patchers []patch.Patcher
 	patchOpts := opts
 	patchOpts.HasPatchTypes = true
-	for _, m := range policy.Spec.Mutations {
+	for i, m := range policy.Spec.Mutations {
+		// wrapped for the decision explorer's record (record.go)
+		rec := func(p patch.Patcher) patch.Patcher {
+			return recPatcher{Patcher: p, policy: policy.Name, index: i, hasCond: matcher != nil}
+		}
 		switch m.PatchType {
 		case admissionregistrationv1.PatchTypeJSONPatch:
 			if m.JSONPatch != nil {
 				res := compiler.CompileMutatingEvaluator(&patch.JSONPatchCondition{Expression: m.JSONPatch.Expression}, patchOpts, environment.StoredExpressions)
-				patchers = append(patchers, patch.NewJSONPatcher(res))
+				patchers = append(patchers, rec(patch.NewJSONPatcher(res)))
 			}
 		case admissionregistrationv1.PatchTypeApplyConfiguration:
 			if m.ApplyConfiguration != nil {
 				res := compiler.CompileMutatingEvaluator(&patch.ApplyConfigurationCondition{Expression: m.ApplyConfiguration.Expression}, patchOpts, environment.StoredExpressions)
-				patchers = append(patchers, patch.NewApplyConfigurationPatcher(res))
+				patchers = append(patchers, rec(patch.NewApplyConfigurationPatcher(res)))
 			}
 		}
 	}

@@ -49,6 +49,7 @@ type Policies struct {
 	reader admission.ObjectReader
 	ns     *upstreamattrs.Namespaces
 	o      k8sadmission.ObjectInterfaces
+	pm     generic.PolicyMatcher
 	vdisp  generic.Dispatcher[validating.PolicyHook]
 	mdisp  generic.Dispatcher[mutating.PolicyHook]
 
@@ -75,13 +76,14 @@ func New(cfg Config) *Policies {
 		def = func(runtime.Object) {}
 	}
 	s := fieldmanager.Scheme
+	pm := generic.NewPolicyMatcher(m)
 	return &Policies{
-		src: cfg.Source, ns: ns,
+		src: cfg.Source, ns: ns, pm: pm,
 		o: &k8sadmission.RuntimeObjectInterfaces{ObjectCreater: s, ObjectTyper: s, ObjectDefaulter: defaulter(def),
 			ObjectConvertor: convertor{s}, EquivalentResourceMapper: runtime.NewEquivalentResourceRegistry()},
 		// No authorizer: expressions that use `authorizer` are refused at compile time by
 		// upstream's environment only when declared; at run time they see none (docs).
-		vdisp: validating.NewDispatcher(nil, generic.NewPolicyMatcher(m)),
+		vdisp: validating.NewDispatcher(nil, pm),
 		mdisp: mutating.NewDispatcher(nil, m, typeConverters{}),
 		vc:    map[*admissionregistrationv1.ValidatingAdmissionPolicy]validating.Validator{},
 		mc:    map[*admissionregistrationv1.MutatingAdmissionPolicy]mutating.PolicyEvaluator{},
@@ -115,7 +117,15 @@ func (p *Policies) Validate(ctx context.Context, a *admission.Attributes) error 
 		return nil
 	}
 	va := upstreamattrs.Versioned(a)
-	return p.vdisp.Dispatch(warning.WithWarningRecorder(ctx, warnings{a}), va.Attributes, p.o, hooks)
+	ctx = warning.WithWarningRecorder(ctx, warnings{a})
+	if !a.Recording() {
+		return p.vdisp.Dispatch(ctx, va.Attributes, p.o, hooks)
+	}
+	invs := plan(p.pm, va.Attributes, p.o, hooks, validating.NewValidatingAdmissionPolicyAccessor, validating.NewValidatingAdmissionPolicyBindingAccessor, validationActions)
+	rs := &runs{}
+	err = p.vdisp.Dispatch(withRuns(ctx, rs), va.Attributes, p.o, hooks)
+	recordValidating(a, hooks, invs, rs)
+	return err
 }
 
 // Admit implements admission.MutationInterface.
@@ -129,10 +139,19 @@ func (p *Policies) Admit(ctx context.Context, a *admission.Attributes) error {
 		return nil
 	}
 	va := upstreamattrs.Versioned(a)
-	if err := p.mdisp.Dispatch(warning.WithWarningRecorder(ctx, warnings{a}), va.Attributes, p.o, hooks); err != nil {
+	ctx = warning.WithWarningRecorder(ctx, warnings{a})
+	if a.Recording() {
+		// matched before the dispatch, which changes va's object
+		invs := plan(p.pm, va.Attributes, p.o, hooks, mutating.NewMutatingAdmissionPolicyAccessor, mutating.NewMutatingAdmissionPolicyBindingAccessor, noActions)
+		rs := &runs{}
+		ctx = withRuns(ctx, rs)
+		defer recordMutating(a, hooks, invs, rs)
+	}
+	if err := p.mdisp.Dispatch(ctx, va.Attributes, p.o, hooks); err != nil {
 		return err
 	}
 	if a.ReinvocationRequested() || a.IsReinvocation() {
+		a.BeforeMutation()
 		// a policy changed the versioned copy (upstream converts its result into the
 		// request's object): bring it into ours, keeping its TypeMeta as it was
 		gvk := a.Object.GetObjectKind().GroupVersionKind()
@@ -193,6 +212,8 @@ func (p *Policies) mutatingHooks(set Set) []mutating.PolicyHook {
 			return h
 		})
 }
+
+type mutatingHook = mutating.PolicyHook
 
 // paramSourceOf finds a paramKind's objects (paramSource over the server's reader).
 type paramSourceOf func(*admissionregistrationv1.ParamKind) (informers.GenericInformer, meta.RESTScope, error)
