@@ -43,6 +43,9 @@ type Case struct {
 	Hook *Hook `json:"hook,omitempty"`
 	// Binding makes the case calls of the binding-cycle or queueing entry points.
 	Binding *BindingCase `json:"binding,omitempty"`
+	// Signature makes the case about wasmkube_sign: pods that must sign as Pod does (and
+	// then get the same answers on Nodes) or differently.
+	Signature *SignatureCase `json:"signature,omitempty"`
 	// Nodes are the cluster's nodes, in the order the batch gets them.
 	Nodes []v1.Node `json:"nodes"`
 	// Pods are pods already on the nodes (spec.nodeName says which); they count in the
@@ -152,6 +155,8 @@ func (c *Case) kind() string {
 		return "hook"
 	case c.Binding != nil:
 		return "binding"
+	case c.Signature != nil:
+		return "signature"
 	}
 	return "scheduler"
 }
@@ -185,6 +190,8 @@ func ParseFile(name string, b []byte) (*File, error) {
 			return nil, fmt.Errorf("%s.name: %q is used by an earlier case", field, c.Name)
 		case c.Request != nil && c.Hook != nil:
 			return nil, fmt.Errorf("%s (%s): request and hook: a case is one or the other", field, c.Name)
+		case c.Signature != nil && (c.Request != nil || c.Hook != nil || c.Binding != nil):
+			return nil, fmt.Errorf("%s (%s).signature: a signature case is a scheduling case (pod and nodes), not a request, hook or binding case", field, c.Name)
 		case c.Request != nil:
 			if len(c.Request.Object) == 0 && len(c.Request.OldObject) == 0 {
 				return nil, fmt.Errorf("%s (%s).request.object: required (oldObject for a DELETE)", field, c.Name)
@@ -211,6 +218,10 @@ func ParseFile(name string, b []byte) (*File, error) {
 			}
 			if c.Binding.Node.Name == "" {
 				return nil, fmt.Errorf("%s (%s).binding.node.metadata.name: required", field, c.Name)
+			}
+		case c.Signature != nil:
+			if len(c.Signature.Equal) == 0 && len(c.Signature.Differ) == 0 && !c.Signature.Unsignable {
+				return nil, fmt.Errorf("%s (%s).signature: give equal or differ pods, or unsignable: true", field, c.Name)
 			}
 		case len(c.Nodes) == 0 && c.Expect.Unschedulable == nil:
 			return nil, fmt.Errorf("%s (%s).nodes: at least one node is required", field, c.Name)

@@ -144,6 +144,8 @@ func (p *Plugin) runCase(ctx context.Context, c *Case) []string {
 		return p.runHook(ctx, c, pool)
 	case "binding":
 		return p.runBinding(ctx, c, pool)
+	case "signature":
+		return p.runSignature(ctx, c, pool)
 	}
 	if len(p.mod.Kinds().Intersect(schedwasm.Kinds)) == 0 {
 		return []string{"the case is a scheduling cycle, and the module exports no scheduler entry point"}

@@ -159,6 +159,70 @@ cases:
 	}
 }
 
+// Signature cases: the pods a case says sign alike must sign as its pod does and get its
+// answers; the ones it says differ must sign otherwise. A plugin that signs too little
+// fails on the answers, and a wrong expectation fails with the signatures it got.
+func TestRunSignatureCases(t *testing.T) {
+	nodes := `
+  nodes:
+  - metadata: {name: in-a, labels: {pool: a}}
+  - metadata: {name: in-b, labels: {pool: b}}`
+	for _, tt := range []struct {
+		src, cases string
+		want       []string // substrings of the failures, in order of the cases; "" passes
+	}{
+		{"wat:wasm-examples/wat/pool-filter/pool-filter.wat", `
+cases:
+- name: a pool's pods sign alike and get the same verdicts; another pool's differ
+  pod: {metadata: {name: web, labels: {pool: a}}, spec: {containers: [{name: c}]}}` + nodes + `
+  signature:
+    equal: [{metadata: {name: api, namespace: shop, labels: {pool: a, app: api}}, spec: {containers: [{name: c, image: nginx}]}}]
+    differ: [{metadata: {name: db, labels: {pool: b}}}, {metadata: {name: free}}]
+  expect: {feasible: [in-a]}
+- name: signatures alone, without nodes
+  pod: {metadata: {name: web, labels: {pool: a}}}
+  signature:
+    equal: [{metadata: {labels: {pool: a, tier: x}}}]
+- name: a pod of another pool is not equal
+  pod: {metadata: {name: web, labels: {pool: a}}}` + nodes + `
+  signature:
+    equal: [{metadata: {name: db, labels: {pool: b}}}]
+- name: a pod of the same pool does not differ
+  pod: {metadata: {name: web, labels: {pool: a}}}
+  signature:
+    differ: [{metadata: {name: api, labels: {pool: a}}}]
+- name: pool-filter never answers unsignable
+  pod: {metadata: {name: web}}
+  signature: {unsignable: true}
+`, []string{"", "", `pod db: want the signature of pod web, {"pool"="a"}, got {"pool"="b"}`,
+			`pod api: want a signature other than pod web's, got the same`, "pod web: want unsignable (2), got signed"}},
+		{"wat:plugins/wasmtest/testdata/signtoolittle.wat", `
+cases:
+- name: a filter that reads the app label must sign it
+  pod: {metadata: {name: web, labels: {app: web}}}` + nodes + `
+  signature:
+    equal: [{metadata: {name: other, labels: {app: other}}}]
+`, []string{"pods web and other sign alike ({}) but get different answers: node in-a passed vs rejected"}},
+	} {
+		t.Run(tt.src, func(t *testing.T) {
+			f, err := wasmtest.ParseFile("sign.yaml", []byte(tt.cases))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs := open(t, build(t, tt.src)).Run(context.Background(), f)
+			for i, r := range rs {
+				got := strings.Join(r.Diff, "\n")
+				switch want := tt.want[i]; {
+				case want == "" && !r.Passed:
+					t.Errorf("case %q failed:\n%s", r.Name, got)
+				case want != "" && (r.Passed || !strings.Contains(got, want)):
+					t.Errorf("case %q: passed=%v, diff:\n%s\nwant a failure containing %q", r.Name, r.Passed, got, want)
+				}
+			}
+		})
+	}
+}
+
 // Case files are bad input too: errors name the case and the field.
 func TestCaseFileErrors(t *testing.T) {
 	for _, tt := range []struct{ yaml, want string }{
@@ -167,6 +231,8 @@ func TestCaseFileErrors(t *testing.T) {
 		{"cases: [{name: x, nodes: [{metadata: {name: a}}]}]", "cases[0] (x).pod: required"},
 		{"cases: [{name: x, pod: {}, nodes: [{metadata: {name: a}}], expect: {feasible: [z]}}]", `cases[0] (x).expect: node "z" is not one of the case's nodes`},
 		{"cases: [{name: x, pod: {}, nodes: [{metadata: {name: a}}], pods: [{spec: {nodeName: q}}]}]", `cases[0] (x).pods[0].spec.nodeName: "q"`},
+		{"cases: [{name: x, pod: {}, signature: {}}]", "cases[0] (x).signature: give equal or differ pods, or unsignable: true"},
+		{"cases: [{name: x, pod: {}, signature: {unsignable: true}, binding: {points: [permit], node: {metadata: {name: a}}}}]", "cases[0] (x).signature: a signature case is a scheduling case"},
 	} {
 		if _, err := wasmtest.ParseFile("c.yaml", []byte(tt.yaml)); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: got %v, want %q", tt.yaml, err, tt.want)
