@@ -37,8 +37,8 @@ var newLangs = map[string]struct {
 	"go":             {kinds: newKinds, needSDK: true},
 	"c":              {kinds: newKinds},
 	"wat":            {kinds: newKinds},
-	"rust":           {kinds: newKinds[:6], needSDK: true},
-	"assemblyscript": {kinds: newKinds[:6], needSDK: true},
+	"rust":           {kinds: newKinds, needSDK: true},
+	"assemblyscript": {kinds: newKinds, needSDK: true},
 }
 
 // newKinds are the kinds `plugin new` writes; schedulerKinds of them are checked by

@@ -18,9 +18,10 @@ import (
 
 // TestPluginNew scaffolds plugins with `plugin new`, builds each with its own build.sh,
 // and runs `plugin check` on it and `plugin test` with its cases.yaml: a generated plugin
-// works as generated. C and WAT are tried for every kind;
-// Go (about 10 s a build on a loaded machine) and Rust for two kinds each, AssemblyScript
-// (asc takes 10 to 30 s) for one; -short leaves those three out.
+// works as generated. C and WAT are tried for every kind; Go (about 10 s a build on a
+// loaded machine) for the binding kinds and one scheduler and one admission kind, Rust
+// and AssemblyScript (asc takes 10 to 30 s) for the binding kinds, Filter and Score
+// (their wasmkube_sign exports) and, in Rust, Probe; -short leaves those three out.
 func TestPluginNew(t *testing.T) {
 	root := wasmbuild.Root()
 	tmp := t.TempDir()
@@ -28,8 +29,8 @@ func TestPluginNew(t *testing.T) {
 		"wat":            newKinds,
 		"c":              newKinds,
 		"go":             {"filter", "validate", "permit", "reserve", "prebind"},
-		"rust":           {"score", "probe"},
-		"assemblyscript": {"filter"},
+		"rust":           {"filter", "score", "probe", "permit", "reserve", "prebind"},
+		"assemblyscript": {"filter", "score", "permit", "reserve", "prebind"},
 	}
 	// The AssemblyScript compiler scripts/deps.sh installs for the examples.
 	examplesModules := filepath.Join(root, "wasm-examples", "assemblyscript", "node_modules")
@@ -95,12 +96,15 @@ func TestPluginNew(t *testing.T) {
 					t.Errorf("README.md names no conformance command:\n%s", readme)
 				}
 				// The README promises conformance too. The C and WAT templates (a second or
-				// two each) are checked here; the Go, Rust and AssemblyScript SDKs' examples are
-				// checked by their packages' tests. A hook's leak check makes 20,000 calls over
-				// loopback HTTP (10 s): one hook kind is enough. The limit is 1 s, as
+				// two each) and every language's binding kinds (their own checks: an Unreserve
+				// that undoes its Reserve, a bounded Permit wait, hints that queue what helps)
+				// are checked here; the Go, Rust and AssemblyScript SDKs' examples of the other
+				// kinds are checked by their packages' tests. A hook's leak check makes 20,000
+				// calls over loopback HTTP (10 s): one hook kind is enough. The limit is 1 s, as
 				// plugins/wasmtest's tests give: at a load of 20 on two cores a call of a
 				// correct plugin can take longer than the default 100 ms.
-				if (lang == "c" || lang == "wat") && ((kind != "probe" && kind != "prestop") || (lang == "wat" && kind == "probe")) {
+				binding := kind == "permit" || kind == "reserve" || kind == "prebind"
+				if binding || ((lang == "c" || lang == "wat") && ((kind != "probe" && kind != "prestop") || (lang == "wat" && kind == "probe"))) {
 					var conf bytes.Buffer
 					co := *o
 					co.timeout = time.Second

@@ -79,7 +79,8 @@ export function registerEvent(resource: string, actions: i32): void {
 }
 
 /** wasmkube_sign only (docs/abi.md 1.5): one part of the pod this plugin's verdicts read.
- * Export wasmkube_sign(): i32 returning 0 after the fragments, or 2 (unsignable). */
+ * Export wasmkube_sign(): i32 { return runSign(f); } (or return 0 after the fragments, or
+ * 2 for unsignable, after beginning the call as runSign does). */
 export function signFragment(key: string, value: string): void {
   let k = keyA(key);
   let v = keyB(value);
@@ -126,6 +127,14 @@ export function runNodeNotice(f: (pod: Pod, node: Node) => void): i32 {
   beginCall();
   f(thePod, chosen);
   return 0;
+}
+
+/** wasmkube_sign: f calls signFragment for each part of the pod the plugin's Filter and
+ * Score verdicts read and returns true, or false for a pod it cannot sign (Unsignable).
+ * Through it the pod's labels and annotations are read afresh: they are cached per call. */
+export function runSign(f: (pod: Pod) => bool): i32 {
+  beginCall();
+  return f(thePod) ? 0 : 2;
 }
 
 /** wasmkube_events: f registers the events (registerEvent). */

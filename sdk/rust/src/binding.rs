@@ -75,8 +75,9 @@ pub fn register_event(resource: &str, actions: i32) {
 }
 
 /// `wasmkube_sign` only (docs/abi.md 1.5): one part of the pod this plugin's verdicts
-/// read. Export `wasmkube_sign` (`#[export_name = "wasmkube_sign"] extern "C" fn() -> i32`)
-/// returning 0 after the fragments, or 2 for a pod it cannot sign.
+/// read. Export `wasmkube_sign` with [`export_sign!`](crate::export_sign) (or by hand:
+/// `#[export_name = "wasmkube_sign"] extern "C" fn() -> i32` returning 0 after the
+/// fragments, or 2 for a pod it cannot sign).
 pub fn sign_fragment(key: &str, value: &str) {
     unsafe { sys::sign_fragment(key.as_ptr(), key.len() as i32, value.as_ptr(), value.len() as i32) }
 }
@@ -123,6 +124,15 @@ pub fn run_node_point(f: impl FnOnce(&Pod, &Node) -> Status) -> i32 {
 pub fn run_unreserve(f: impl FnOnce(&Pod, &Node)) -> i32 {
     f(&Pod::new(), &chosen_node());
     0
+}
+
+#[doc(hidden)]
+pub fn run_sign(f: impl FnOnce(&Pod) -> bool) -> i32 {
+    if f(&Pod::new()) {
+        0
+    } else {
+        2
+    }
 }
 
 #[doc(hidden)]

@@ -326,7 +326,7 @@ pub mod __rt {
     pub use crate::admission::{run_mutate, run_validate};
     pub use crate::kubelet::{run_prestop, run_probe};
     pub use crate::sched::{run_filter, run_normalizescore, run_postfilter, run_prefilter, run_prescore, run_score};
-    pub use crate::binding::{run_events, run_hint, run_node_point, run_unreserve};
+    pub use crate::binding::{run_events, run_hint, run_node_point, run_sign, run_unreserve};
 
     /// Reports st as the entry point's own status.
     pub fn finish(st: crate::Status) -> i32 {
@@ -543,6 +543,19 @@ macro_rules! export_events {
         #[export_name = "wasmkube_events"]
         pub extern "C" fn __wasmkube_events() -> i32 {
             $crate::__rt::run_events($f)
+        }
+    };
+}
+
+/// Exports `wasmkube_sign` (docs/abi.md 1.5): `fn(&Pod) -> bool` that calls
+/// [`binding::sign_fragment`] for each part of the pod the plugin's Filter and Score
+/// verdicts read and returns true, or false for a pod it cannot sign (Unsignable).
+#[macro_export]
+macro_rules! export_sign {
+    ($f:expr) => {
+        #[export_name = "wasmkube_sign"]
+        pub extern "C" fn __wasmkube_sign() -> i32 {
+            $crate::__rt::run_sign($f)
         }
     };
 }

@@ -20,6 +20,12 @@ enum { SUCCESS = 0, UNSCHEDULABLE = 2 };
 
 EXPORT("wasmkube_abi_version") i32 abi_version(void) { return 1; }
 
+/* sign: the signature (docs/abi.md section 1.5). filter reads nothing of the pod, so every
+ * pod signs alike (no fragments, Success) and the scheduler may place a pod from the pass
+ * of the pod before it (batching). Sign everything filter reads when you change it
+ * (sign_fragment); `wasmkube plugin conformance` fails a plugin that signs too little. */
+EXPORT("wasmkube_sign") i32 sign(void) { return SUCCESS; }
+
 /* filter(count): nodes 0..count-1 of the batch; the ones not rejected pass. */
 EXPORT("wasmkube_filter") i32 filter(i32 count) {
 	for (i32 i = 0; i < count; i++) {

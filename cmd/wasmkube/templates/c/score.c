@@ -20,10 +20,31 @@ IMPORT("pod_requests") i32 pod_requests(i64 out[5]);
 IMPORT("node_resources") i32 node_resources(i32 i, i64 out[10]);
 IMPORT("node_score") void node_score(i32 i, i64 score);
 IMPORT("status_reason") void status_reason(const char *reason, i32 len);
+IMPORT("sign_fragment") void sign_fragment(const char *key, i32 key_len, const char *value, i32 value_len);
 
-enum { SUCCESS = 0, ERROR = 1 };
+enum { SUCCESS = 0, ERROR = 1, UNSIGNABLE = 2 };
 
 EXPORT("wasmkube_abi_version") i32 abi_version(void) { return 1; }
+
+/* sign: the signature (docs/abi.md section 1.5). score reads the pod's non-zero cpu
+ * request and nothing else of it, so pods that ask for the same cpu may be placed from one
+ * pass (batching). Sign everything score reads when you change it; `wasmkube plugin
+ * conformance` fails a plugin that signs too little. */
+EXPORT("wasmkube_sign") i32 sign(void) {
+	i64 pod[5];
+	char digits[24];
+	if (pod_requests(pod) != 40 || pod[3] < 0)
+		return UNSIGNABLE; /* scheduled by a pass of its own */
+	/* the value in decimal, written from the end */
+	i32 at = sizeof digits;
+	i64 v = pod[3];
+	do {
+		digits[--at] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v > 0);
+	sign_fragment(MSG("nonzero-cpu"), digits + at, (i32)sizeof digits - at);
+	return SUCCESS;
+}
 
 /* score(count): a score for each node 0..count-1 of the batch, from that node alone
  * (never rescaled within the batch: that is NormalizeScore's job). */

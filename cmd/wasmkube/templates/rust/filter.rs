@@ -19,3 +19,14 @@ fn filter(_pod: &Pod, node: &Node) -> Status {
 }
 
 wasmkube::export_filter!(filter);
+
+/// The signature (docs/abi.md section 1.5): Filter reads nothing of the pod, so every pod
+/// signs alike (no fragments) and the scheduler may place a pod from the pass of
+/// the pod before it (batching). Sign everything `filter` reads when you change it
+/// (`binding::sign_fragment`); `wasmkube plugin conformance` fails a plugin that signs too
+/// little.
+fn sign(_pod: &Pod) -> bool {
+    true
+}
+
+wasmkube::export_sign!(sign);

@@ -4,7 +4,9 @@
 //! them).
 #![no_std]
 
-use wasmkube::{Node, Pod, Status};
+use core::fmt::Write;
+
+use wasmkube::{binding, Node, Pod, Status, StrBuf};
 
 /// Called for each node of a batch; the score must be in [0, 100] and depend on the pod
 /// and the node alone: do not rescale within the batch (that is NormalizeScore's job).
@@ -19,3 +21,20 @@ fn score(pod: &Pod, node: &Node) -> Result<i64, Status> {
 }
 
 wasmkube::export_score!(score);
+
+/// The signature (docs/abi.md section 1.5): `score` reads the pod's non-zero cpu request
+/// and nothing else of it, so pods that ask for the same cpu may be placed from one pass
+/// (batching). Sign everything `score` reads when you change it; `wasmkube plugin
+/// conformance` fails a plugin that signs too little; false: unsignable.
+fn sign(pod: &Pod) -> bool {
+    let req = match pod.requests() {
+        Ok(r) => r,
+        Err(_) => return false, // unsignable: scheduled by a pass of its own
+    };
+    let mut cpu = StrBuf::<24>::new();
+    let _ = write!(cpu, "{}", req.nonzero_milli_cpu);
+    binding::sign_fragment("nonzero-cpu", cpu.as_str());
+    true
+}
+
+wasmkube::export_sign!(sign);

@@ -12,6 +12,13 @@
 
   (func (export "wasmkube_abi_version") (result i32) (i32.const 1))
 
+  ;; wasmkube_sign: the signature (docs/abi.md section 1.5). The filter reads nothing of
+  ;; the pod, so every pod signs alike (no fragments, Success) and the scheduler may place
+  ;; a pod from the pass of the pod before it (batching). Sign everything the filter reads
+  ;; when you change it (sign_fragment); `wasmkube plugin conformance` fails a plugin that
+  ;; signs too little.
+  (func (export "wasmkube_sign") (result i32) (i32.const 0))
+
   ;; wasmkube_filter(count): nodes 0..count-1 of the batch; the ones not rejected pass.
   (func (export "wasmkube_filter") (param $count i32) (result i32)
     (local $i i32)

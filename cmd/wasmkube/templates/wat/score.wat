@@ -8,12 +8,37 @@
   (import "wasmkube" "node_resources" (func $node_resources (param i32 i32) (result i32)))
   (import "wasmkube" "node_score" (func $node_score (param i32 i64)))
   (import "wasmkube" "status_reason" (func $status_reason (param i32 i32)))
+  ;; sign_fragment(key_ptr, key_len, value_ptr, value_len)
+  (import "wasmkube" "sign_fragment" (func $sign_fragment (param i32 i32 i32 i32)))
 
   (memory (export "memory") 1)
-  ;; 0: the pod record (40 bytes); 64: a node record (80 bytes); 256: a message
+  ;; 0: the pod record (40 bytes); 64: a node record (80 bytes); 256: a message;
+  ;; 288: a fragment's key; 320..344: its value's digits, written from the end
   (data (i32.const 256) "pod_requests: unavailable") ;; 25 bytes
+  (data (i32.const 288) "nonzero-cpu")               ;; 11 bytes
 
   (func (export "wasmkube_abi_version") (result i32) (i32.const 1))
+
+  ;; wasmkube_sign: the signature (docs/abi.md section 1.5). The score reads the pod's
+  ;; non-zero cpu request and nothing else of it, so pods that ask for the same cpu may be
+  ;; placed from one pass (batching): one fragment, nonzero-cpu = that request in decimal.
+  ;; Sign everything the score reads when you change it; `wasmkube plugin conformance`
+  ;; fails a plugin that signs too little.
+  (func (export "wasmkube_sign") (result i32)
+    (local $v i64) (local $at i32)
+    (if (i32.ne (call $pod_requests (i32.const 0)) (i32.const 40))
+      (then (return (i32.const 2))))                              ;; Unsignable
+    (local.set $v (i64.load offset=24 (i32.const 0)))             ;; [3] non-zero cpu (milli)
+    (if (i64.lt_s (local.get $v) (i64.const 0))
+      (then (return (i32.const 2))))
+    (local.set $at (i32.const 344))
+    (loop $digit
+      (local.set $at (i32.sub (local.get $at) (i32.const 1)))
+      (i32.store8 (local.get $at) (i32.add (i32.const 48) (i32.wrap_i64 (i64.rem_u (local.get $v) (i64.const 10)))))
+      (local.set $v (i64.div_u (local.get $v) (i64.const 10)))
+      (br_if $digit (i64.gt_u (local.get $v) (i64.const 0))))
+    (call $sign_fragment (i32.const 288) (i32.const 11) (local.get $at) (i32.sub (i32.const 344) (local.get $at)))
+    (i32.const 0))
 
   ;; wasmkube_score(count): a score for each node 0..count-1 of the batch, from that node
   ;; alone (never rescaled within the batch: that is NormalizeScore's job).
