@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -134,7 +135,8 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, f informers.SharedI
 		}
 	}
 	if _, err := c.policies.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue,
+		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: func(obj any) { c.forget(obj); enqueue(obj) },
 	}); err != nil {
 		return nil, err
 	}
@@ -327,6 +329,27 @@ func (c *Controller) recordOnce(p *policyv1alpha1.WasmPolicy, what, value, reaso
 	c.evented[k] = value
 	c.mu.Unlock()
 	c.recorder.Eventf(c.ref(p), corev1.EventTypeWarning, reason, msg, args...)
+}
+
+// forget drops what the controller remembers of a deleted policy (its Events recorded,
+// its last resolution).
+func (c *Controller) forget(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	uid := u.GetUID()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.resolved, uid)
+	for k := range c.evented {
+		if strings.HasPrefix(k, string(uid)+"/") {
+			delete(c.evented, k)
+		}
+	}
 }
 
 // ref is p as an Event's object.
