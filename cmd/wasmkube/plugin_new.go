@@ -46,8 +46,11 @@ var newLangs = map[string]struct {
 var (
 	newKinds       = []string{"filter", "score", "validate", "mutate", "probe", "prestop", "permit", "reserve", "prebind"}
 	schedulerKinds = []string{"filter", "score", "permit", "reserve", "prebind"}
-	// configKeys are the profile keys of the scheduler kinds (config.JSONKey of the point).
-	configKeys = map[string]string{"filter": "filter", "score": "score", "permit": "permit", "reserve": "reserve", "prebind": "preBind"}
+	// configKeys are the profile keys the README enables a scheduler kind under
+	// (config.JSONKey of the point). The reserve template also releases at PostBind,
+	// which runs only for plugins enabled at postBind: multiPoint enables it at every
+	// point it exports.
+	configKeys = map[string]string{"filter": "filter", "score": "score", "permit": "permit", "reserve": "multiPoint", "prebind": "preBind"}
 )
 
 // pluginNameRE is what a plugin's name may be: it names the module file, the plugin in

@@ -232,3 +232,17 @@ func TestPluginNewPreStopSpelling(t *testing.T) {
 		t.Errorf("drain.wat exports no wasmkube_prestop: %v\n%s", err, src)
 	}
 }
+
+// TestPluginNewReserveEnablesPostBind checks that the README of a reserve plugin enables it
+// under multiPoint: the template takes its count back at PostBind too, and the scheduler
+// calls PostBind only for plugins enabled there.
+func TestPluginNewReserveEnablesPostBind(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cap")
+	if err := runPluginNew(&bytes.Buffer{}, dir, &pluginNewOptions{lang: "wat", kind: "reserve"}); err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	if err != nil || !strings.Contains(string(readme), "      multiPoint:\n        enabled: [{name: cap}]") {
+		t.Errorf("README.md does not enable the reserve plugin under multiPoint: %v\n%s", err, readme)
+	}
+}
