@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -46,7 +47,7 @@ type policyBenchOptions struct {
 	servers, nodes, changes  int
 	writers, swaps           int
 	repo, dataDir, output    string
-	logLevel                 string
+	logLevel, cpuProfile     string
 	idle, pause, waitTimeout time.Duration
 }
 
@@ -131,6 +132,7 @@ without changes. See docs/benchmarks.md (issue 27).`,
 	f.StringVar(&o.dataDir, "data-dir", "", "data directory (default: a temporary one, removed after)")
 	f.StringVar(&o.output, "output", "text", "text or json")
 	f.StringVar(&o.logLevel, "log-level", "error", "log level of the components: debug, info, warn, error")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of (a)'s changes to this file (goroutines labelled by component)")
 	f.DurationVar(&o.idle, "idle", 30*time.Second, "the quiet window of (d)")
 	f.DurationVar(&o.pause, "pause", 500*time.Millisecond, "pause between two changes or swaps")
 	f.DurationVar(&o.waitTimeout, "wait-timeout", 3*time.Minute, "give up when a change is not Active everywhere after this long")
@@ -200,6 +202,8 @@ func runPolicyBench(out io.Writer, o policyBenchOptions) error {
 	}
 	progress("(b) first fetch + compile of the Go module: %.0f ms", res.FirstFetchCompileMs)
 
+	defer pprof.SetGoroutineLabels(context.Background())
+	labelComponent(compAPIServer)
 	servers, stop, err := startBenchServers(ctx, o.servers, dataDir, log)
 	if err != nil {
 		return fmt.Errorf("bench policy: %w", err)
@@ -212,17 +216,20 @@ func runPolicyBench(out io.Writer, o policyBenchOptions) error {
 	}
 	compCtx, stopComponents := context.WithCancel(ctx)
 	defer stopComponents()
+	labelComponent(compScheduler) // and the controllers
 	if err := startControlPlane(compCtx, servers[0], filepath.Join(dataDir, "api-0"), "", "", cs, false, log); err != nil {
 		return err
 	}
 	var hollowWG sync.WaitGroup
 	defer hollowWG.Wait()
 	defer stopComponents()
+	labelComponent(compHollow)
 	if err := startBenchHollowNodes(compCtx, &hollowWG, servers, o.nodes, filepath.Join(dataDir, "hollow"), log); err != nil {
 		return fmt.Errorf("bench policy: %w", err)
 	}
 	progress("%d hollow nodes load policies", o.nodes)
 
+	labelComponent(compClients)
 	admin := rest.CopyConfig(servers[0].AdminRESTConfig())
 	admin.QPS, admin.Burst = 1000, 2000
 	dyn, err := dynamic.NewForConfig(admin)
@@ -254,6 +261,16 @@ func runPolicyBench(out io.Writer, o policyBenchOptions) error {
 	progress("policies in force on every component (both modules cached) after %s", time.Since(start).Round(time.Millisecond))
 
 	// (a) and (d).
+	if o.cpuProfile != "" {
+		pf, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pf.Close()
+	}
 	before := policyWrites()
 	var active, ready []float64
 	byHook := map[string][]float64{}
@@ -273,6 +290,9 @@ func runPolicyBench(out io.Writer, o policyBenchOptions) error {
 			byHook[h] = append(byHook[h], d)
 		}
 		progress("(a) change %d: Active everywhere %.0f ms, Ready %.0f ms", i+1, m.active, m.ready)
+	}
+	if o.cpuProfile != "" {
+		pprof.StopCPUProfile()
 	}
 	// Writes of a change that land after Ready (a Settle-delayed report) belong to it.
 	time.Sleep(3 * time.Second)
@@ -452,7 +472,9 @@ func firstFetchCompile(ctx context.Context, ref, dir string) (float64, error) {
 // one's identity key, as an operator adds servers: docs/security.md), each with its
 // admission plugins and WasmPolicy loader.
 func startBenchServers(ctx context.Context, n int, dataDir string, log *slog.Logger) ([]*apiserver.Server, func(), error) {
+	labelComponent(compEtcd)
 	etcd, err := storage.NewBackend(ctx, storage.Config{DataDir: filepath.Join(dataDir, "etcd"), Logger: log})
+	labelComponent(compAPIServer)
 	if err != nil {
 		return nil, nil, err
 	}
