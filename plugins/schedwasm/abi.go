@@ -44,7 +44,7 @@ var Kinds = wasmhost.Kinds{PreFilter, Filter, PostFilter, PreScore, Score, Norma
 
 // Extension is the scheduler's part of the host: its kinds and the pod, node, cycle-state
 // and result functions of docs/abi.md sections 4.1-4.4.
-var Extension = wasmhost.Extension{Name: "scheduler", Kinds: Kinds, Funcs: append(append(append(append([]wasmhost.HostFunc(nil), podfuncs.Funcs...), hostFuncs...), bindingFuncs...), signFuncs...)}
+var Extension = wasmhost.Extension{Name: "scheduler", Kinds: Kinds, Funcs: append(append(append(append(append([]wasmhost.HostFunc(nil), podfuncs.Funcs...), hostFuncs...), rangeFuncs...), bindingFuncs...), signFuncs...)}
 
 // Limits of docs/abi.md section 6.
 const maxStateValue = 1 << 20

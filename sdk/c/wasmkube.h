@@ -75,11 +75,17 @@ WASMKUBE_IMPORT(node_resources) int32_t wasmkube_node_resources(int32_t i, int64
 WASMKUBE_IMPORT(node_scalar) int64_t wasmkube_node_scalar(int32_t i, int32_t which, const char *name, int32_t name_len);
 WASMKUBE_IMPORT(node_filter_code) int32_t wasmkube_node_filter_code(int32_t i);
 WASMKUBE_IMPORT(score_get) int64_t wasmkube_score_get(int32_t i);
+/* The run form of node_resources: the records of nodes first .. (up to count) one after
+ * another in out (count * WASMKUBE_NODE_RESOURCES_LEN int64s); returns how many, or
+ * WASMKUBE_UNAVAILABLE. One call for many nodes instead of one call each. */
+WASMKUBE_IMPORT(node_resources_range) int32_t wasmkube_node_resources_range(int32_t first, int32_t count, int64_t *out);
 
 /* 4.4 Results. */
 WASMKUBE_IMPORT(status_reason) void wasmkube_status_reason(const char *p, int32_t l);
 WASMKUBE_IMPORT(node_status) void wasmkube_node_status(int32_t i, int32_t code, const char *p, int32_t l);
 WASMKUBE_IMPORT(node_score) void wasmkube_node_score(int32_t i, int64_t score);
+/* The run form of node_score: scores[0 .. count) for nodes first .. first+count-1. */
+WASMKUBE_IMPORT(node_scores) void wasmkube_node_scores(int32_t first, int32_t count, const int64_t *scores);
 WASMKUBE_IMPORT(prefilter_node) void wasmkube_prefilter_node(const char *p, int32_t l);
 WASMKUBE_IMPORT(nominate) void wasmkube_nominate(const char *p, int32_t l);
 

@@ -27,6 +27,9 @@
 @external("wasmkube", "node_scalar") export declare function node_scalar(i: i32, which: i32, name: usize, nameLen: i32): i64;
 @external("wasmkube", "node_filter_code") export declare function node_filter_code(i: i32): i32;
 @external("wasmkube", "score_get") export declare function score_get(i: i32): i64;
+// The run forms of node_resources and node_score: many nodes in one call.
+@external("wasmkube", "node_resources_range") export declare function node_resources_range(first: i32, count: i32, out: usize): i32;
+@external("wasmkube", "node_scores") export declare function node_scores(first: i32, count: i32, scores: usize): void;
 
 // 4.4 Results
 @external("wasmkube", "status_reason") export declare function status_reason(p: usize, l: i32): void;

@@ -28,6 +28,8 @@ WASMKUBE_EXPORT(wasmkube_filter) int32_t filter(int32_t count) {
 		wasmkube_score_get(0);
 		wasmkube_status_reason(WASMKUBE_STR("r"));
 		wasmkube_node_score(0, 1);
+		wasmkube_node_resources_range(0, 1, rec);
+		wasmkube_node_scores(0, 1, rec);
 		wasmkube_prefilter_node(WASMKUBE_STR("n"));
 		wasmkube_nominate(WASMKUBE_STR("n"));
 		wasmkube_pod_uid(buf, sizeof buf);

@@ -33,11 +33,16 @@ extern "C" {
     pub fn node_scalar(i: i32, which: i32, name: *const u8, name_len: i32) -> i64;
     pub fn node_filter_code(i: i32) -> i32;
     pub fn score_get(i: i32) -> i64;
+    /// The run form of `node_resources`: the records of nodes `first ..` (up to `count`)
+    /// one after another; returns how many.
+    pub fn node_resources_range(first: i32, count: i32, out: *mut i64) -> i32;
 
     // 4.4 Results
     pub fn status_reason(p: *const u8, l: i32);
     pub fn node_status(i: i32, code: i32, p: *const u8, l: i32);
     pub fn node_score(i: i32, score: i64);
+    /// The run form of `node_score`: `count` scores for nodes `first ..`.
+    pub fn node_scores(first: i32, count: i32, scores: *const i64);
     pub fn prefilter_node(p: *const u8, l: i32);
     pub fn nominate(p: *const u8, l: i32);
 

@@ -11,6 +11,7 @@ import {
   runPostfilter, runPrefilter, runPreStop, runPrescore, runProbe, runScore, runValidate, state,
 } from "../../assembly";
 export { wasmkube_abi_version } from "../../assembly";
+import * as sys from "../../assembly/sys";
 
 function canonical(v: JSONValue): string {
   switch (v.kind) {
@@ -45,13 +46,14 @@ function podAll(p: Pod): void {
 function nodeAll(n: Node): void {
   n.name(); n.label("a"); n.taints(); n.resources(); n.scalarAllocatable("x");
   n.scalarRequested("x"); n.json(); n.filterCode();
+  sys.node_resources_range(n.index, 1, memory.data(80));
 }
 
 function prefilter(p: Pod): Status { podAll(p); restrictTo("n"); return Status.OK; }
 function filter(p: Pod, n: Node): Status { nodeAll(n); return Status.reject("no"); }
 function postfilter(p: Pod, nodes: Nodes): Status { nodeAll(nodes.at(0)); nominate("n"); return Status.OK; }
 function prescore(p: Pod, nodes: Nodes): Status { return Status.skip(); }
-function score(p: Pod, n: Node): i64 { return 1; }
+function score(p: Pod, n: Node): i64 { sys.node_scores(n.index, 1, memory.data(8)); return 1; }
 function validate(r: Request): Status {
   r.operation(); r.kind(); r.resource(); r.name(); r.namespace(); r.user(); r.groups();
   r.podImages(); r.json(); r.objectJSON(); r.oldObjectJSON(); r.get("spec"); r.oldGet("spec"); r.objectLabel("a");

@@ -34,6 +34,8 @@ fn node_all(n: &Node) {
     let _ = n.scalar_requested("x");
     let _ = n.json(&mut b);
     let _ = n.filter_code();
+    let mut recs = [0i64; 10];
+    let _ = unsafe { wasmkube::sys::node_resources_range(n.index(), 1, recs.as_mut_ptr()) };
 }
 
 fn init() -> Status {
@@ -61,7 +63,9 @@ fn prescore(_: &Pod, _: &Nodes) -> Status {
     Status::skip()
 }
 
-fn score(_: &Pod, _: &Node) -> Result<i64, Status> {
+fn score(_: &Pod, n: &Node) -> Result<i64, Status> {
+    let one = [1i64];
+    unsafe { wasmkube::sys::node_scores(n.index(), 1, one.as_ptr()) };
     Ok(1)
 }
 
