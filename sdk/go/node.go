@@ -35,16 +35,55 @@ type NonZero struct {
 	Memory   int64
 }
 
-// nodeRes receives node_resources: a pointer to a local would make the compiler move the
-// local to the heap (an allocation per node); a guest instance is single-threaded.
-var nodeRes NodeResources
+// resWindow is how many nodes' records one node_resources_range call reads: a batch of
+// 5000 nodes costs 20 crossings instead of 5000 (a crossing costs about what a simple
+// Filter does for a node), and the window stays at 20 KiB.
+const resWindow = 256
+
+// nodeWin holds the node_resources records of nodes lo .. lo+n-1 of the current
+// call (BeginCall empties it). It is a global, not a local (a pointer to a local passed to
+// the host would move it to the heap); a guest instance is single-threaded.
+var nodeWin struct {
+	lo, n uint32
+	recs  [resWindow]NodeResources
+}
 
 // Resources returns the node's resources; ok is false when the index is not in the batch.
+// It returns a copy: ResourcesRef costs less.
 func (n Node) Resources() (NodeResources, bool) {
-	if abi.NodeResources(n.index, unsafe.Pointer(&nodeRes)) < 0 {
+	r := n.ResourcesRef()
+	if r == nil {
 		return NodeResources{}, false
 	}
-	return nodeRes, true
+	return *r, true
+}
+
+// ResourcesRef returns the node's resources, or nil when the index is not in the batch.
+// The record is the SDK's: valid until the call ends, not to be changed. The first read of
+// a node outside the current window reads that node and up to 255 after it from the host
+// in one call (node_resources_range), so a Filter or Score over a batch costs one crossing
+// per 256 nodes; and the record is not copied (an 80-byte copy is a memory.copy in Go's
+// wasm code, which costs more than the rest of a simple Filter).
+//
+// The window check is small enough to be inlined where it is called (a call in Go's wasm
+// code costs about as much as the check itself and the Filter's own work).
+func (n Node) ResourcesRef() *NodeResources {
+	if i := uint32(n.index) - nodeWin.lo; i < nodeWin.n {
+		return &nodeWin.recs[i%resWindow] // n <= resWindow: the modulo only spares a bounds check
+	}
+	return readWindow(n.index)
+}
+
+// readWindow reads the records of node index and up to resWindow-1 after it.
+func readWindow(index int32) *NodeResources {
+	w := &nodeWin
+	got := abi.NodeResourcesRange(index, resWindow, unsafe.Pointer(&w.recs[0]))
+	if got <= 0 {
+		w.n = 0
+		return nil
+	}
+	w.lo, w.n = uint32(index), uint32(min(got, resWindow))
+	return &w.recs[0]
 }
 
 // Name is the node's metadata.name.

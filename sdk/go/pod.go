@@ -41,14 +41,23 @@ func (Pod) fresh() {
 
 // Requests returns the pod's effective resource requests (read from the host once per
 // call). The pointer is valid until the call ends; do not keep it.
+//
+// The check for the cached value is small enough to be inlined where it is called: a
+// function call in Go's wasm code costs about as much as a simple Filter's own work, and
+// a Filter or Score asks for the requests once per node.
 func (p Pod) Requests() *PodRequests {
-	p.fresh()
-	if !podCache.haveReq {
-		if abi.PodRequests(unsafe.Pointer(&podCache.requests)) < 0 {
-			podCache.requests = PodRequests{}
-		}
-		podCache.haveReq = true
+	if podCache.call == abi.Call && podCache.haveReq {
+		return &podCache.requests
 	}
+	return p.readRequests()
+}
+
+func (p Pod) readRequests() *PodRequests {
+	p.fresh()
+	if abi.PodRequests(unsafe.Pointer(&podCache.requests)) < 0 {
+		podCache.requests = PodRequests{}
+	}
+	podCache.haveReq = true
 	return &podCache.requests
 }
 
@@ -86,16 +95,22 @@ func (Pod) JSON() []byte {
 }
 
 // ScalarNames lists the extended resources the pod requests (read once per call).
+// Like Requests, the check for the cached list is inlined where it is called.
 func (p Pod) ScalarNames() []string {
-	p.fresh()
-	if !podCache.haveScalars {
-		podCache.scalars = nil
-		b, code := readVar(func(b unsafe.Pointer, c int32) int32 { return abi.PodScalarNames(b, c) })
-		if code > 0 {
-			podCache.scalars = splitLines(string(b))
-		}
-		podCache.haveScalars = true
+	if podCache.call == abi.Call && podCache.haveScalars {
+		return podCache.scalars
 	}
+	return p.readScalarNames()
+}
+
+func (p Pod) readScalarNames() []string {
+	p.fresh()
+	podCache.scalars = nil
+	b, code := readVar(func(b unsafe.Pointer, c int32) int32 { return abi.PodScalarNames(b, c) })
+	if code > 0 {
+		podCache.scalars = splitLines(string(b))
+	}
+	podCache.haveScalars = true
 	return podCache.scalars
 }
 

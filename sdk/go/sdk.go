@@ -116,7 +116,10 @@ func SetReason(reason string) {
 
 // BeginCall starts a new entry-point call: caches of the previous call are dropped. The
 // extension-point packages call it; plugins never need to.
-func BeginCall() { abi.BeginCall() }
+func BeginCall() {
+	abi.BeginCall()
+	nodeWin.n = 0
+}
 
 // ABIVersion is the version of docs/abi.md this SDK implements.
 const ABIVersion = 1

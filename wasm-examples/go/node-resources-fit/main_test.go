@@ -33,6 +33,10 @@ func TestInsufficient(t *testing.T) {
 		if got := Insufficient(tt.req, &node); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("Insufficient(%+v) = %v, want %v", tt.req, got, tt.want)
 		}
+		req := &sdk.PodRequests{MilliCPU: tt.req.MilliCPU, Memory: tt.req.Memory, EphemeralStorage: tt.req.EphemeralStorage}
+		if Fits(req, &node) != (tt.want == nil) {
+			t.Errorf("Fits(%+v) = %v, want %v", tt.req, !(tt.want == nil), tt.want == nil)
+		}
 	}
 	node.Requested.Pods = 2
 	if got := Insufficient(sdk.Resources{}, &node); !reflect.DeepEqual(got, []string{"Too many pods"}) {

@@ -18,12 +18,12 @@ func init() {
 
 // Score is the mean of the cpu and memory utilisation after placing pod, in [0, 100].
 func Score(pod sdk.Pod, node sdk.Node) (int64, sdk.Status) {
-	res, ok := node.Resources()
-	if !ok {
+	res := node.ResourcesRef()
+	if res == nil {
 		return 0, sdk.Errorf("node %d: resources unavailable", node.Index())
 	}
 	req := pod.Requests()
-	return Packing(req.NonZeroMilliCPU, req.NonZeroMemory, &res), sdk.OK()
+	return Packing(req.NonZeroMilliCPU, req.NonZeroMemory, res), sdk.OK()
 }
 
 // Packing is the mean of the cpu and memory fractions in use after adding the pod's
