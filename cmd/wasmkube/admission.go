@@ -86,8 +86,9 @@ func runAdmission(ctx context.Context, pol *admitwasm.Policies, srv *apiserver.S
 	loader, err := wasmpolicy.New(wasmpolicy.Config{
 		Component: wasmpolicy.ComponentAPIServer, Name: id,
 		Dynamic: dyn, Client: client, Target: pol,
-		Cache:  wasmoci.Options{Dir: filepath.Join(dataDir, "wasm-modules")},
-		Sink:   sink,
+		Cache: wasmoci.Options{Dir: filepath.Join(dataDir, "wasm-modules")},
+		// each revision put in force or refused is also a Swap on the explorer's timeline
+		Sink:   wasmpolicy.RecordSwaps(sink, srv.ExplorerRecorder),
 		Logger: log,
 	})
 	if err != nil {

@@ -336,7 +336,7 @@ func runHookPolicies(ctx context.Context, cfg *rest.Config, node string, hooks *
 	loader, err := wasmpolicy.New(wasmpolicy.Config{
 		Component: wasmpolicy.ComponentKubelet, Name: node, Dynamic: dyn, Client: client, Target: hooks,
 		Cache:  wasmoci.Options{Dir: cacheDir},
-		Sink:   sink,
+		Sink:   wasmpolicy.RecordSwaps(sink, hooks.DecisionRecorder),
 		Logger: log,
 	})
 	if err != nil {

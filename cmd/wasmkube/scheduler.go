@@ -143,7 +143,7 @@ func runSchedulerPolicies(ctx context.Context, cfg *rest.Config, s *scheduler.Sc
 		// A config file reload may add or remove the profile a policy names.
 		Resync: 30 * time.Second,
 		Cache:  wasmoci.Options{Dir: cacheDir},
-		Sink:   sink,
+		Sink:   wasmpolicy.RecordSwaps(sink, s.ExplorerRecorder),
 		Logger: log,
 	})
 	if err != nil {

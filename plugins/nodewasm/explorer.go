@@ -20,6 +20,10 @@ import (
 // SetDecisionRecorder makes the hooks record their runs and swaps into r.
 func (hk *Hooks) SetDecisionRecorder(r *explorer.Recorder) { hk.explorer.Store(r) }
 
+// DecisionRecorder is the recorder the hooks record into (nil until set): the swaps of
+// the node's API-tier WasmPolicies go there too (plugins/wasmpolicy.RecordSwaps).
+func (hk *Hooks) DecisionRecorder() *explorer.Recorder { return hk.explorer.Load() }
+
 // recordRun records one run of plugin p (named name) for t.
 func (hk *Hooks) recordRun(t probe.Target, hookName, name string, p *Plugin, outcome, msg string, d time.Duration) {
 	r := hk.explorer.Load()
