@@ -10,7 +10,6 @@ import (
 	"net/http"
 	_ "net/http/pprof" // --pprof-addr
 	"os"
-	"path/filepath"
 	"runtime/pprof"
 	"sort"
 	"strings"
@@ -30,11 +29,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/wasmkube/wasmkube/core/apiserver"
-	"github.com/wasmkube/wasmkube/core/scheduler"
 	"github.com/wasmkube/wasmkube/internal/kubeclient"
 	"github.com/wasmkube/wasmkube/kubelet/hollow"
-	"github.com/wasmkube/wasmkube/plugins/schedwasm"
-	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 )
 
 // benchCmd is the parent of the benchmarks (`wasmkube bench <what>`).
@@ -59,6 +55,13 @@ type schedBenchOptions struct {
 	groups, groupSize int
 	batching          string
 	shapeOf           benchShape
+	// scheduler is in-process, wasmkube or upstream (bench_upstream.go); upstreamBinary
+	// is upstream's kube-scheduler; backlog: every measured pod is created before the
+	// scheduler starts. configData is the config file's content (after --batching).
+	scheduler      string
+	upstreamBinary string
+	backlog        bool
+	configData     []byte
 }
 
 // SchedBenchResult is the JSON printed by `wasmkube bench scheduler --output json`.
@@ -110,6 +113,23 @@ type SchedBenchResult struct {
 	// BatchAttempts are the scheduler's cycles by what batching did
 	// (scheduler_batch_attempts_total: reused, stored, unsignable, flush_<reason>).
 	BatchAttempts map[string]float64 `json:"batch_attempts,omitempty"`
+
+	// Scheduler is what scheduled (in-process, wasmkube or upstream: bench_upstream.go);
+	// Backlog, that every measured pod was created before it started, so that the run
+	// measures how fast it drains them (Seconds then count from its start).
+	Scheduler string `json:"scheduler"`
+	Backlog   bool   `json:"backlog,omitempty"`
+	// FirstBoundSeconds is from the start of the measured phase (with a backlog, the
+	// scheduler's start) to the first pod bound; DrainPodsPerSecond the pods bound per
+	// second from the first binding to the last.
+	FirstBoundSeconds  float64 `json:"first_bound_seconds"`
+	DrainPodsPerSecond float64 `json:"drain_pods_per_second"`
+	// SchedulerCPUPerPodMs is the scheduler's CPU per scheduled pod over the measured
+	// phase (a child process: its own CPU time, GC included; in process: its goroutines'
+	// share of the profile, GC not included); SchedulerDrainCPUPerPodMs the same from the
+	// first binding to the last (child processes only: their start left out).
+	SchedulerCPUPerPodMs      float64 `json:"scheduler_cpu_ms_per_pod"`
+	SchedulerDrainCPUPerPodMs float64 `json:"scheduler_drain_cpu_ms_per_pod,omitempty"`
 }
 
 func loadAverage() string {
@@ -155,6 +175,9 @@ watch shows it), and how many pods were scheduled and how many failed.`,
 	f.IntVar(&o.groups, "groups", 1000, "PodGroups of --shape gang")
 	f.IntVar(&o.groupSize, "group-size", 8, "members (and minCount) of each PodGroup of --shape gang")
 	f.StringVar(&o.batching, "batching", "", "on or off: set every profile's batching (default: as the config says; on when unset)")
+	f.StringVar(&o.scheduler, "scheduler", schedInProcess, "what schedules: in-process (wasmkube's scheduler in this process), wasmkube (wasmkube's scheduler as a process of its own) or upstream (--upstream-binary as a process of its own); both child processes run as system:kube-scheduler and their CPU is read from /proc")
+	f.StringVar(&o.upstreamBinary, "upstream-binary", "bin/kube-scheduler", "upstream kube-scheduler for --scheduler upstream (scripts/upstream-scheduler.sh builds v1.37.2 there)")
+	f.BoolVar(&o.backlog, "backlog", false, "create every measured pod before the scheduler starts, then measure how fast it drains them (the scheduler alone, not pod creation)")
 	benchCmd.AddCommand(cmd)
 }
 
@@ -190,6 +213,12 @@ func runSchedBench(out io.Writer, o schedBenchOptions) error {
 	if o.batching != "" && o.batching != "on" && o.batching != "off" {
 		return fmt.Errorf("bench scheduler: --batching %q: must be on or off", o.batching)
 	}
+	if o.scheduler == "" {
+		o.scheduler = schedInProcess
+	}
+	if err := checkSchedulerFlags(o); err != nil {
+		return fmt.Errorf("bench scheduler: %w", err)
+	}
 	log, err := schedLogger(o.logLevel)
 	if err != nil {
 		return err
@@ -222,6 +251,7 @@ func runSchedBench(out io.Writer, o schedBenchOptions) error {
 		defer remove()
 		o.configFile, configData = file, data
 	}
+	o.configData = configData
 	ctx, cancel := signalContext()
 	defer cancel()
 	progress := func(format string, args ...any) {
@@ -275,31 +305,6 @@ func runSchedBench(out io.Writer, o schedBenchOptions) error {
 	}
 	progress("registered %d hollow nodes in %s", o.nodes, time.Since(start).Round(time.Millisecond))
 
-	labelComponent(compScheduler)
-	host, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{schedwasm.Extension}, CacheDir: filepath.Join(dataDir, "wasm-cache"), Logger: log})
-	if err != nil {
-		return err
-	}
-	sched, err := scheduler.New(compCtx, scheduler.Options{RESTConfig: cfg, ConfigFile: o.configFile, Config: configData,
-		WasmLoader: schedwasm.NewLoader(host).Load, Logger: log})
-	if err != nil {
-		return err
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := sched.Run(compCtx); err != nil {
-			log.Error("scheduler stopped", "err", err)
-		}
-	}()
-	for sched.NodeCount() < o.nodes {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-
 	labelComponent(compClients)
 	ccfg := rest.CopyConfig(cfg)
 	ccfg.Dial = (&net.Dialer{}).DialContext // the pod creators get a connection of their own
@@ -307,9 +312,29 @@ func runSchedBench(out io.Writer, o schedBenchOptions) error {
 	if err != nil {
 		return err
 	}
+	schedCfg, err := srv.ComponentRESTConfig(apiserver.SchedulerUser)
+	if err != nil {
+		return err
+	}
+	sched, err := newBenchScheduler(o, cfg, schedCfg, client, dataDir, log)
+	if err != nil {
+		return fmt.Errorf("bench scheduler: %w", err)
+	}
+	defer sched.Stop()
+	if !o.backlog {
+		t := time.Now()
+		if err := sched.Start(compCtx, true); err != nil {
+			return fmt.Errorf("bench scheduler: %w", err)
+		}
+		progress("%s scheduler ready in %s", o.scheduler, time.Since(t).Round(time.Millisecond))
+	}
 	if o.initialPods > 0 {
 		t := time.Now()
-		if err := createInitialPods(ctx, client, o.initialPods, o.clients, o.timeout); err != nil {
+		create := func() error { return createInitialPods(ctx, client, o.initialPods, o.clients, o.timeout) }
+		if o.backlog { // no scheduler may run before the backlog is complete
+			create = func() error { return bindInitialPods(ctx, client, o.initialPods, o.clients) }
+		}
+		if err := create(); err != nil {
 			return fmt.Errorf("bench scheduler: %w", err)
 		}
 		progress("bound %d initial pods in %s", o.initialPods, time.Since(t).Round(time.Millisecond))
@@ -329,20 +354,19 @@ func runSchedBench(out io.Writer, o schedBenchOptions) error {
 			case <-sampleCtx.Done():
 				return
 			case <-t.C:
-				a, _, _ := sched.Pending()
-				if int64(a) > maxActive.Load() {
+				if a := sched.ActiveQueue(); int64(a) > maxActive.Load() {
 					maxActive.Store(int64(a))
 				}
 			}
 		}
 	}()
-	res, err := measureScheduling(ctx, client, o, progress)
+	res, err := measureScheduling(ctx, client, o, sched, progress)
 	stopSampling()
 	if res != nil {
 		res.MaxActiveQueue = int(maxActive.Load())
 		res.LoadAverage = loadAverage()
 		res.Shape, res.InitialPods, res.Batching = o.shape, o.initialPods, o.batching
-		res.BatchAttempts = batchAttempts(sched.MetricsGatherer())
+		res.BatchAttempts = sched.BatchAttempts()
 	}
 	if err != nil {
 		return err
@@ -352,6 +376,7 @@ func runSchedBench(out io.Writer, o schedBenchOptions) error {
 	}
 	fmt.Fprintf(out, "shape %s, nodes %d, initial pods %d, pods %d: %.0f pods/s, p50 %.1f ms, p99 %.1f ms, scheduled %d, failed %d (%.1f s; pods created at %.0f/s; longest activeQ %d; load average %s)\n",
 		res.Shape, res.Nodes, res.InitialPods, res.Pods, res.PodsPerSecond, res.P50ms, res.P99ms, res.Scheduled, res.Failed, res.Seconds, res.CreatePerSecond, res.MaxActiveQueue, res.LoadAverage)
+	fmt.Fprint(out, formatSchedulerLine(res))
 	if len(res.BatchAttempts) > 0 {
 		fmt.Fprintf(out, "batching (cycles): %v\n", res.BatchAttempts)
 	}
@@ -363,13 +388,16 @@ func runSchedBench(out io.Writer, o schedBenchOptions) error {
 }
 
 // measureScheduling creates the pods and watches them get bound.
-func measureScheduling(ctx context.Context, client kubernetes.Interface, o schedBenchOptions, progress func(string, ...any)) (*SchedBenchResult, error) {
+func measureScheduling(ctx context.Context, client kubernetes.Interface, o schedBenchOptions, sched benchScheduler, progress func(string, ...any)) (*SchedBenchResult, error) {
 	const ns = "default"
 	created := make([]time.Time, o.pods)
 	boundAt := make([]time.Time, o.pods)
 	var boundCount, unschedCount atomic.Int64
 	unsched := make([]bool, o.pods)
 	var mu sync.Mutex
+	// The first binding, and the scheduler's CPU then: the drain without the start.
+	var firstBound time.Time
+	var firstCPU time.Duration
 	index := func(p *v1.Pod) (int, bool) {
 		var i int
 		if _, err := fmt.Sscanf(p.Name, "bench-%d", &i); err != nil || i < 0 || i >= o.pods {
@@ -391,7 +419,10 @@ func measureScheduling(ctx context.Context, client kubernetes.Interface, o sched
 		defer mu.Unlock()
 		if p.Spec.NodeName != "" && boundAt[i].IsZero() {
 			boundAt[i] = now
-			boundCount.Add(1)
+			if boundCount.Add(1) == 1 {
+				firstBound = now
+				firstCPU, _ = sched.CPU()
+			}
 			if unsched[i] {
 				unsched[i] = false
 				unschedCount.Add(-1)
@@ -423,6 +454,28 @@ func measureScheduling(ctx context.Context, client kubernetes.Interface, o sched
 		}
 		profFile = f
 	}
+	createPods := func() (time.Duration, error) {
+		t := time.Now()
+		err := forEach(ctx, o.pods, o.clients, func(i int) error {
+			pod := o.shapeOf.podFor(i)
+			mu.Lock()
+			created[i] = time.Now()
+			mu.Unlock()
+			if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("create pod %s: %w", pod.Name, err)
+			}
+			return nil
+		})
+		return time.Since(t), err
+	}
+	var createdIn time.Duration
+	var err error
+	if o.backlog {
+		if createdIn, err = createPods(); err != nil {
+			return nil, err
+		}
+		progress("created a backlog of %d pods in %s", o.pods, createdIn.Round(time.Millisecond))
+	}
 	reqBefore, err := requestCounts(prometheus.DefaultGatherer)
 	if err != nil {
 		return nil, err
@@ -439,48 +492,36 @@ func measureScheduling(ctx context.Context, client kubernetes.Interface, o sched
 	}()
 
 	begin := time.Now()
-	var next atomic.Int64
-	var createErr atomic.Value
-	var cw sync.WaitGroup
-	for c := 0; c < o.clients; c++ {
-		cw.Add(1)
-		go func() {
-			defer cw.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= o.pods || ctx.Err() != nil {
-					return
-				}
-				pod := o.shapeOf.podFor(i)
-				t := time.Now()
-				mu.Lock()
-				created[i] = t
-				mu.Unlock()
-				if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-					createErr.CompareAndSwap(nil, fmt.Errorf("create pod %s: %w", pod.Name, err))
-					return
-				}
-			}
-		}()
+	beginCPU, _ := sched.CPU()
+	if o.backlog {
+		if err := sched.Start(ctx, false); err != nil {
+			return nil, err
+		}
+		progress("started the %s scheduler", o.scheduler)
+	} else {
+		if createdIn, err = createPods(); err != nil {
+			return nil, err
+		}
+		progress("created %d pods in %s", o.pods, createdIn.Round(time.Millisecond))
 	}
-	cw.Wait()
-	createdIn := time.Since(begin)
-	if v := createErr.Load(); v != nil {
-		return nil, v.(error)
-	}
-	progress("created %d pods in %s", o.pods, createdIn.Round(time.Millisecond))
 	deadline := time.After(o.timeout)
-	tick := time.NewTicker(time.Second)
+	// Checked every 100 ms, so that a child scheduler's CPU is read soon after the last
+	// binding; progress is printed every second.
+	const ticksPerSecond = 10
+	tick := time.NewTicker(time.Second / ticksPerSecond)
 	defer tick.Stop()
-	lastBound, stale := int64(-1), 0
+	lastBound, stale, ticks := int64(-1), 0, 0
 wait:
 	for {
 		b, u := boundCount.Load(), unschedCount.Load()
 		if b+u >= int64(o.pods) {
 			// Unschedulable pods get no further chance unless bindings stop coming.
-			if u == 0 || stale >= 5 {
+			if u == 0 || stale >= 5*ticksPerSecond {
 				break
 			}
+		}
+		if err := sched.Failed(); err != nil {
+			return nil, err
 		}
 		select {
 		case <-ctx.Done():
@@ -494,9 +535,12 @@ wait:
 				stale = 0
 			}
 			lastBound = b
-			progress("bound %d/%d", b, o.pods)
+			if ticks++; ticks%ticksPerSecond == 0 {
+				progress("bound %d/%d", b, o.pods)
+			}
 		}
 	}
+	endCPU, childCPU := sched.CPU()
 	byComponent, cpuSeconds, profErr := rec.stop()
 	recording = false
 	measured := time.Since(begin).Seconds()
@@ -512,19 +556,27 @@ wait:
 		if boundAt[i].IsZero() {
 			continue
 		}
-		lat = append(lat, float64(boundAt[i].Sub(created[i]))/float64(time.Millisecond))
+		from := created[i]
+		if o.backlog { // the time a pod waited for the scheduler to start is not its
+			from = begin
+		}
+		lat = append(lat, float64(boundAt[i].Sub(from))/float64(time.Millisecond))
 		if boundAt[i].After(last) {
 			last = boundAt[i]
 		}
 	}
 	sort.Float64s(lat)
 	res := &SchedBenchResult{Nodes: o.nodes, Pods: o.pods, Scheduled: len(lat), Failed: o.pods - len(lat),
-		CreatePerSecond: float64(o.pods) / createdIn.Seconds()}
+		CreatePerSecond: float64(o.pods) / createdIn.Seconds(), Scheduler: o.scheduler, Backlog: o.backlog}
 	if len(lat) > 0 {
 		res.Seconds = last.Sub(begin).Seconds()
 		res.PodsPerSecond = float64(len(lat)) / res.Seconds
 		res.P50ms = percentile(lat, 0.50)
 		res.P99ms = percentile(lat, 0.99)
+		res.FirstBoundSeconds = firstBound.Sub(begin).Seconds()
+		if d := last.Sub(firstBound).Seconds(); len(lat) > 1 && d > 0 {
+			res.DrainPodsPerSecond = float64(len(lat)-1) / d
+		}
 	}
 	if o.shapeOf.groupSize > 0 {
 		res.GroupsWhole, res.GroupsPartial, res.GroupsNone = gangOutcome(boundAt, o.shapeOf.groupSize)
@@ -547,6 +599,19 @@ wait:
 			res.CPUPerPodMs = map[string]float64{}
 			for c, sec := range byComponent {
 				res.CPUPerPodMs[c] = sec * 1000 / n
+			}
+			res.SchedulerCPUPerPodMs = res.CPUPerPodMs[compScheduler]
+		}
+		if childCPU { // the child's CPU joins the bench's, under its component
+			ms := float64(endCPU-beginCPU) / float64(time.Millisecond) / n
+			res.SchedulerCPUPerPodMs = ms
+			res.CPUPerPodTotalMs += ms
+			res.CPUSeconds += (endCPU - beginCPU).Seconds()
+			if res.CPUPerPodMs != nil {
+				res.CPUPerPodMs[compScheduler] = ms
+			}
+			if n > 1 && !firstBound.IsZero() {
+				res.SchedulerDrainCPUPerPodMs = float64(endCPU-firstCPU) / float64(time.Millisecond) / (n - 1)
 			}
 		}
 	}
