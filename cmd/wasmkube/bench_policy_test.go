@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/wasmkube/wasmkube/plugins/nodewasm"
 	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
@@ -39,5 +42,33 @@ func TestWithCustomSectionLoads(t *testing.T) {
 	}
 	if q := quantile([]float64{5, 1, 4, 2, 3}, 0.5); q != 3 {
 		t.Errorf("median %v, want 3", q)
+	}
+}
+
+// bench policy end to end, small: every change reaches every component (3 API servers, the
+// scheduler, 3 hollow kubelets), each component writes its report for it, the writers meet
+// no failure and no wrong verdict across the swaps, and nothing is written while idle.
+func TestBenchPolicyJSON(t *testing.T) {
+	var b strings.Builder
+	err := runPolicyBench(&b, policyBenchOptions{servers: 3, nodes: 3, changes: 2, writers: 4, swaps: 2, repo: "../..",
+		output: "json", logLevel: "error", idle: 3 * time.Second, pause: 200 * time.Millisecond, waitTimeout: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res PolicyBenchResult
+	if err := json.Unmarshal([]byte(b.String()), &res); err != nil {
+		t.Fatalf("output is not one JSON object: %v\n%s", err, b.String())
+	}
+	if res.Changes != 2 || res.ActiveP99ms <= 0 || res.ReadyP99ms < res.ActiveP50ms || len(res.ActiveByHookP99) != 3 {
+		t.Fatalf("(a): %s", b.String())
+	}
+	if res.GoModuleBytes < 2<<20 || res.FirstFetchCompileMs <= 0 || res.FirstLoadClusterMs <= 0 {
+		t.Fatalf("(b): %s", b.String())
+	}
+	if res.Requests == 0 || res.Failed != 0 || res.WronglyAdmitted != 0 || res.WronglyRefused != 0 {
+		t.Fatalf("(c): %s", b.String())
+	}
+	if res.ReportWritesPerComponentChange < 1 || res.IdleReportWrites != 0 || res.IdleStatusWrites != 0 {
+		t.Fatalf("(d): %s", b.String())
 	}
 }
