@@ -42,6 +42,7 @@ func TestExplorerRecordsCELPolicies(t *testing.T) {
 	tier := &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "gold-tier"},
 		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{MatchConstraints: podRules, FailurePolicy: ptr(admissionregistrationv1.Fail),
 			ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
+			MatchConditions:    []admissionregistrationv1.MatchCondition{{Name: "has-tier", Expression: "'tier' in object.metadata.labels"}},
 			Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeJSONPatch,
 				JSONPatch: &admissionregistrationv1.JSONPatch{Expression: `[JSONPatch{op: "replace", path: "/metadata/labels/tier", value: "gold"}]`}}}}}
 	src.put(celpolicy.Set{
@@ -123,6 +124,16 @@ func TestExplorerRecordsCELPolicies(t *testing.T) {
 	}
 	if len(m.Before) != 1 || string(m.Before[0]) != `"bronze"` {
 		t.Errorf("before %q, want the replaced value \"bronze\"", m.Before)
+	}
+	// the chain's second pass (the object changed) does not run it again (Never): one entry
+	n := 0
+	for _, d := range ar.Policies {
+		if d.Name == "gold-tier" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("gold-tier has %d entries, want 1 (not reinvoked): %+v", n, ar.Policies)
 	}
 
 	// admitted: a long name fails short-names, whose binding only warns; web-only's

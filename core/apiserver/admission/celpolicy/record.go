@@ -415,6 +415,10 @@ func recordMutating(a *admission.Attributes, hooks []mutatingHook, invs []invoca
 			continue
 		}
 		next[inv.policy] = i + 1
+		if again && len(l[i].patches) == 0 && (l[i].cond == nil || l[i].cond.Error == nil && l[i].cond.Matches) {
+			// its matchConditions ran, then the dispatcher left it out: not to be reinvoked
+			continue
+		}
 		a.RecordDecision(mutatingDecision(pol, inv, l[i]))
 	}
 }
