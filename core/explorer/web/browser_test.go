@@ -181,6 +181,10 @@ admission:
 	if added := browsertest.MustEval[string](b, `[...document.querySelectorAll('#chain li[data-policy="default-resources"] .pl-add')].map((e) => e.textContent).join("\n")`); !strings.Contains(added, "/spec/containers/0/resources/requests") {
 		t.Errorf("default-resources' patch shows %q, want the requests it added", added)
 	}
+	// the before column comes from the record's old values: the paths it added were not set
+	if was := browsertest.MustEval[string](b, `[...document.querySelectorAll('#chain li[data-policy="default-resources"] .patch-col:first-child .pl')].map((e) => e.textContent).join("\n")`); !strings.Contains(was, "(not set)") || strings.Contains(was, "not recorded") {
+		t.Errorf("default-resources' before column %q, want the old values (not set) from the record", was)
+	}
 	if v := browsertest.MustEval[string](b, `document.querySelector('#chain li[data-policy="default-resources"]').dataset.verdict`); v != "Mutated" {
 		t.Errorf("default-resources' verdict %q, want Mutated", v)
 	}

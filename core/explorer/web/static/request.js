@@ -2,41 +2,77 @@
 import { get } from "./api.js";
 import { el, setMain, section, empty, badge, legend, fmtDuration, fmtDate, moduleLabel, link, podHref, policyHref, errorBox, setLive } from "./ui.js";
 
-// patchLines turns a JSON Patch into before/after lines: what the object had at each path
-// (when the op says: test, or the old value is unknown and shown as such) and what it
-// has after. The record keeps the patch, not the object, so a replaced or removed value
-// is named by its path.
-export function patchLines(patch) {
+// patchLines turns a JSON Patch into before/after lines. before (the record's, one entry
+// per operation) is the value each operation's path held just before this policy's
+// patch (null: not set); a record without it (an older server) names the path only.
+export function patchLines(patch, before) {
   const out = [];
-  const show = (v) => (typeof v === "string" ? JSON.stringify(v) : JSON.stringify(v, null, 0));
-  for (const op of patch || []) {
+  const show = (v) => JSON.stringify(v);
+  const known = Array.isArray(before);
+  const was = (i, path) => {
+    if (!known) return { kind: "was", path, text: `  ${path}: (value not recorded)` };
+    const v = before[i];
+    return v === null || v === undefined ? { kind: "was", path, text: `  ${path}: (not set)` } : { kind: "del", path, text: `- ${path}: ${show(v)}` };
+  };
+  (patch || []).forEach((op, i) => {
     switch (op.op) {
       case "add":
-        out.push({ kind: "was", path: op.path, text: `  ${op.path}: (not set)` });
-        out.push({ kind: "add", path: op.path, text: `+ ${op.path}: ${show(op.value)}` });
-        break;
-      case "remove": out.push({ kind: "del", path: op.path, text: `- ${op.path}` }); break;
       case "replace":
-        out.push({ kind: "del", path: op.path, text: `- ${op.path}: (previous value)` });
+        out.push(was(i, op.path));
         out.push({ kind: "add", path: op.path, text: `+ ${op.path}: ${show(op.value)}` });
         break;
-      case "move": out.push({ kind: "del", path: op.from, text: `- ${op.from}` }, { kind: "add", path: op.path, text: `+ ${op.path}: (moved from ${op.from})` }); break;
-      case "copy": out.push({ kind: "add", path: op.path, text: `+ ${op.path}: (copied from ${op.from})` }); break;
+      case "remove": {
+        const w = was(i, op.path);
+        out.push(w.kind === "del" ? w : { kind: "del", path: op.path, text: `- ${op.path}` });
+        out.push({ kind: "was-after", path: op.path, text: `  ${op.path}: (removed)` });
+        break;
+      }
+      case "move": {
+        const w = was(i, op.from);
+        out.push(w, { kind: "add", path: op.path, text: `+ ${op.path}: ${w.kind === "del" ? w.text.slice(op.from.length + 4) : `(moved from ${op.from})`}` });
+        break;
+      }
+      case "copy": {
+        const w = was(i, op.from);
+        out.push({ kind: "add", path: op.path, text: `+ ${op.path}: ${w.kind === "del" ? w.text.slice(op.from.length + 4) : `(copied from ${op.from})`}` });
+        break;
+      }
       case "test": out.push({ kind: "ctx", path: op.path, text: `  ${op.path} == ${show(op.value)}` }); break;
       default: out.push({ kind: "ctx", path: op.path, text: `  ${JSON.stringify(op)}` });
     }
-  }
+  });
   return out;
 }
 
-function patchView(patch) {
-  const lines = patchLines(patch);
+function patchView(patch, before) {
+  const lines = patchLines(patch, before);
   if (!lines.length) return null;
-  const before = lines.filter((l) => l.kind !== "add"), after = lines.filter((l) => l.kind !== "del" && l.kind !== "was");
+  const before_ = lines.filter((l) => l.kind === "was" || l.kind === "del" || l.kind === "ctx");
+  const after = lines.filter((l) => l.kind === "add" || l.kind === "ctx" || l.kind === "was-after");
   const col = (title, ls) => el("div", { class: "patch-col" }, el("div", { class: "patch-title" }, title),
     el("pre", { class: "patch" }, ls.length ? ls.map((l) => el("div", { class: `pl pl-${l.kind}` }, l.text)) : el("div", { class: "muted" }, "(nothing)")));
-  return el("div", { class: "patch-diff" }, col("before", before), col("after", after));
+  return el("div", { class: "patch-diff" }, col("before", before_), col("after", after));
 }
+
+// celLine says through which binding (and param) a CEL policy ran, and what its binding
+// does with a failed validation.
+function celLine(p) {
+  if (!p.binding && !p.param && !(p.validationActions || []).length) return null;
+  const parts = [];
+  if (p.binding) parts.push(`binding ${p.binding}`);
+  if (p.param) parts.push(`param ${p.param}`);
+  if ((p.validationActions || []).length) parts.push(`validationActions ${p.validationActions.join(", ")}`);
+  return el("p", { class: "muted cel", "data-binding": p.binding || "" }, parts.join(" · "));
+}
+
+function violations(p) {
+  const vs = p.violations || [];
+  if (!vs.length) return null;
+  return el("ul", { class: "violations" }, vs.map((v) => el("li", { "data-field": v.field },
+    el("code", {}, v.field), v.expression ? [" ", el("code", { class: "expr" }, v.expression)] : null, " → ", el("span", { class: "bad" }, v.message))));
+}
+
+const VERDICT_NOTE = { Warned: "validation failed; the binding only warns (no Deny)", Audited: "validation failed; the binding only audits (no Deny)" };
 
 export function policyRow(p, i) {
   const warnings = p.warnings || [];
@@ -44,17 +80,27 @@ export function policyRow(p, i) {
   return el("li", { class: `chain-item v-${p.verdict}`, "data-policy": p.name, "data-verdict": p.verdict },
     el("div", { class: "chain-head" },
       el("span", { class: "chain-n" }, String(i + 1)),
-      badge(p.verdict),
+      badge(p.verdict, VERDICT_NOTE[p.verdict]),
       link(policyHref(p.name), p.name, { class: "chain-name" }),
       el("span", { class: "muted" }, ` ${p.kind} · ${p.phase}${p.mode && p.mode !== "Enforce" ? " · " + p.mode : ""} `),
       p.kind === "WasmPolicy" || p.wasm ? moduleLabel(p.wasm) : null,
       el("span", { class: "dur num" }, fmtDuration(p.durationNanos))),
+    celLine(p),
     p.message ? el("p", { class: `msg${p.verdict === "Denied" ? " bad" : ""}`, "data-message": "" }, p.message) : null,
+    VERDICT_NOTE[p.verdict] ? el("p", { class: "muted" }, VERDICT_NOTE[p.verdict]) : null,
+    violations(p),
     p.skipReason ? el("p", { class: "muted" }, `skipped: ${p.skipReason}`) : null,
     p.failure ? el("p", { class: "msg bad" }, `call failed: ${p.failure} (failurePolicy ${p.failurePolicy || "?"}${p.failurePolicy === "Ignore" ? ": the request went on" : ": the request was refused"})`) : null,
     warnings.length ? el("ul", { class: "warnings" }, warnings.map((w) => el("li", {}, "⚠ ", w))) : null,
     audits.length ? el("dl", { class: "audit" }, audits.map(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])) : null,
-    patchView(p.patch));
+    patchView(p.patch, p.before));
+}
+
+// deniedHow names the denying policy's kind and binding beside its name.
+function deniedHow(q) {
+  const d = (q.policies || []).slice().reverse().find((p) => p.name === q.deniedBy && (p.verdict === "Denied" || p.verdict === "Failed"));
+  if (!d) return "";
+  return ` (${d.kind}${d.binding ? ", binding " + d.binding : ""})`;
 }
 
 export async function requestView(id) {
@@ -77,10 +123,10 @@ export async function requestView(id) {
   setMain(
     el("div", { class: "title-row" }, el("h1", {}, el("span", { class: "muted" }, `${q.operation} `), `${q.kind || q.resource} ${obj}`), badge(q.allowed ? "Allowed" : "Denied")),
     q.allowed ? el("p", { class: "why", id: "why" }, `Allowed by the whole chain in ${fmtDuration(q.durationNanos)}.`)
-      : el("p", { class: "why bad", id: "why" }, "Refused by ", el("strong", { id: "denied-by" }, q.deniedBy || "?"), q.message ? `: ${q.message}` : "."),
+      : el("p", { class: "why bad", id: "why" }, "Refused by ", el("strong", { id: "denied-by" }, q.deniedBy || "?"), deniedHow(q), q.message ? `: ${q.message}` : "."),
     el("p", { class: "meta" }, `${gvr} · user ${q.user || "?"} · ${fmtDate(r.time)} · ${r.source || r.component}${q.dryRun ? " · dry run" : ""} · uid ${q.uid}`,
       q.kind === "Pod" && q.object.name ? [" · ", link(podHref(q.object), "the pod's page")] : null),
     section("Policies in chain order",
-      legend([["Allowed", "admitted"], ["Mutated", "changed the object"], ["Denied", "refused"], ["Failed", "call failed"], ["Skipped", "did not apply"]]),
+      legend([["Allowed", "admitted"], ["Mutated", "changed the object"], ["Denied", "refused"], ["Warned", "failed, warned only"], ["Audited", "failed, audited only"], ["Failed", "call failed"], ["Skipped", "did not apply"]]),
       (q.policies || []).length ? el("ol", { class: "chain", id: "chain" }, q.policies.map(policyRow)) : empty("No policy matched this request.")));
 }

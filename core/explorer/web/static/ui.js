@@ -30,6 +30,7 @@ const VERDICTS = {
   Mutated: ["mut", "✎"],
   Unschedulable: ["bad", "✗"], UnschedulableAndUnresolvable: ["bad", "⊘"], Denied: ["bad", "✗"], Failure: ["bad", "✗"],
   Error: ["err", "!"], Failed: ["err", "!"],
+  Warned: ["warn", "⚠"], Audited: ["none", "◎"],
   Skip: ["skip", "–"], Skipped: ["skip", "–"], NotRun: ["none", "·"],
 };
 
@@ -119,7 +120,8 @@ export function recordSummary(r) {
     case "AdmissionRequest": {
       const q = r.admissionRequest;
       const what = `${q.operation} ${q.resource}${q.subResource ? "/" + q.subResource : ""} ${q.object.namespace ? q.object.namespace + "/" : ""}${q.object.name}`;
-      return q.allowed ? `${what}: allowed` : `${what}: denied by ${q.deniedBy || "?"}`;
+      if (q.allowed) return `${what}: allowed`;
+      return `${what}: denied by ${q.deniedBy || "?"}${q.message ? " — " + q.message : ""}`;
     }
     case "HookRun": {
       const h = r.hookRun;
@@ -128,7 +130,8 @@ export function recordSummary(r) {
     case "Swap": {
       const s = r.swap;
       const what = (s.changes || []).length ? ` (${s.changes.join("; ")})` : "";
-      return `swap ${s.policy || "config"} in ${r.component}, ${s.tier} tier: ${s.result}${what}${s.reason ? " — " + s.reason : ""}`;
+      const gen = s.generation ? ` generation ${s.generation}` : "";
+      return `swap ${s.policy || "config"}${gen} in ${r.component}, ${s.tier} tier: ${s.result}${what}${s.reason ? " — " + s.reason : ""}`;
     }
   }
   return r.type;
