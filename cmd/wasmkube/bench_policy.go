@@ -261,60 +261,9 @@ func runPolicyBench(out io.Writer, o policyBenchOptions) error {
 	progress("policies in force on every component (both modules cached) after %s", time.Since(start).Round(time.Millisecond))
 
 	// (a) and (d).
-	if o.cpuProfile != "" {
-		pf, err := os.Create(o.cpuProfile)
-		if err != nil {
-			return err
-		}
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return err
-		}
-		defer pf.Close()
+	if err := b.changesAndWrites(ctx, res); err != nil {
+		return fmt.Errorf("bench policy: %w", err)
 	}
-	before := policyWrites()
-	var active, ready []float64
-	byHook := map[string][]float64{}
-	for i := 0; i < o.changes; i++ {
-		time.Sleep(o.pause)
-		tag := "v2"
-		if i%2 == 1 {
-			tag = "v1"
-		}
-		m, err := b.change(ctx, tag)
-		if err != nil {
-			return fmt.Errorf("bench policy: change %d: %w", i+1, err)
-		}
-		active = append(active, m.active)
-		ready = append(ready, m.ready)
-		for h, d := range m.byHook {
-			byHook[h] = append(byHook[h], d)
-		}
-		progress("(a) change %d: Active everywhere %.0f ms, Ready %.0f ms", i+1, m.active, m.ready)
-	}
-	if o.cpuProfile != "" {
-		pprof.StopCPUProfile()
-	}
-	// Writes of a change that land after Ready (a Settle-delayed report) belong to it.
-	time.Sleep(3 * time.Second)
-	after := policyWrites()
-	targets := o.servers + 1 + o.nodes
-	res.Changes = o.changes
-	res.ActiveP50ms, res.ActiveP99ms = quantile(active, 0.5), quantile(active, 0.99)
-	res.ReadyP50ms, res.ReadyP99ms = quantile(ready, 0.5), quantile(ready, 0.99)
-	res.ActiveByHookP50, res.ActiveByHookP99 = map[string]float64{}, map[string]float64{}
-	for h, ds := range byHook {
-		res.ActiveByHookP50[h], res.ActiveByHookP99[h] = quantile(ds, 0.5), quantile(ds, 0.99)
-	}
-	res.ReportWritesPerComponentChange = float64(after.reports-before.reports) / float64(o.changes*targets)
-	res.StatusWritesPerPolicyChange = float64(after.status-before.status) / float64(o.changes*len(benchHooks))
-	progress("(d) %d report writes and %d status writes for %d changes of %d policies on %d components",
-		after.reports-before.reports, after.status-before.status, o.changes, len(benchHooks), targets)
-
-	progress("(d) idle for %s", o.idle)
-	time.Sleep(o.idle)
-	idle := policyWrites()
-	res.IdleSeconds = o.idle.Seconds()
-	res.IdleReportWrites, res.IdleStatusWrites = idle.reports-after.reports, idle.status-after.status
 
 	// (b) in the cluster: the Go module's first apply, fetched and compiled by every API server.
 	m, err := b.apply(ctx, "bench-validate", "go")
@@ -888,6 +837,69 @@ func (b *policyBench) describe(gens map[string]int64) string {
 		parts = append(parts, msg)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// changesAndWrites is (a) and (d): o.changes changes of the three policies, each timed to
+// Active on every component and to Ready n/n, the report and status writes they cost, and
+// those written during o.idle without changes.
+func (b *policyBench) changesAndWrites(ctx context.Context, res *PolicyBenchResult) error {
+	if b.o.cpuProfile != "" {
+		pf, err := os.Create(b.o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile() // on an error; stopping twice is harmless
+	}
+	before := policyWrites()
+	var active, ready []float64
+	byHook := map[string][]float64{}
+	for i := 0; i < b.o.changes; i++ {
+		time.Sleep(b.o.pause)
+		tag := "v2"
+		if i%2 == 1 {
+			tag = "v1"
+		}
+		m, err := b.change(ctx, tag)
+		if err != nil {
+			return fmt.Errorf("change %d: %w", i+1, err)
+		}
+		active = append(active, m.active)
+		ready = append(ready, m.ready)
+		for h, d := range m.byHook {
+			byHook[h] = append(byHook[h], d)
+		}
+		b.progress("(a) change %d: Active everywhere %.0f ms, Ready %.0f ms", i+1, m.active, m.ready)
+	}
+	if b.o.cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
+	// Writes of a change that land after Ready (a Settle-delayed report) belong to it.
+	time.Sleep(3 * time.Second)
+	after := policyWrites()
+	targets := b.o.servers + 1 + b.o.nodes
+	res.Changes = b.o.changes
+	res.ActiveP50ms, res.ActiveP99ms = quantile(active, 0.5), quantile(active, 0.99)
+	res.ReadyP50ms, res.ReadyP99ms = quantile(ready, 0.5), quantile(ready, 0.99)
+	res.ActiveByHookP50, res.ActiveByHookP99 = map[string]float64{}, map[string]float64{}
+	for h, ds := range byHook {
+		res.ActiveByHookP50[h], res.ActiveByHookP99[h] = quantile(ds, 0.5), quantile(ds, 0.99)
+	}
+	res.ReportWritesPerComponentChange = float64(after.reports-before.reports) / float64(b.o.changes*targets)
+	res.StatusWritesPerPolicyChange = float64(after.status-before.status) / float64(b.o.changes*len(benchHooks))
+	b.progress("(d) %d report writes and %d status writes for %d changes of %d policies on %d components",
+		after.reports-before.reports, after.status-before.status, b.o.changes, len(benchHooks), targets)
+
+	b.progress("(d) idle for %s", b.o.idle)
+	time.Sleep(b.o.idle)
+	idle := policyWrites()
+	res.IdleSeconds = b.o.idle.Seconds()
+	res.IdleReportWrites, res.IdleStatusWrites = idle.reports-after.reports, idle.status-after.status
+
+	return nil
 }
 
 // writersDuringSwaps is (c): writers create ConfigMaps in the benchmark's namespace, every
