@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -17,8 +20,8 @@ import (
 )
 
 // The scheduler's decision records (docs/explorer.md): each attempt's node x plugin
-// matrix, copied in the cycle (runtime.Capture) and built on the recorder's goroutine
-// into a ring, which a goroutine pushes to the API server.
+// matrix, copied in the cycle (runtime.Capture) into a ring and built when read by the
+// goroutine that pushes them to the API server.
 
 // recordNodes is how many feasible (and how many rejected) nodes an attempt's record
 // lists; 0 when records are off.
@@ -43,6 +46,15 @@ func (s *Scheduler) initExplorer(cfg *config.Config) {
 		return
 	}
 	s.explorer = explorer.NewRecorder(explorer.NewRing(size), explorerv1.ComponentScheduler, s.opts.Identity)
+	s.explorerPusher = explorer.NewPusher(s.client.CoreV1().RESTClient(), s.explorer.Ring(), s.log, &s.explorerPush)
+	counter := func(name, help string, v *atomic.Uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v.Load()) })
+	}
+	s.metrics.reg.MustRegister(
+		counter("wasmkube_explorer_records_pushed_total", "Decision records the scheduler sent to the API server (whole or summarized).", &s.explorerPush.Sent),
+		counter("wasmkube_explorer_records_summarized_total", "Decision records sent as summaries (an attempt that scheduled, without its node matrix): whole records would have cost the push more than 1% of a core.", &s.explorerPush.Summarized),
+		counter("wasmkube_explorer_records_lost_total", "Decision records overwritten in the scheduler's ring before they could be sent.", &s.explorerPush.Lost),
+	)
 }
 
 // ExplorerRing is the ring of the scheduler's decision records (nil when off).
@@ -53,32 +65,51 @@ func (s *Scheduler) pushRecords(ctx context.Context) {
 	if s.explorer == nil {
 		return
 	}
-	explorer.Push(ctx, s.client.CoreV1().RESTClient(), s.explorer.Ring(), s.log)
+	s.explorerPusher.Run(ctx)
 }
 
 // recordAttempt records a cycle's outcome. e carries the cycle's Capture (nil when the
-// cycle ended before an explanation: an error, no nodes).
+// cycle ended before an explanation: an error, no nodes). The record is built when read
+// (the push): in full, or for a scheduled pod as a summary without its matrix when whole
+// records would cost the push more than its share of the CPU (explorer.PushCPU).
 func (s *Scheduler) recordAttempt(qp *queue.QueuedPodInfo, profile string, e *runtime.Explanation, result, node, msg string, pf *explorerv1.PostFilterResult, start time.Time) {
 	if s.explorer == nil {
 		return
 	}
 	end := time.Now()
 	c := e.Capture()
-	if c != nil {
-		c.SetOutcome(result, node, msg)
+	if c == nil {
+		pod := qp.Pod
+		a := &explorerv1.SchedulingAttempt{Pod: explorerv1.ObjectRef{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)},
+			Attempt: qp.Attempts, Profile: profile, Result: result, Node: node, Message: msg, PostFilter: pf, DurationNanos: end.Sub(start).Nanoseconds()}
+		s.explorer.Record(func() explorerv1.Record {
+			return explorerv1.Record{Type: explorerv1.TypeSchedulingAttempt, Time: metav1.NewMicroTime(end), SchedulingAttempt: a}
+		})
+		return
 	}
-	pod := qp.Pod
+	c.SetOutcome(result, node, msg)
 	attempt := qp.Attempts
-	s.explorer.Record(func() explorerv1.Record {
-		var a explorerv1.SchedulingAttempt
-		if c != nil {
-			a = c.Attempt(attempt, end.Sub(start), pf)
-		} else {
-			a = explorerv1.SchedulingAttempt{Pod: explorerv1.ObjectRef{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)},
-				Attempt: attempt, Profile: profile, Result: result, Node: node, Message: msg, PostFilter: pf, DurationNanos: end.Sub(start).Nanoseconds()}
-		}
+	full := func() explorerv1.Record {
+		a := c.Attempt(attempt, end.Sub(start), pf)
 		return explorerv1.Record{Type: explorerv1.TypeSchedulingAttempt, Time: metav1.NewMicroTime(end), SchedulingAttempt: &a}
-	})
+	}
+	var summary explorer.Builder
+	if result == explorerv1.ResultScheduled {
+		summary = func() explorerv1.Record {
+			a := c.Summary(attempt, end.Sub(start), pf)
+			return explorerv1.Record{Type: explorerv1.TypeSchedulingAttempt, Time: metav1.NewMicroTime(end), SchedulingAttempt: &a}
+		}
+	}
+	if c.SummaryOnly() && summary != nil {
+		// Sampled out under load: the cycle copied no matrix.
+		s.explorer.Record(func() explorerv1.Record {
+			r := summary()
+			r.Summarized = true
+			return r
+		})
+		return
+	}
+	s.explorer.RecordOr(full, summary)
 }
 
 // recordSwap records a reload of the scheduler's config.

@@ -206,6 +206,7 @@ func (s *Scheduler) buildWith(ctx context.Context, snap configwatch.Snapshot, ol
 			PercentageOfNodesToScore: pct,
 			ExplainTopNodes:          top,
 			RecordNodes:              recordNodes(cfg),
+			RecordWhole:              func() bool { return s.explorer.WantWhole() },
 			Metrics:                  s.metrics,
 			InformerFactory:          s.factory,
 			MonitorScores:            monitors[p.SchedulerName],

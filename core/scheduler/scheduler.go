@@ -108,8 +108,11 @@ type Scheduler struct {
 	ctx      context.Context
 
 	// explorer records each attempt and swap for the decision explorer (explorer.go);
-	// nil when records are off.
-	explorer *explorer.Recorder
+	// nil when records are off; explorerPusher sends them to the API server (made with
+	// the ring, so that it misses none), explorerPush counts what it did.
+	explorer       *explorer.Recorder
+	explorerPusher *explorer.Pusher
+	explorerPush   explorer.PushStats
 }
 
 // New connects to the API server and loads the profiles; a bad config or a wasm

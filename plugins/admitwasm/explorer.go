@@ -18,7 +18,9 @@ import (
 
 // The policy's part in the decision explorer's record of a request
 // (admission.Attributes.RecordDecision, docs/explorer.md): built only when the request
-// is recorded, from what the call returned.
+// is recorded, from what the call returned, without copies: the patch is the call's own
+// bytes (cloned out of the module's memory once, for the patch itself), the module one
+// value per policy. Records are never modified, so sharing them is safe.
 
 func moduleDigest(bin []byte) string {
 	sum := sha256.Sum256(bin)
@@ -35,8 +37,7 @@ func (p *Policy) decision(k *wasmhost.Kind, verdict string) explorerv1.PolicyDec
 	if p.monitor {
 		mode = "Monitor"
 	}
-	return explorerv1.PolicyDecision{Name: p.spec.Name, Kind: "WasmPolicy", Phase: phase, Mode: mode, Verdict: verdict,
-		Wasm: &explorerv1.Module{Path: p.spec.Path, Digest: p.digest}}
+	return explorerv1.PolicyDecision{Name: p.spec.Name, Kind: "WasmPolicy", Phase: phase, Mode: mode, Verdict: verdict, Wasm: p.wasm}
 }
 
 // recordSkip records that the policy did not run on the request, and why.
@@ -133,6 +134,4 @@ func (o *Policies) recordSwaps(old, ps *policySet, err error) {
 	}
 }
 
-func (p *Policy) module() *explorerv1.Module {
-	return &explorerv1.Module{Path: p.spec.Path, Digest: p.digest}
-}
+func (p *Policy) module() *explorerv1.Module { return p.wasm }

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	explorerv1 "github.com/wasmkube/wasmkube/core/apis/explorer/v1alpha1"
 	"github.com/wasmkube/wasmkube/core/apiserver/admission"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 )
@@ -41,8 +42,10 @@ type Policy struct {
 	// its module exports); monitor: its verdicts are recorded, never applied.
 	hook    *wasmhost.Kind
 	monitor bool
-	// digest is the sha256 of the module's bytes, by which the decision explorer names it.
+	// digest is the sha256 of the module's bytes, by which the decision explorer names it;
+	// wasm is the module as its records show it, one value shared by all of them.
 	digest string
+	wasm   *explorerv1.Module
 }
 
 // Name is the policy's name.
@@ -275,6 +278,7 @@ func (o *Policies) newPolicy(ctx context.Context, spec PolicySpec, path string, 
 	p := &Policy{spec: spec, key: key, pool: pool, loaded: loaded, match: newMatcher(&spec), timeout: mod.Timeout(), owner: o, digest: moduleDigest(bin),
 		deny: slices.Contains(spec.ValidationActions, Deny), warn: slices.Contains(spec.ValidationActions, Warn),
 		audit: slices.Contains(spec.ValidationActions, Audit)}
+	p.wasm = &explorerv1.Module{Path: spec.Path, Digest: p.digest}
 	return p, nil
 }
 

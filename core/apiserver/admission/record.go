@@ -39,6 +39,9 @@ type trace struct {
 	// before is the object (JSON) just before the first plugin changed it in place
 	// (BeforeMutation); nil when nothing was changed.
 	before []byte
+	// first holds the first policies' parts: a request's list is made with its trace,
+	// one allocation, not grown one part at a time.
+	first [4]explorerv1.PolicyDecision
 }
 
 // Recording reports whether this request is recorded: a policy builds its
@@ -56,12 +59,15 @@ func (a *Attributes) RecordDecision(d explorerv1.PolicyDecision) {
 // begin starts the record of a request.
 func (r *Recorder) begin(a *Attributes) {
 	if r != nil {
-		a.trace = &trace{start: time.Now()}
+		t := &trace{start: time.Now()}
+		t.policies = t.first[:0]
+		a.trace = t
 	}
 }
 
 // finish hands the request's record to the recorder: the strings and the policies'
-// decisions are copied here, the record is built on the recorder's goroutine.
+// decisions are copied here, the record (with the patches' old values) is built when it
+// is read.
 func (r *Recorder) finish(a *Attributes, err error) {
 	if r == nil || a.trace == nil {
 		return
@@ -72,9 +78,6 @@ func (r *Recorder) finish(a *Attributes, err error) {
 		return
 	}
 	end := time.Now()
-	if t.before != nil {
-		fillBefore(t.before, t.policies)
-	}
 	req := explorerv1.AdmissionRequest{
 		Operation: string(a.Operation), Group: a.Resource.Group, Version: a.Resource.Version, Resource: a.Resource.Resource,
 		SubResource: a.Subresource, Kind: a.Kind.Kind, User: a.User.Name, DryRun: a.DryRun,
@@ -103,7 +106,14 @@ func (r *Recorder) finish(a *Attributes, err error) {
 		}
 		req.DeniedBy = deniedBy(t.policies)
 	}
+	before := t.before
 	r.rec.Record(func() explorerv1.Record {
+		// Built when the record is read (explorer.Builder), once: the patches are replayed
+		// then, not on the request's path. t.before and t.policies are not changed after
+		// finish.
+		if before != nil {
+			fillBefore(before, req.Policies)
+		}
 		req.UID = string(uuid.NewUUID())
 		return explorerv1.Record{Type: explorerv1.TypeAdmissionRequest, Time: metav1.NewMicroTime(end), AdmissionRequest: &req}
 	})

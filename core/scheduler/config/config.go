@@ -48,15 +48,17 @@ type Config struct {
 }
 
 // DefaultExplorerNodesPerAttempt is how many feasible and how many rejected nodes an
-// attempt's record lists unless configured.
-const DefaultExplorerNodesPerAttempt = 100
+// attempt's record lists unless configured (every rejected node is also counted per
+// plugin and reason). 20, not more: a whole record's cost grows with its rows, and the
+// scheduler sends as many whole records as 1% of a core pays for (docs/explorer.md).
+const DefaultExplorerNodesPerAttempt = 20
 
 // Explorer sizes the scheduler's decision records.
 type Explorer struct {
 	// Records is the size of the ring (default 10000; negative: no records).
 	Records *int32 `json:"records,omitempty"`
 	// NodesPerAttempt bounds an attempt's matrix: at most that many feasible nodes (the
-	// best) and that many rejected ones (default 100).
+	// best) and that many rejected ones (default 20).
 	NodesPerAttempt *int32 `json:"nodesPerAttempt,omitempty"`
 }
 

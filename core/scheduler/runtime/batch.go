@@ -254,12 +254,16 @@ func (f *Framework) scoreOne(ctx context.Context, state *framework.CycleState, p
 }
 
 // saveRawScores copies the raw scores of f.scoreBuf (before NormalizeScore) for
-// storeBatch.
+// storeBatch (every plugin's) or a decision record (rawNeeded).
 func (f *Framework) saveRawScores(n int) {
 	if len(f.rawBuf) != len(f.score) {
 		f.rawBuf = make([][]int64, len(f.score))
 	}
 	for pi := range f.score {
+		if !f.rawNeeded(pi) {
+			f.rawBuf[pi] = f.rawBuf[pi][:0]
+			continue
+		}
 		if cap(f.rawBuf[pi]) < n {
 			f.rawBuf[pi] = make([]int64, n)
 		}

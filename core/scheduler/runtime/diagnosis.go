@@ -125,10 +125,12 @@ func (f *Framework) explain(pod *v1.Pod, all, evaluated int, feasible []*framewo
 		e.FilterPlugins = append(e.FilterPlugins, p.p.Name())
 	}
 	f.fillSkipped(e, nil)
+	var idx []int
 	if totals != nil {
 		e.ScorePlugins = f.pointNames[config.Score]
-		idx := topK(totals, k)
-		for _, i := range idx {
+		// One top-k for the explanation and the decision record (a prefix each).
+		idx = topK(totals, max(k, f.opts.RecordNodes))
+		for _, i := range idx[:min(k, len(idx))] {
 			ne := NodeExplanation{Node: feasible[i].Node().Name, Total: totals[i], Scores: make([]int64, len(scores))}
 			for pi := range scores {
 				ne.Scores[pi] = scores[pi][i].Score
@@ -140,8 +142,8 @@ func (f *Framework) explain(pod *v1.Pod, all, evaluated int, feasible []*framewo
 			e.Top = append(e.Top, NodeExplanation{Node: ni.Node().Name})
 		}
 	}
-	addRejections(e, diag.NodeToStatus, k)
-	e.capture = f.capture(pod, nil, all, evaluated, feasible, scores, totals, diag)
+	rejected := addRejections(e, diag.NodeToStatus, k)
+	e.capture = f.capture(e, pod, nil, all, evaluated, feasible, scores, totals, idx, diag, rejected)
 	return e
 }
 
@@ -173,8 +175,8 @@ func (f *Framework) ExplainFailure(state *framework.CycleState, fe *FitError, ev
 		e.FilterPlugins = append(e.FilterPlugins, p.p.Name())
 	}
 	f.fillSkipped(e, state)
-	addRejections(e, fe.Diagnosis.NodeToStatus, k)
-	e.capture = f.captureFailure(state, fe, evaluated)
+	rejected := addRejections(e, fe.Diagnosis.NodeToStatus, k)
+	e.capture = f.captureFailure(e, state, fe, evaluated, rejected)
 	return e
 }
 
@@ -188,9 +190,12 @@ func (f *Framework) Annotate(e *Explanation, state *framework.CycleState) {
 	}
 }
 
-func addRejections(e *Explanation, m framework.NodeToStatusMap, k int) {
+// addRejections lists the first k rejected nodes by name and the counts per plugin and
+// reason in e; it returns every rejected node's name, sorted (the decision record takes
+// its rows from them).
+func addRejections(e *Explanation, m framework.NodeToStatusMap, k int) []string {
 	if len(m) == 0 {
-		return
+		return nil
 	}
 	type key struct{ plugin, reason string }
 	counts := map[key]int{}
@@ -219,6 +224,7 @@ func addRejections(e *Explanation, m framework.NodeToStatusMap, k int) {
 	if len(e.RejectCounts) > 20 {
 		e.RejectCounts = e.RejectCounts[:20]
 	}
+	return names
 }
 
 // topK returns the indices of the k largest totals, best first.

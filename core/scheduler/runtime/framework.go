@@ -50,6 +50,10 @@ type Options struct {
 	// RecordNodes > 0 makes each Explanation carry a Capture for the decision explorer
 	// (record.go) with at most that many feasible and that many rejected nodes.
 	RecordNodes int
+	// RecordWhole, when set, is asked once per scheduled cycle whether its Capture copies
+	// the node matrix (the record's sampling under load, explorer.Ring.WantWhole); the
+	// others capture a summary. nil: every cycle copies it.
+	RecordWhole func() bool
 	// Metrics (optional).
 	Metrics Metrics
 	// InformerFactory is the scheduler's (optional): plugins may take listers from it
@@ -115,9 +119,22 @@ type Framework struct {
 	// (batch.go), keepRaw asks runScore to save raw scores in rawBuf for it.
 	signers signers
 	batch   *batch
-	keepRaw bool
+	keepRaw rawUse
 	rawBuf  [][]int64
+	// cols are the decision records' matrix columns (record.go), built at the first
+	// capture; whole: this cycle's record copies its matrix (Options.RecordWhole).
+	cols  *recordColumns
+	whole bool
 }
+
+// rawUse says which raw scores runScore keeps in rawBuf, and for whom.
+type rawUse int8
+
+const (
+	rawNone      rawUse = iota
+	rawForRecord        // the decision record: the scores of the plugins that normalize
+	rawForBatch         // a batch (batch.go): every plugin's
+)
 
 var (
 	_ framework.PreemptionHandle = (*Framework)(nil)
@@ -521,6 +538,7 @@ type ScheduleResult struct {
 // other failures give plain errors.
 func (f *Framework) SchedulePod(ctx context.Context, state *framework.CycleState, pod *v1.Pod) (ScheduleResult, error) {
 	f.cycles.Add(1)
+	f.whole = f.opts.RecordNodes > 0 && (f.opts.RecordWhole == nil || f.opts.RecordWhole())
 	all, err := f.opts.Lister.List()
 	if err != nil {
 		return ScheduleResult{}, err
@@ -600,9 +618,15 @@ func (f *Framework) SchedulePod(ctx context.Context, state *framework.CycleState
 	if s := f.runPreScore(ctx, state, pod, feasible); !s.IsSuccess() {
 		return ScheduleResult{}, s.AsError()
 	}
-	f.keepRaw = sig != nil || f.opts.RecordNodes > 0 // the batch and the decision record (record.go) read raw scores
+	// The batch and the decision record (record.go) read raw scores.
+	switch {
+	case sig != nil:
+		f.keepRaw = rawForBatch
+	case f.whole:
+		f.keepRaw = rawForRecord
+	}
 	scores, totals, s := f.runScore(ctx, state, pod, feasible)
-	f.keepRaw = false
+	f.keepRaw = rawNone
 	if !s.IsSuccess() {
 		return ScheduleResult{}, s.AsError()
 	}
@@ -852,7 +876,7 @@ func (f *Framework) runScore(ctx context.Context, state *framework.CycleState, p
 		f.observePoint(config.Score, firstErr, start)
 		return nil, nil, firstErr
 	}
-	if f.keepRaw {
+	if f.keepRaw != rawNone {
 		f.saveRawScores(n)
 	}
 	totals, st := f.finishScores(ctx, state, pod, active)

@@ -75,3 +75,39 @@ func TestAttemptRecord(t *testing.T) {
 		t.Fatalf("sampled cycle's timings %v: want Filter and Score plugins", a.Timings)
 	}
 }
+
+// TestAttemptSampledOut: a cycle that RecordWhole samples out under load copies no matrix;
+// its summary keeps the pod, result, node and counts.
+func TestAttemptSampledOut(t *testing.T) {
+	c := cache.New()
+	for i := range 3 {
+		c.AddNode(node(fmt.Sprintf("big-%d", i), "4", "16Gi"))
+	}
+	snap := cache.NewSnapshot()
+	c.UpdateSnapshot(snap)
+	whole := false
+	f, err := runtime.New(context.Background(), plugins.NewInTreeRegistry(), &config.Profile{SchedulerName: "default-scheduler"},
+		runtime.Options{Lister: snap, Parallelism: 4, ExplainTopNodes: 10, RecordNodes: 10, RecordWhole: func() bool { return whole }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []bool{false, true} {
+		whole = w
+		res, err := f.SchedulePod(context.Background(), framework.NewCycleState(), pod(fmt.Sprintf("p-%v", w), "1", "1Gi"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		capt := res.Explanation.Capture()
+		capt.SetOutcome(explorerv1.ResultScheduled, res.SuggestedHost, "")
+		if capt.SummaryOnly() == w {
+			t.Fatalf("RecordWhole %v: SummaryOnly %v", w, capt.SummaryOnly())
+		}
+		a := capt.Attempt(1, time.Millisecond, nil)
+		if s := capt.Summary(1, time.Millisecond, nil); s.Node != res.SuggestedHost || s.Nodes != 3 || s.Feasible != 3 || s.Result != explorerv1.ResultScheduled || len(s.Matrix) != 0 {
+			t.Fatalf("summary %+v", s)
+		}
+		if w && len(a.Matrix) != 3 {
+			t.Fatalf("a whole attempt has %d rows, want 3", len(a.Matrix))
+		}
+	}
+}

@@ -63,6 +63,14 @@ type Record struct {
 	Source    string `json:"source,omitempty"`
 	// Time is when the decision was made (its end).
 	Time metav1.MicroTime `json:"time"`
+	// Summarized is set when the record was built in its cheaper form because its reader
+	// was behind (the scheduler's push under load): a SchedulingAttempt without its
+	// Matrix, Timings and RejectCounts (its counts, result, node and message are kept; an
+	// attempt that did not schedule is always kept whole).
+	Summarized bool `json:"summarized,omitempty"`
+	// DroppedBefore is how many records of the same source were lost just before this
+	// one (overwritten in the component's ring before they were sent).
+	DroppedBefore uint64 `json:"droppedBefore,omitempty"`
 
 	SchedulingAttempt *SchedulingAttempt `json:"schedulingAttempt,omitempty"`
 	AdmissionRequest  *AdmissionRequest  `json:"admissionRequest,omitempty"`
@@ -134,6 +142,9 @@ type SchedulingAttempt struct {
 	// (TruncatedNodes says how many were left out).
 	Matrix         []MatrixRow `json:"matrix,omitempty"`
 	TruncatedNodes int         `json:"truncatedNodes,omitempty"`
+	// RejectCounts groups every rejected node (also those left out of Matrix) by plugin
+	// and reason: the 20 largest groups, largest first.
+	RejectCounts []RejectCount `json:"rejectCounts,omitempty"`
 	// PostFilter is what PostFilter (preemption) did for an unschedulable pod.
 	PostFilter *PostFilterResult `json:"postFilter,omitempty"`
 	// Timings is each plugin's time per extension point in this cycle (Filter and Score:
@@ -178,6 +189,13 @@ type Score struct {
 	Raw        int64 `json:"raw"`
 	Normalized int64 `json:"normalized"`
 	Weighted   int64 `json:"weighted"`
+}
+
+// RejectCount is how many nodes one plugin rejected for one reason.
+type RejectCount struct {
+	Plugin string `json:"plugin"`
+	Reason string `json:"reason,omitempty"`
+	Count  int    `json:"count"`
 }
 
 // PluginVerdict is a plugin's status outside the matrix.
