@@ -80,8 +80,12 @@ func (p *Policy) recordCall(a *admission.Attributes, k *wasmhost.Kind, c *Call, 
 		if err != nil || p.monitor {
 			d.Verdict = explorerv1.PolicyDenied
 		} else {
-			// The policy's validationActions have no Deny: its verdict warned or audited.
-			d.Message = "would deny (validationActions without Deny): " + c.Reason
+			// The policy's validationActions have no Deny: its verdict warned or audited,
+			// as a ValidatingAdmissionPolicy's binding without Deny.
+			d.Verdict = explorerv1.PolicyAudited
+			if p.warn {
+				d.Verdict = explorerv1.PolicyWarned
+			}
 		}
 	case c.Patch != nil:
 		d.Verdict = explorerv1.PolicyMutated

@@ -52,6 +52,7 @@ func (a *Attributes) Recording() bool { return a.trace != nil }
 // request is not recorded). Policies report in the order they run.
 func (a *Attributes) RecordDecision(d explorerv1.PolicyDecision) {
 	if a.trace != nil {
+		d.Reinvoked = a.reinvoking
 		a.trace.policies = append(a.trace.policies, d)
 	}
 }

@@ -302,7 +302,10 @@ type PolicyDecision struct {
 	// Failure is why the call failed; FailurePolicy (Fail or Ignore) is what was applied.
 	Failure       string `json:"failure,omitempty"`
 	FailurePolicy string `json:"failurePolicy,omitempty"`
-	DurationNanos int64  `json:"durationNanos"`
+	// Reinvoked: the policy ran in the chain's second mutating pass (a plugin after it
+	// changed the object, so the mutating plugins run again, as upstream's reinvocation).
+	Reinvoked     bool  `json:"reinvoked,omitempty"`
+	DurationNanos int64 `json:"durationNanos"`
 }
 
 // Violation is one expression of a CEL policy that failed: a validation that was false

@@ -30,8 +30,19 @@ export function why(a) {
     } else if (chosen) {
       const contrib = (a.scorePlugins || []).map((p, i) => [p.name, (chosen.scores || [])[i]]).filter(([, s]) => s && s.weighted)
         .sort((x, y) => y[1].weighted - x[1].weighted).map(([n, s]) => `${n} ${s.weighted}`);
-      parts.push(`${a.node} had the highest final score, ${chosen.final}${contrib.length ? " (" + contrib.join(" + ") + ")" : ""}`);
-      if (runner) parts.push(`ahead of ${runner.node} with ${runner.final}`);
+      const tied = others.filter((r) => r.final === chosen.final);
+      const sum = contrib.length ? " (" + contrib.join(" + ") + ")" : "";
+      if (tied.length) {
+        // a tie: the scheduler picks one of the best nodes at random, as upstream's does
+        const names = tied.map((r) => r.node);
+        const list = names.length > 3 ? `${names.slice(0, 3).join(", ")} and ${names.length - 3} more` : names.join(", ");
+        parts.push(`${a.node} tied with ${list} for the highest final score, ${chosen.final}${sum}; the scheduler picks one of the tied nodes at random`);
+        const below = others.filter((r) => r.final < chosen.final)[0];
+        if (below) parts.push(`ahead of ${below.node} with ${below.final}`);
+      } else {
+        parts.push(`${a.node} had the highest final score, ${chosen.final}${sum}`);
+        if (runner) parts.push(`ahead of ${runner.node} with ${runner.final}`);
+      }
     } else {
       parts.push(`scheduled on ${a.node}`);
     }

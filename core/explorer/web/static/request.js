@@ -83,6 +83,7 @@ export function policyRow(p, i) {
       badge(p.verdict, VERDICT_NOTE[p.verdict]),
       link(policyHref(p.name), p.name, { class: "chain-name" }),
       el("span", { class: "muted" }, ` ${p.kind} · ${p.phase}${p.mode && p.mode !== "Enforce" ? " · " + p.mode : ""} `),
+      p.reinvoked ? el("span", { class: "tag pass2", title: "a plugin after it changed the object, so the mutating plugins ran a second time (reinvocation)" }, "second pass") : null,
       p.kind === "WasmPolicy" || p.wasm ? moduleLabel(p.wasm) : null,
       el("span", { class: "dur num" }, fmtDuration(p.durationNanos))),
     celLine(p),
@@ -96,9 +97,20 @@ export function policyRow(p, i) {
     patchView(p.patch, p.before));
 }
 
+// denial is the refusal in the denying policy's own words (its message, or why its call
+// failed), else the message the client saw.
+function denial(q) {
+  const d = denier(q);
+  return (d && (d.message || d.failure)) || q.message || "no message";
+}
+
+function denier(q) {
+  return (q.policies || []).slice().reverse().find((p) => p.name === q.deniedBy && (p.verdict === "Denied" || p.verdict === "Failed"));
+}
+
 // deniedHow names the denying policy's kind and binding beside its name.
 function deniedHow(q) {
-  const d = (q.policies || []).slice().reverse().find((p) => p.name === q.deniedBy && (p.verdict === "Denied" || p.verdict === "Failed"));
+  const d = denier(q);
   if (!d) return "";
   return ` (${d.kind}${d.binding ? ", binding " + d.binding : ""})`;
 }
@@ -123,7 +135,8 @@ export async function requestView(id) {
   setMain(
     el("div", { class: "title-row" }, el("h1", {}, el("span", { class: "muted" }, `${q.operation} `), `${q.kind || q.resource} ${obj}`), badge(q.allowed ? "Allowed" : "Denied")),
     q.allowed ? el("p", { class: "why", id: "why" }, `Allowed by the whole chain in ${fmtDuration(q.durationNanos)}.`)
-      : el("p", { class: "why bad", id: "why" }, "Refused by ", el("strong", { id: "denied-by" }, q.deniedBy || "?"), deniedHow(q), q.message ? `: ${q.message}` : "."),
+      : el("p", { class: "why bad", id: "why" }, "Refused by ", el("strong", { id: "denied-by" }, q.deniedBy || "?"), deniedHow(q), `: ${denial(q)}`),
+    !q.allowed && q.message && q.message !== denial(q) ? el("p", { class: "meta" }, `The client saw: ${q.message}`) : null,
     el("p", { class: "meta" }, `${gvr} · user ${q.user || "?"} · ${fmtDate(r.time)} · ${r.source || r.component}${q.dryRun ? " · dry run" : ""} · uid ${q.uid}`,
       q.kind === "Pod" && q.object.name ? [" · ", link(podHref(q.object), "the pod's page")] : null),
     section("Policies in chain order",

@@ -120,7 +120,11 @@ export function recordSummary(r) {
     case "AdmissionRequest": {
       const q = r.admissionRequest;
       const what = `${q.operation} ${q.resource}${q.subResource ? "/" + q.subResource : ""} ${q.object.namespace ? q.object.namespace + "/" : ""}${q.object.name}`;
-      if (q.allowed) return `${what}: allowed`;
+      if (q.allowed) {
+        const mutated = [...new Set((q.policies || []).filter((p) => p.verdict === "Mutated").map((p) => p.name))];
+        const warned = [...new Set((q.policies || []).filter((p) => p.verdict === "Warned").map((p) => p.name))];
+        return `${what}: allowed${mutated.length ? ", changed by " + mutated.join(", ") : ""}${warned.length ? ", warned by " + warned.join(", ") : ""}`;
+      }
       return `${what}: denied by ${q.deniedBy || "?"}${q.message ? " — " + q.message : ""}`;
     }
     case "HookRun": {
