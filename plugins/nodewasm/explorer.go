@@ -31,11 +31,12 @@ func (hk *Hooks) recordRun(t probe.Target, hookName, name string, p *Plugin, out
 		return
 	}
 	end := time.Now()
-	pod, container, path := t.Pod, t.Container.Name, p.path
+	// The record is built when read (explorer.Builder): copy the pod's names now.
+	ref, node := explorerv1.ObjectRef{Namespace: t.Pod.Namespace, Name: t.Pod.Name, UID: string(t.Pod.UID)}, t.Pod.Spec.NodeName
+	container, path := t.Container.Name, p.path
 	r.Record(func() explorerv1.Record {
-		return explorerv1.Record{Type: explorerv1.TypeHookRun, Time: metav1.NewMicroTime(end), Source: pod.Spec.NodeName,
-			HookRun: &explorerv1.HookRun{Pod: explorerv1.ObjectRef{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)},
-				Node: pod.Spec.NodeName, Container: container, Hook: hookName, Handler: name, Wasm: &explorerv1.Module{Path: path},
+		return explorerv1.Record{Type: explorerv1.TypeHookRun, Time: metav1.NewMicroTime(end), Source: node,
+			HookRun: &explorerv1.HookRun{Pod: ref, Node: node, Container: container, Hook: hookName, Handler: name, Wasm: &explorerv1.Module{Path: path},
 				Outcome: outcome, Message: msg, DurationNanos: d.Nanoseconds()}}
 	})
 }
