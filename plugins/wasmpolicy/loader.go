@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -147,14 +148,22 @@ func (l *Loader) Synced() <-chan struct{} { return l.synced }
 
 // Run watches and reconciles until ctx ends.
 func (l *Loader) Run(ctx context.Context) {
-	handler := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { l.Trigger() },
-		UpdateFunc: func(any, any) { l.Trigger() },
-		DeleteFunc: func(any) { l.Trigger() },
-	}
+	trigger := func(any) { l.Trigger() }
 	df := dynamicinformer.NewDynamicSharedInformerFactory(l.cfg.Dynamic, 0)
 	inf := df.ForResource(Resource).Informer()
-	if _, err := inf.AddEventHandler(handler); err != nil {
+	// The loader reads a policy's spec and the few status fields the controller writes for
+	// it; the roll-up (status.components, one entry per target, conditions) is rewritten
+	// several times per change and is neither kept nor a reason to reconcile.
+	if err := inf.SetTransform(withoutRollup); err != nil {
+		l.log.Error("wasmpolicy: informer", "err", err)
+		return
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: trigger, DeleteFunc: trigger,
+		UpdateFunc: func(old, obj any) {
+			if loaderSees(old, obj) {
+				l.Trigger()
+			}
+		}}); err != nil {
 		l.log.Error("wasmpolicy: informer", "err", err)
 		return
 	}
@@ -167,7 +176,15 @@ func (l *Loader) Run(ctx context.Context) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", l.cfg.Name).String()
 		}))
 		ni := nf.Core().V1().Nodes().Informer()
-		if _, err := ni.AddEventHandler(handler); err != nil {
+		// Only its labels select policies; its status heartbeats change nothing here.
+		if _, err := ni.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: trigger, DeleteFunc: trigger,
+			UpdateFunc: func(old, obj any) {
+				o, ok1 := old.(*corev1.Node)
+				n, ok2 := obj.(*corev1.Node)
+				if !ok1 || !ok2 || !maps.Equal(o.Labels, n.Labels) {
+					l.Trigger()
+				}
+			}}); err != nil {
 			l.log.Error("wasmpolicy: node informer", "err", err)
 			return
 		}
@@ -212,6 +229,47 @@ func (l *Loader) Run(ctx context.Context) {
 		}
 		l.once.Do(func() { close(l.synced) })
 	}
+}
+
+// rollupFields are the parts of a WasmPolicy's status the loader never reads.
+var rollupFields = []string{"components", "conditions"}
+
+// withoutRollup is the policy informer's transform: it drops the roll-up's part of the
+// status and the managed fields from the stored copy (in place, as client-go allows).
+func withoutRollup(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	if st, ok := u.Object["status"].(map[string]any); ok {
+		for _, f := range rollupFields {
+			delete(st, f)
+		}
+	}
+	u.SetManagedFields(nil)
+	return u, nil
+}
+
+// loadedFrom are the status fields a component acts on (ModuleRef, Held).
+var loadedFrom = []string{"digest", "resolvedGeneration", "resolvedImage", "releasedGeneration"}
+
+// loaderSees reports whether an update of a policy can change what the loader does: its
+// generation (every spec change), or the digest resolved for it or its release. The
+// roll-up's other writes (counts, the observed generation) are not.
+func loaderSees(old, obj any) bool {
+	o, ok1 := old.(*unstructured.Unstructured)
+	n, ok2 := obj.(*unstructured.Unstructured)
+	if !ok1 || !ok2 || o.GetUID() != n.GetUID() || o.GetGeneration() != n.GetGeneration() {
+		return true
+	}
+	for _, f := range loadedFrom {
+		a, _, _ := unstructured.NestedFieldNoCopy(o.Object, "status", f)
+		b, _, _ := unstructured.NestedFieldNoCopy(n.Object, "status", f)
+		if !reflect.DeepEqual(a, b) {
+			return true
+		}
+	}
+	return false
 }
 
 // policies lists the WasmPolicies from the informer's store, defaulted.

@@ -2,11 +2,13 @@ package wasmpolicy
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	policyv1alpha1 "github.com/wasmkube/wasmkube/core/apis/policy/v1alpha1"
 	"github.com/wasmkube/wasmkube/plugins/wasmhost/modulespec"
@@ -84,5 +86,41 @@ func TestModuleRefAndHeld(t *testing.T) {
 	p.Status.ReleasedGeneration = 3
 	if Held(p) {
 		t.Error("a released generation is held")
+	}
+}
+
+// TestLoaderSees: the roll-up's writes (counts, components, conditions) do not wake a
+// loader; a new generation, a resolution or a release does; what is stored keeps no
+// roll-up.
+func TestLoaderSees(t *testing.T) {
+	pol := func(gen int64, status map[string]any) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "p", "uid": "u1", "generation": gen}, "status": status}}
+		v, _ := withoutRollup(u)
+		return v.(*unstructured.Unstructured)
+	}
+	base := map[string]any{"observedGeneration": int64(2), "readyComponents": int64(1), "digest": "sha256:a", "resolvedGeneration": int64(2)}
+	with := func(k string, v any) map[string]any {
+		m := maps.Clone(base)
+		m[k] = v
+		return m
+	}
+	old := pol(2, base)
+	if _, ok := pol(2, with("components", []any{map[string]any{"name": "n"}})).Object["status"].(map[string]any)["components"]; ok {
+		t.Fatal("status.components kept in the loader's store")
+	}
+	for _, tt := range []struct {
+		name string
+		obj  *unstructured.Unstructured
+		want bool
+	}{
+		{"a roll-up count", pol(2, with("readyComponents", int64(2))), false},
+		{"a roll-up's components", pol(2, with("components", []any{map[string]any{"name": "n"}})), false},
+		{"a new generation", pol(3, base), true},
+		{"a resolution", pol(2, with("resolvedGeneration", int64(3))), true},
+		{"a release", pol(2, with("releasedGeneration", int64(2))), true},
+	} {
+		if got := loaderSees(old, tt.obj); got != tt.want {
+			t.Errorf("%s: loaderSees %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }
