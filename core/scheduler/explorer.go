@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -151,6 +153,66 @@ func (s *Scheduler) recordSwaps(old, ps *profileSet) {
 	if !slices.Equal(was, is) {
 		s.recordSwap("", "file", []string{fmt.Sprintf("profiles %v -> %v", was, is)}, nil)
 	}
+	for _, p := range ps.cfg.Profiles {
+		for _, q := range old.cfg.Profiles {
+			if q.SchedulerName == p.SchedulerName {
+				if changes := profileChanges(q, p); len(changes) > 0 {
+					s.recordSwap("", "file", changes, nil)
+				}
+			}
+		}
+	}
+}
+
+// profileChanges says what changed in one profile between two configs: each extension
+// point whose enabled or disabled plugins (or weights) changed ("profile
+// default-scheduler: score [pack x2] -> [spread x2]"), and the plugins' args.
+func profileChanges(was, is config.Profile) []string {
+	var out []string
+	a, b := pluginSets(was.Plugins), pluginSets(is.Plugins)
+	for i := range a {
+		if !slices.Equal(a[i].set.Enabled, b[i].set.Enabled) || !slices.Equal(a[i].set.Disabled, b[i].set.Disabled) {
+			out = append(out, fmt.Sprintf("profile %s: %s %s -> %s", is.SchedulerName, a[i].point, describeSet(a[i].set), describeSet(b[i].set)))
+		}
+	}
+	if !reflect.DeepEqual(was.PluginConfig, is.PluginConfig) {
+		out = append(out, fmt.Sprintf("profile %s: pluginConfig (plugin args)", is.SchedulerName))
+	}
+	return out
+}
+
+type pointSet struct {
+	point string
+	set   config.PluginSet
+}
+
+func pluginSets(p *config.Plugins) []pointSet {
+	if p == nil {
+		p = &config.Plugins{}
+	}
+	return []pointSet{{"multiPoint", p.MultiPoint}, {"preFilter", p.PreFilter}, {"filter", p.Filter}, {"postFilter", p.PostFilter},
+		{"preScore", p.PreScore}, {"score", p.Score}, {"reserve", p.Reserve}, {"permit", p.Permit}, {"preBind", p.PreBind},
+		{"bind", p.Bind}, {"postBind", p.PostBind}}
+}
+
+func describeSet(s config.PluginSet) string {
+	var parts []string
+	for _, p := range s.Enabled {
+		if p.Weight != 0 {
+			parts = append(parts, fmt.Sprintf("%s x%d", p.Name, p.Weight))
+		} else {
+			parts = append(parts, p.Name)
+		}
+	}
+	out := "[" + strings.Join(parts, ", ") + "]"
+	if len(s.Disabled) > 0 {
+		var d []string
+		for _, p := range s.Disabled {
+			d = append(d, p.Name)
+		}
+		out += " disabled [" + strings.Join(d, ", ") + "]"
+	}
+	return out
 }
 
 func profileNames(ps *profileSet) []string {
