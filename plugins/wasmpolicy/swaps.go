@@ -24,7 +24,7 @@ func RecordSwaps(sink StatusSink, rec func() *explorer.Recorder) StatusSink {
 	if sink == nil {
 		sink = NopSink{}
 	}
-	return &swapSink{next: sink, rec: rec, active: map[string]policyv1alpha1.ComponentStatus{}}
+	return &swapSink{next: sink, rec: rec, active: map[string]policyv1alpha1.ComponentStatus{}, failed: map[string]policyv1alpha1.ComponentStatus{}}
 }
 
 type swapSink struct {
@@ -32,8 +32,11 @@ type swapSink struct {
 	rec  func() *explorer.Recorder
 
 	mu sync.Mutex
-	// active is each policy's revision last put in force here.
+	// active is each policy's revision last put in force here; failed its last failure
+	// recorded since (a fetch retried every RetryInterval fails again the same way: one
+	// swap, not one per retry).
 	active map[string]policyv1alpha1.ComponentStatus
+	failed map[string]policyv1alpha1.ComponentStatus
 }
 
 // Observe implements StatusSink.
@@ -41,8 +44,17 @@ func (s *swapSink) Observe(policy string, st policyv1alpha1.ComponentStatus) {
 	s.next.Observe(policy, st)
 	s.mu.Lock()
 	prev, had := s.active[policy]
-	if st.Phase == policyv1alpha1.PhaseActive {
+	switch st.Phase {
+	case policyv1alpha1.PhaseActive:
 		s.active[policy] = st
+		delete(s.failed, policy)
+	case policyv1alpha1.PhaseFailed:
+		f, was := s.failed[policy]
+		if was && f.ObservedGeneration == st.ObservedGeneration && f.Digest == st.Digest && f.Reason == st.Reason && f.Message == st.Message {
+			s.mu.Unlock()
+			return
+		}
+		s.failed[policy] = st
 	}
 	s.mu.Unlock()
 	sw, ok := swapOf(policy, prev, had, st)

@@ -135,7 +135,9 @@ export function recordSummary(r) {
       const s = r.swap;
       const what = (s.changes || []).length ? ` (${s.changes.join("; ")})` : "";
       const gen = s.generation ? ` generation ${s.generation}` : "";
-      return `swap ${s.policy || "config"}${gen} in ${r.component}, ${s.tier} tier: ${s.result}${what}${s.reason ? " — " + s.reason : ""}`;
+      // a fetch error quotes whole URLs: the line keeps its start, the policy's page has all
+      const reason = s.reason && s.reason.length > 160 ? s.reason.slice(0, 160) + "…" : s.reason;
+      return `swap ${s.policy || "config"}${gen} in ${r.component}, ${s.tier} tier: ${s.result}${what}${reason ? " — " + reason : ""}`;
     }
   }
   return r.type;
