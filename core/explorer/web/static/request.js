@@ -141,5 +141,6 @@ export async function requestView(id) {
       q.kind === "Pod" && q.object.name ? [" · ", link(podHref(q.object), "the pod's page")] : null),
     section("Policies in chain order",
       legend([["Allowed", "admitted"], ["Mutated", "changed the object"], ["Denied", "refused"], ["Warned", "failed, warned only"], ["Audited", "failed, audited only"], ["Failed", "call failed"], ["Skipped", "did not apply"]]),
-      (q.policies || []).length ? el("ol", { class: "chain", id: "chain" }, q.policies.map(policyRow)) : empty("No policy matched this request.")));
+      (q.policies || []).length ? el("ol", { class: "chain", id: "chain" }, q.policies.map(policyRow)) : empty("No policy matched this request."),
+      q.allowed ? null : el("p", { class: "muted", id: "chain-stopped" }, "The chain stops at the first refusal: the policies after it did not run and are not listed.")));
 }

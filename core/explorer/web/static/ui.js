@@ -31,6 +31,8 @@ const VERDICTS = {
   Unschedulable: ["bad", "✗"], UnschedulableAndUnresolvable: ["bad", "⊘"], Denied: ["bad", "✗"], Failure: ["bad", "✗"],
   Error: ["err", "!"], Failed: ["err", "!"],
   Warned: ["warn", "⚠"], Audited: ["none", "◎"],
+  // a policy's swaps, as its page counts them
+  SwapApplied: ["ok", "✓"], SwapFailed: ["err", "!"],
   Skip: ["skip", "–"], Skipped: ["skip", "–"], NotRun: ["none", "·"],
 };
 
