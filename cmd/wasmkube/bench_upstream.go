@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,6 +147,8 @@ type childScheduler struct {
 	argv    []string
 	logPath string
 	client  kubernetes.Interface
+	// metricsURL is the child's /metrics (wasmkube's only), for its batching counters.
+	metricsURL string
 
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -207,7 +211,47 @@ func (c *childScheduler) Failed() error {
 	}
 }
 
-func (c *childScheduler) BatchAttempts() map[string]float64 { return nil }
+func (c *childScheduler) BatchAttempts() map[string]float64 {
+	if c.metricsURL == "" || c.Failed() != nil {
+		return nil
+	}
+	hc := &http.Client{Timeout: 5 * time.Second}
+	resp, err := hc.Get(c.metricsURL)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil
+	}
+	return parseBatchAttempts(string(b))
+}
+
+// parseBatchAttempts sums scheduler_batch_attempts_total by its result label from a
+// Prometheus text exposition (what batchAttempts reads from a registry in process).
+func parseBatchAttempts(text string) map[string]float64 {
+	const name = "scheduler_batch_attempts_total{"
+	out := map[string]float64{}
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, name) {
+			continue
+		}
+		_, rest, ok := strings.Cut(line, `result="`)
+		if !ok {
+			continue
+		}
+		result, _, _ := strings.Cut(rest, `"`)
+		f := strings.Fields(line)
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			out[result] += v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
 
 func (c *childScheduler) Stop() {
 	if c.exited == nil {
@@ -272,7 +316,8 @@ func newBenchScheduler(o schedBenchOptions, adminCfg, schedCfg *rest.Config, cli
 				return nil, err
 			}
 		}
-		c.argv = wasmkubeSchedulerArgs(self, kubeconfig, configFile, filepath.Join(dataDir, "wasm-cache"), o.logLevel)
+		c.argv = wasmkubeSchedulerArgs(self, kubeconfig, configFile, filepath.Join(dataDir, "wasm-cache"), o.logLevel, benchChildMetricsAddr)
+		c.metricsURL = "http://" + benchChildMetricsAddr + "/metrics"
 	case schedUpstream:
 		cfgPath := filepath.Join(dataDir, "kube-scheduler.yaml")
 		if err := os.WriteFile(cfgPath, upstreamSchedulerConfig(kubeconfig), 0o600); err != nil {
@@ -283,10 +328,13 @@ func newBenchScheduler(o schedBenchOptions, adminCfg, schedCfg *rest.Config, cli
 	return c, nil
 }
 
-// wasmkubeSchedulerArgs is the command line of wasmkube's scheduler as a child process:
-// no metrics endpoint (upstream's runs without one too).
-func wasmkubeSchedulerArgs(self, kubeconfig, configFile, wasmCache, logLevel string) []string {
-	argv := []string{self, "scheduler", "--kubeconfig", kubeconfig, "--metrics-addr", "", "--log-level", logLevel, "--wasm-cache-dir", wasmCache}
+// benchChildMetricsAddr is where wasmkube's scheduler as a child process serves /metrics,
+// read once at the end for its batching counters (upstream's serves nothing).
+const benchChildMetricsAddr = "127.0.0.1:27710"
+
+// wasmkubeSchedulerArgs is the command line of wasmkube's scheduler as a child process.
+func wasmkubeSchedulerArgs(self, kubeconfig, configFile, wasmCache, logLevel, metricsAddr string) []string {
+	argv := []string{self, "scheduler", "--kubeconfig", kubeconfig, "--metrics-addr", metricsAddr, "--log-level", logLevel, "--wasm-cache-dir", wasmCache}
 	if configFile != "" {
 		argv = append(argv, "--config", configFile)
 	}

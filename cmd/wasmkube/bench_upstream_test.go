@@ -25,6 +25,23 @@ func TestParseProcStatCPU(t *testing.T) {
 	}
 }
 
+func TestParseBatchAttempts(t *testing.T) {
+	text := `# HELP scheduler_batch_attempts_total Cycles by what batching did.
+# TYPE scheduler_batch_attempts_total counter
+scheduler_batch_attempts_total{profile="default-scheduler",result="reused"} 9876
+scheduler_batch_attempts_total{profile="other",result="reused"} 4
+scheduler_batch_attempts_total{profile="default-scheduler",result="flush_changed"} 12
+scheduler_pending_pods{queue="active"} 3
+`
+	got := parseBatchAttempts(text)
+	if len(got) != 2 || got["reused"] != 9880 || got["flush_changed"] != 12 {
+		t.Fatalf("got %v", got)
+	}
+	if parseBatchAttempts("scheduler_pending_pods 1\n") != nil {
+		t.Fatal("no counter: want nil")
+	}
+}
+
 func TestCheckSchedulerFlags(t *testing.T) {
 	for _, tc := range []struct {
 		o    schedBenchOptions
