@@ -1,11 +1,14 @@
 package admission
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	explorerv1 "github.com/wasmkube/wasmkube/core/apis/explorer/v1alpha1"
+	"github.com/wasmkube/wasmkube/core/explorer"
 )
 
 // TestFillBefore: each patch's old values are read from the object as the policies
@@ -48,5 +51,44 @@ func TestPointerGet(t *testing.T) {
 		if got != want {
 			t.Errorf("%q: %q, want %q", p, got, want)
 		}
+	}
+}
+
+// reporter reports a decision in its phase.
+type reporter struct{ name, phase string }
+
+func (r reporter) Admit(_ context.Context, a *Attributes) error {
+	a.RecordDecision(explorerv1.PolicyDecision{Name: r.name, Phase: r.phase, Verdict: explorerv1.PolicyAllowed})
+	a.RequestReinvocation()
+	return nil
+}
+
+func (r reporter) Validate(_ context.Context, a *Attributes) error {
+	a.RecordDecision(explorerv1.PolicyDecision{Name: r.name, Phase: r.phase, Verdict: explorerv1.PolicyAllowed})
+	return nil
+}
+
+// TestRecordMarksSecondPass: a decision of the chain's second mutating pass is marked
+// reinvoked; the first pass's and the validating phase's are not.
+func TestRecordMarksSecondPass(t *testing.T) {
+	ring := explorer.NewRing(10)
+	c, err := NewChain(struct{ MutationInterface }{reporter{"m", "Mutating"}}, struct{ ValidationInterface }{reporter{"v", "Validating"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetRecorder(NewRecorder(explorer.NewRecorder(ring, explorerv1.ComponentAPIServer, "test")))
+	if err := c.Admit(context.Background(), podAttrs(Create)); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := ring.All()
+	if len(recs) != 1 || recs[0].AdmissionRequest == nil {
+		t.Fatalf("records: %+v", recs)
+	}
+	var got []string
+	for _, d := range recs[0].AdmissionRequest.Policies {
+		got = append(got, fmt.Sprintf("%s:%v", d.Name, d.Reinvoked))
+	}
+	if want := "m:false m:true v:false"; strings.Join(got, " ") != want {
+		t.Errorf("reinvoked marks %q, want %q", strings.Join(got, " "), want)
 	}
 }

@@ -92,7 +92,7 @@ export function nodeHref(name) { return `nodes/${encodeURIComponent(name)}`; }
 
 export function setMain(...children) {
   const m = document.getElementById("main");
-  m.replaceChildren(...children.flat());
+  m.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
 }
 
 export function errorBox(err) {
