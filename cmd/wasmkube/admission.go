@@ -53,9 +53,9 @@ func newAdmission(ctx context.Context, dataDir, configFile string, log *slog.Log
 }
 
 // runAdmission records the policies' Events through srv, swaps them when the config file
-// changes, and loads the WasmPolicies of the admission hooks (modules cached under
-// dataDir/wasm-modules), until ctx ends.
-func runAdmission(ctx context.Context, pol *admitwasm.Policies, srv *apiserver.Server, dataDir string, log *slog.Logger) {
+// changes, and loads the WasmPolicies of the admission hooks (modules fetched and cached as
+// cache says: moduleCache), until ctx ends.
+func runAdmission(ctx context.Context, pol *admitwasm.Policies, srv *apiserver.Server, cache wasmoci.Options, log *slog.Logger) {
 	if pol == nil {
 		return
 	}
@@ -86,7 +86,7 @@ func runAdmission(ctx context.Context, pol *admitwasm.Policies, srv *apiserver.S
 	loader, err := wasmpolicy.New(wasmpolicy.Config{
 		Component: wasmpolicy.ComponentAPIServer, Name: id,
 		Dynamic: dyn, Client: client, Target: pol,
-		Cache: wasmoci.Options{Dir: filepath.Join(dataDir, "wasm-modules")},
+		Cache: cache,
 		// each revision put in force or refused is also a Swap on the explorer's timeline
 		Sink:   wasmpolicy.RecordSwaps(sink, srv.ExplorerRecorder),
 		Logger: log,

@@ -184,10 +184,11 @@ func runPolicyBench(out io.Writer, o policyBenchOptions) error {
 		return fmt.Errorf("bench policy: %w", err)
 	}
 	progress("modules built: Go require-labels %d bytes", len(mods["validate:go"]))
-	reg, err := startRegistry(ctx, "127.0.0.1:0", filepath.Join(dataDir, "registry"), log)
+	regs, err := startRegistry(ctx, filepath.Join(dataDir, "registry"), log, "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
+	reg := regs[0]
 	for tag, wasm := range mods {
 		repo, t, _ := strings.Cut(tag, ":")
 		if _, err := wasmoci.Push(ctx, wasm, reg+"/bench/"+repo+":"+t, wasmoci.PushOptions{Created: time.Unix(1, 0)}); err != nil {
@@ -465,7 +466,7 @@ func startBenchServers(ctx context.Context, n int, dataDir string, log *slog.Log
 			return nil, nil, fmt.Errorf("API server %d: %w", i, err)
 		}
 		servers = append(servers, srv)
-		runAdmission(apiCtx, adm, srv, dir, log)
+		runAdmission(apiCtx, adm, srv, moduleCache(filepath.Join(dir, "wasm-modules"), nil), log)
 		if ctx.Err() != nil {
 			stop()
 			return nil, nil, ctx.Err()

@@ -51,6 +51,7 @@ type kubeletFlags struct {
 	ociRuntime                         string
 	networkBackend, vxlanDevice        string
 	clusterCIDR                        string
+	insecureRegistries                 []string // plain HTTP for WasmPolicy modules
 	vxlanID                            int
 	backendSet                         bool // --network-backend given (over the config's network.backend)
 }
@@ -90,6 +91,7 @@ bridge and the node's nftables tables. It needs no credential and no API server.
 	fl.StringVar(&f.nodeName, "node-name", "", "node name (default: the host name)")
 	fl.StringVar(&f.nodeIP, "node-ip", "", "the node's InternalIP, where the API server reaches this kubelet and other nodes route this node's pods (default: the --listen address if it names one, else the address of the default route's interface, else 127.0.0.1)")
 	fl.StringVar(&f.rootDir, "root-dir", "/var/lib/wasmkube/kubelet", "pods, logs, sandboxes, CNI state and the serving certificate")
+	fl.StringSliceVar(&f.insecureRegistries, "insecure-registry", nil, "a registry (host:port) that may be reached over plain HTTP for WasmPolicy modules (repeatable; loopback registries always may)")
 	fl.StringVar(&f.containerdAddr, "containerd-address", "", "containerd socket (default: start a private containerd under the root dir)")
 	fl.StringVar(&f.containerdNS, "containerd-namespace", "", "containerd namespace (default: the node name)")
 	fl.StringVar(&f.podCIDR, "pod-cidr", "", "this node's pod subnet, overriding node IPAM for one host (refused if the Node already has another); default: the Node's spec.podCIDR, waited for")
@@ -179,7 +181,7 @@ func runKubelet(f kubeletFlags) error {
 		return err
 	}
 	defer hooks.Close()
-	go runHookPolicies(ctx, cfg, f.nodeName, hooks, filepath.Join(f.rootDir, "wasm-modules"), log)
+	go runHookPolicies(ctx, cfg, f.nodeName, hooks, moduleCache(filepath.Join(f.rootDir, "wasm-modules"), f.insecureRegistries), log)
 	opts := kubelet.Options{
 		RESTConfig: cfg, NetworkPolicyRESTConfig: policyCfg, NodeName: f.nodeName, NodeIP: f.nodeIP, RootDir: f.rootDir,
 		ContainerdAddress: f.containerdAddr, ContainerdNamespace: f.containerdNS,
@@ -312,9 +314,9 @@ func nodeCredential(ctx context.Context, f kubeletFlags, log *slog.Logger) (*nod
 }
 
 // runHookPolicies loads the WasmPolicies of the kubelet hooks whose nodeSelector matches
-// node into hooks (the API tier beside the config file's kubelet: section; modules cached
-// under cacheDir), reading them with the node's credential, until ctx ends.
-func runHookPolicies(ctx context.Context, cfg *rest.Config, node string, hooks *nodewasm.Hooks, cacheDir string, log *slog.Logger) {
+// node into hooks (the API tier beside the config file's kubelet: section; modules fetched
+// and cached as cache says), reading them with the node's credential, until ctx ends.
+func runHookPolicies(ctx context.Context, cfg *rest.Config, node string, hooks *nodewasm.Hooks, cache wasmoci.Options, log *slog.Logger) {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		log.Error("kubelet hook plugins: no client for WasmPolicies; only the config file's are loaded", "err", err)
@@ -335,7 +337,7 @@ func runHookPolicies(ctx context.Context, cfg *rest.Config, node string, hooks *
 	go sink.Run(ctx)
 	loader, err := wasmpolicy.New(wasmpolicy.Config{
 		Component: wasmpolicy.ComponentKubelet, Name: node, Dynamic: dyn, Client: client, Target: hooks,
-		Cache:  wasmoci.Options{Dir: cacheDir},
+		Cache:  cache,
 		Sink:   wasmpolicy.RecordSwaps(sink, hooks.DecisionRecorder),
 		Logger: log,
 	})

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -32,11 +33,11 @@ See docs/oci.md.`,
 			ctx, stop := signalContext()
 			defer stop()
 			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-			addr, err := startRegistry(ctx, listen, dataDir, log)
+			addrs, err := startRegistry(ctx, dataDir, log, listen)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "registry listening on %s (blobs in %s)\n", addr, dataDir)
+			fmt.Fprintf(cmd.OutOrStdout(), "registry listening on %s (blobs in %s)\n", addrs[0], dataDir)
 			<-ctx.Done()
 			return nil
 		},
@@ -46,29 +47,62 @@ See docs/oci.md.`,
 	rootCmd.AddCommand(cmd)
 }
 
-// startRegistry serves a registry on listen until ctx ends and returns the address it
-// listens on.
-func startRegistry(ctx context.Context, listen, dataDir string, log *slog.Logger) (string, error) {
+// startRegistry serves one registry (one store: a tag pushed through one address is found
+// through the others) on every address of listen until ctx ends, and returns the
+// addresses it listens on.
+func startRegistry(ctx context.Context, dataDir string, log *slog.Logger, listen ...string) ([]string, error) {
 	h, err := wasmoci.NewRegistry(filepath.Clean(dataDir), slog.NewLogLogger(log.Handler(), slog.LevelDebug))
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return "", fmt.Errorf("registry: %w", err)
+	var lns []net.Listener
+	for _, l := range listen {
+		ln, err := net.Listen("tcp", l)
+		if err != nil {
+			for _, ln := range lns {
+				ln.Close()
+			}
+			return nil, fmt.Errorf("registry: %w", err)
+		}
+		lns = append(lns, ln)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("registry stopped", "err", err)
-		}
-	}()
+	var addrs []string
+	for _, ln := range lns {
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("registry stopped", "addr", ln.Addr().String(), "err", err)
+			}
+		}()
+		addrs = append(addrs, ln.Addr().String())
+	}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	log.Info("registry serving", "addr", ln.Addr().String(), "dataDir", dataDir)
-	return ln.Addr().String(), nil
+	log.Info("registry serving", "addrs", addrs, "dataDir", dataDir)
+	return addrs, nil
+}
+
+// registryOnHosts is where the hosts of `up --nodes N` reach a registry up serves on
+// listen: the same port at gateway, the first host's address on the hosts' bridge. It is
+// empty when listen already covers that address (an unspecified host such as 0.0.0.0).
+func registryOnHosts(listen string, gateway netip.Addr) (string, error) {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", fmt.Errorf("--registry %q: %w", listen, err)
+	}
+	if ip, err := netip.ParseAddr(host); err == nil && (ip.IsUnspecified() || ip == gateway) {
+		return "", nil
+	}
+	return net.JoinHostPort(gateway.String(), port), nil
+}
+
+// moduleCache is how a component fetches and keeps the modules of WasmPolicies: cached
+// under dir (empty: file modules only), over plain HTTP from the insecure registries
+// (--insecure-registry) and loopback ones, over verified TLS from every other.
+func moduleCache(dir string, insecure []string) wasmoci.Options {
+	return wasmoci.Options{Dir: dir, Insecure: insecure}
 }

@@ -26,6 +26,7 @@ import (
 
 func init() {
 	var kubeconfig, configFile, metricsAddr, logLevel, wasmCache string
+	var insecureRegistries []string
 	profilingOn := true
 	var leaderElect bool
 	cmd := &cobra.Command{
@@ -82,7 +83,7 @@ the scheduler starts, stops a term or has stopped (a standby is ok).`,
 				if wasmCache != "" {
 					modules = filepath.Join(wasmCache, "modules")
 				}
-				go runSchedulerPolicies(ctx, cfg, s, modules, hostMetrics, log)
+				go runSchedulerPolicies(ctx, cfg, s, moduleCache(modules, insecureRegistries), hostMetrics, log)
 			}
 			return s.Run(ctx)
 		},
@@ -94,6 +95,7 @@ the scheduler starts, stops a term or has stopped (a standby is ok).`,
 	f.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:10259", "address for /metrics and /healthz (empty: off)")
 	f.BoolVar(&profilingOn, "profiling", true, "serve /debug/pprof/ at --metrics-addr to callers allowed get on that nonResourceURL (as upstream's --profiling)")
 	f.StringVar(&wasmCache, "wasm-cache-dir", "", "directory for compiled wasm modules (empty: in memory)")
+	f.StringSliceVar(&insecureRegistries, "insecure-registry", nil, "a registry (host:port) that may be reached over plain HTTP for WasmPolicy modules (repeatable; loopback registries always may)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	rootCmd.AddCommand(cmd)
@@ -113,10 +115,10 @@ func schedLogger(level string) (*slog.Logger, error) {
 }
 
 // runSchedulerPolicies loads the WasmPolicies of the scheduler hooks that name one of s's
-// profiles into s (the API tier after the config file's plugins; modules cached under
-// cacheDir, or file modules only when it is empty), until ctx ends. A standby scheduler
+// profiles into s (the API tier after the config file's plugins; modules fetched and cached
+// as cache says, or file modules only when its Dir is empty), until ctx ends. A standby scheduler
 // loads them too, so that it is ready when it takes the Lease.
-func runSchedulerPolicies(ctx context.Context, cfg *rest.Config, s *scheduler.Scheduler, cacheDir string, reg prometheus.Registerer, log *slog.Logger) {
+func runSchedulerPolicies(ctx context.Context, cfg *rest.Config, s *scheduler.Scheduler, cache wasmoci.Options, reg prometheus.Registerer, log *slog.Logger) {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		log.Error("scheduler: no client for WasmPolicies; only the config file's plugins are loaded", "err", err)
@@ -142,7 +144,7 @@ func runSchedulerPolicies(ctx context.Context, cfg *rest.Config, s *scheduler.Sc
 		SchedulerNames: s.Profiles,
 		// A config file reload may add or remove the profile a policy names.
 		Resync: 30 * time.Second,
-		Cache:  wasmoci.Options{Dir: cacheDir},
+		Cache:  cache,
 		Sink:   wasmpolicy.RecordSwaps(sink, s.ExplorerRecorder),
 		Logger: log,
 	})

@@ -96,7 +96,8 @@ quorum) stops its work and campaigns again; the process does not exit. /readyz l
 			if err != nil {
 				return err
 			}
-			runAdmission(apiCtx, adm, srv, opts.DataDir, opts.Logger)
+			insecure, _ := cmd.Flags().GetStringSlice("insecure-registry")
+			runAdmission(apiCtx, adm, srv, moduleCache(filepath.Join(opts.DataDir, "wasm-modules"), insecure), opts.Logger)
 			if !apiOnly {
 				stopAPIOnSignal()
 				go func() {
@@ -111,6 +112,7 @@ quorum) stops its work and campaigns again; the process does not exit. /readyz l
 					return err
 				}
 				cs.tolerationSeconds = opts.DefaultTolerationSeconds
+				cs.insecureRegistries = insecure
 				// Several servers may share one etcd: their schedulers and controller
 				// managers elect a leader through a Lease, so only one of each acts.
 				metricsAddr, _ := cmd.Flags().GetString("metrics-addr")
@@ -133,6 +135,7 @@ quorum) stops its work and campaigns again; the process does not exit. /readyz l
 	f.String("log-level", "info", "log level: debug, info, warn, error")
 	f.String("encryption-provider-config", "", "EncryptionConfiguration file for encryption at rest (default: <data-dir>/encryption-config.yaml, created with a fresh AES-GCM key for secrets)")
 	f.String("token-auth-file", "", "CSV file of static user tokens (token,user,uid[,\"group1,group2\"]), as kube-apiserver's --token-auth-file; read at start (docs/security.md)")
+	f.StringSlice("insecure-registry", nil, "a registry (host:port) that may be reached over plain HTTP for WasmPolicy modules, by the admission policies, the in-process scheduler and the controller that resolves tags (repeatable; loopback registries always may)")
 	f.String("config", "", "YAML config file (keys under server., scheduler., admission., controller.; the scheduler and admission sections are reloaded on change)")
 	f.Bool("profiling", true, "serve /debug/pprof/ to callers allowed get on that nonResourceURL (as kube-apiserver's --profiling); in process, the scheduler and controller manager are profiled with it")
 	f.Bool("apiserver-only", false, "run only the API server, without the in-process scheduler and controller manager")

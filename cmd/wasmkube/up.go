@@ -53,6 +53,9 @@ type upOptions struct {
 	logLevel    string
 	tokenFile   string
 	registry    string // serve a wasm module registry there (docs/oci.md)
+	// insecureRegistries may be reached over plain HTTP (with --nodes > 1 up adds its own
+	// registry's address on the hosts' bridge).
+	insecureRegistries []string
 
 	nodes          int    // real nodes: 1 in this process, the others in network namespaces
 	hostNetwork    string // the hosts' subnet with --nodes > 1
@@ -126,6 +129,7 @@ shims outlive containerd), and the next up on the same data dir adopts them with
 	f.Lookup("profiling").DefValue = "true"
 	f.StringVar(&o.tokenFile, "token-auth-file", "", "CSV file of static user tokens (token,user,uid[,\"group1,group2\"]), as kube-apiserver's --token-auth-file (default: the config file's server.tokenAuthFile, else none)")
 	f.StringVar(&o.registry, "registry", "", "also serve an OCI registry for wasm modules on this address (e.g. 127.0.0.1:5000; blobs under <data-dir>/registry; docs/oci.md)")
+	f.StringSliceVar(&o.insecureRegistries, "insecure-registry", nil, "a registry (host:port) that may be reached over plain HTTP for WasmPolicy modules, by every component (repeatable; loopback registries always may)")
 	rootCmd.AddCommand(cmd)
 }
 
@@ -210,10 +214,26 @@ func runUp(o upOptions) error {
 	ctx, stop := signalContext()
 	defer stop()
 	if o.registry != "" {
-		if _, err := startRegistry(ctx, o.registry, filepath.Join(dataDir, "registry"), log); err != nil {
+		listen := []string{o.registry}
+		if hostAddrs != nil {
+			// The other hosts are network namespaces whose loopback is their own: they
+			// reach the registry where they reach the API server, on the hosts' bridge,
+			// over plain HTTP (listed as insecure for every component; docs/oci.md).
+			onHosts, err := registryOnHosts(o.registry, hostAddrs[0])
+			if err != nil {
+				return err
+			}
+			if onHosts != "" {
+				listen = append(listen, onHosts)
+				o.insecureRegistries = append(o.insecureRegistries, onHosts)
+				log.Info("the registry is reached from every host at " + onHosts + ": name it so in WasmPolicies the kubelets load")
+			}
+		}
+		if _, err := startRegistry(ctx, filepath.Join(dataDir, "registry"), log, listen...); err != nil {
 			return err
 		}
 	}
+	cs.insecureRegistries = o.insecureRegistries
 	// The API server outlives the other components, so that the kubelet can finish
 	// deleting its pods through it after Ctrl-C.
 	apiCtx, stopAPI := context.WithCancel(context.Background())
@@ -239,7 +259,7 @@ func runUp(o upOptions) error {
 		return err
 	}
 	defer func() { stopAPI(); _ = srv.Wait() }()
-	runAdmission(apiCtx, adm, srv, dataDir, log)
+	runAdmission(apiCtx, adm, srv, moduleCache(filepath.Join(dataDir, "wasm-modules"), o.insecureRegistries), log)
 
 	if err := startControlPlane(ctx, srv, dataDir, o.configFile, o.metricsAddr, cs, false, log); err != nil {
 		return err
@@ -353,6 +373,9 @@ type controllerSettings struct {
 	tolerationSeconds      int64
 	clusterCIDR            string // node IPAM's range
 	nodeCIDRMaskSize       int
+	// insecureRegistries (host:port) may be reached over plain HTTP by the controller that
+	// resolves WasmPolicy tags and by every component that fetches their modules.
+	insecureRegistries []string
 }
 
 func readControllerSettings(configFile string) (controllerSettings, error) {
@@ -425,7 +448,7 @@ func startControlPlane(ctx context.Context, srv *apiserver.Server, dataDir, conf
 		return err
 	}
 	// The WasmPolicies of the scheduler hooks, from the module cache the API server uses.
-	go runSchedulerPolicies(ctx, schedCfg, sched, filepath.Join(dataDir, "wasm-modules"), prometheus.DefaultRegisterer, log)
+	go runSchedulerPolicies(ctx, schedCfg, sched, moduleCache(filepath.Join(dataDir, "wasm-modules"), cs.insecureRegistries), prometheus.DefaultRegisterer, log)
 	// The scheduler's metrics (attempts, plugin durations, config reloads) are served where
 	// a standalone `wasmkube scheduler` serves them; the API server's /metrics has the rest.
 	if metricsAddr != "" {
@@ -449,6 +472,7 @@ func startControlPlane(ctx context.Context, srv *apiserver.Server, dataDir, conf
 			RESTConfig: cmCfg, NodeMonitorGracePeriod: cs.nodeMonitorGracePeriod,
 			DefaultTolerationSeconds: &tol, LeaderElect: leaderElect, Logger: log, Status: cmStatus,
 			ClusterCIDR: cs.clusterCIDR, NodeCIDRMaskSize: cs.nodeCIDRMaskSize,
+			InsecureRegistries: cs.insecureRegistries,
 		})
 		if err != nil && ctx.Err() == nil {
 			log.Error("controller manager stopped", "err", err)
@@ -504,7 +528,7 @@ func startKubelet(ctx context.Context, srv *apiserver.Server, dataDir string, o 
 		_ = daemon.Stop()
 		return nil, err
 	}
-	go runHookPolicies(ctx, nodeCfg, name, hooks, filepath.Join(dataDir, "wasm-modules"), log)
+	go runHookPolicies(ctx, nodeCfg, name, hooks, moduleCache(filepath.Join(dataDir, "wasm-modules"), o.insecureRegistries), log)
 	k, err := kubelet.New(ctx, kubelet.Options{
 		RESTConfig: nodeCfg, NetworkPolicyRESTConfig: policyCfg, NodeName: name, RootDir: filepath.Join(dataDir, "kubelet"), DisableProfiling: o.noProfiling,
 		ContainerdAddress: daemon.Address(), Snapshotter: daemon.Snapshotter(),

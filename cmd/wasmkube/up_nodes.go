@@ -130,6 +130,9 @@ func startHostKubelets(srv *apiserver.Server, dataDir string, o upOptions, hosts
 		if o.configFile != "" {
 			args = append(args, "--config", o.configFile)
 		}
+		for _, r := range o.insecureRegistries {
+			args = append(args, "--insecure-registry", r)
+		}
 		h := &hostKubelet{name: name, netns: ns, root: root, done: make(chan struct{})}
 		logFile, err := h.start(exe, args)
 		if err != nil {
