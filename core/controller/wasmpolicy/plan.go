@@ -211,3 +211,69 @@ func setCondition(cs *[]metav1.Condition, c metav1.Condition, now time.Time) {
 	c.LastTransitionTime = metav1.NewTime(now.Truncate(time.Second))
 	meta.SetStatusCondition(cs, c)
 }
+
+// OrphanGrace is how long a report may outlive its component: a component's first report
+// may come before its identity Lease, and one that dies keeps its report this long after its
+// Lease ran out.
+const OrphanGrace = 5 * time.Minute
+
+// ReportRef is a WasmPolicyReport by name, with the component instance that wrote it.
+type ReportRef struct {
+	Name    string
+	Target  Target
+	Created time.Time
+}
+
+// Orphans are the reports whose component is gone: a kubelet whose Node no longer exists; an
+// API server or scheduler with no identity Lease (stopped cleanly, or its Lease collected)
+// or one that ran out more than OrphanGrace ago; reports younger than OrphanGrace are kept
+// (a component reports before its Lease is written). Their rows would otherwise pile up,
+// one per policy for every restart of a scheduler or API server, since each start is a new
+// instance. next is when a report kept now becomes an orphan (zero: none).
+func Orphans(reports []ReportRef, nodes []*corev1.Node, leases []*coordinationv1.Lease, now time.Time) (orphans []string, next time.Time) {
+	nodeNames := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		nodeNames[n.Name] = true
+	}
+	until := map[Target]time.Time{}
+	for _, l := range leases {
+		comp := l.Labels[report.ComponentLabel]
+		if comp == "" || l.Spec.HolderIdentity == nil {
+			continue
+		}
+		t := Target{Component: comp, Name: *l.Spec.HolderIdentity}
+		if _, u := report.Live(l, now); u.After(until[t]) {
+			until[t] = u
+		}
+	}
+	later := func(t time.Time) {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+	for _, r := range reports {
+		gone := now.Add(-OrphanGrace) // the instance must have been gone since before this
+		switch r.Target.Component {
+		case policyv1alpha1.ComponentKubelet:
+			if nodeNames[r.Target.Name] {
+				continue
+			}
+		case policyv1alpha1.ComponentAPIServer, policyv1alpha1.ComponentScheduler:
+			if u, ok := until[r.Target]; ok {
+				if u.After(gone) {
+					later(u.Add(OrphanGrace))
+					continue
+				}
+			}
+		default:
+			continue
+		}
+		if r.Created.After(gone) {
+			later(r.Created.Add(OrphanGrace))
+			continue
+		}
+		orphans = append(orphans, r.Name)
+	}
+	sort.Strings(orphans)
+	return orphans, next
+}

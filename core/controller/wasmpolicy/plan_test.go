@@ -186,3 +186,38 @@ func TestPlanRevisions(t *testing.T) {
 		t.Fatal("the newest ten must be kept")
 	}
 }
+
+// A report is collected once its component is gone for good: a deleted Node, an API server
+// or scheduler without an identity Lease, or whose Lease ran out more than OrphanGrace ago;
+// a young report (its component's Lease not written yet) and a live or lately expired Lease
+// keep theirs.
+func TestOrphans(t *testing.T) {
+	now := time.Date(2026, 12, 6, 8, 0, 0, 0, time.UTC)
+	old := now.Add(-time.Hour)
+	nodes := []*corev1.Node{node("a", false, nil)} // NotReady is not gone
+	leases := []*coordinationv1.Lease{
+		lease("scheduler", "s-live", now, "default-scheduler"),
+		lease("scheduler", "s-lately", now.Add(-2*time.Minute), "default-scheduler"), // ran out 80 s ago
+		lease("apiserver", "api-long", now.Add(-10*time.Minute), ""),                 // ran out 9 min 20 s ago
+	}
+	ref := func(name, comp, inst string, created time.Time) ReportRef {
+		return ReportRef{Name: name, Target: Target{Component: comp, Name: inst}, Created: created}
+	}
+	reports := []ReportRef{
+		ref("p.kubelet.a", "kubelet", "a", old),
+		ref("p.kubelet.gone", "kubelet", "gone", old),
+		ref("p.scheduler.s-live", "scheduler", "s-live", old),
+		ref("p.scheduler.s-lately", "scheduler", "s-lately", old),
+		ref("p.apiserver.api-long", "apiserver", "api-long", old),
+		ref("p.scheduler.restarted", "scheduler", "s-old", old),
+		ref("p.apiserver.starting", "apiserver", "api-new", now.Add(-time.Minute)),
+	}
+	got, next := Orphans(reports, nodes, leases, now)
+	if want := "p.apiserver.api-long p.kubelet.gone p.scheduler.restarted"; strings.Join(got, " ") != want {
+		t.Errorf("orphans %v, want %s", got, want)
+	}
+	// the earliest of: s-lately's Lease ran out at -80 s (+5 min), api-new's report at -1 min (+5 min)
+	if want := now.Add(-80 * time.Second).Add(OrphanGrace); !next.Equal(want) {
+		t.Errorf("next %v, want %v", next, want)
+	}
+}

@@ -249,6 +249,11 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	if n, err := c.collectOrphans(ctx, p.Name, nodes, leases, now); err != nil {
+		return err
+	} else if !n.IsZero() && (next.IsZero() || n.Before(next)) {
+		next = n
+	}
 	released := p.Status.ReleasedGeneration
 	plan := Plan(p, targets, reports, now)
 	plan.Status.Revision = rev
@@ -303,6 +308,31 @@ func (c *Controller) reportsOn(policy string) (map[Target]policyv1alpha1.Compone
 		out[Target{Component: r.Status.Component, Name: r.Status.Name}] = r.Status
 	}
 	return out, nil
+}
+
+// collectOrphans deletes the policy's reports whose component is gone (Orphans) and
+// returns when to look again.
+func (c *Controller) collectOrphans(ctx context.Context, policy string, nodes []*corev1.Node, leases []*coordinationv1.Lease, now time.Time) (time.Time, error) {
+	objs, err := c.reports.GetIndexer().ByIndex(byPolicy, policy)
+	if err != nil {
+		return time.Time{}, err
+	}
+	refs := make([]ReportRef, 0, len(objs))
+	for _, o := range objs {
+		u := o.(*unstructured.Unstructured)
+		comp, _, _ := unstructured.NestedString(u.Object, "status", "component")
+		inst, _, _ := unstructured.NestedString(u.Object, "status", "name")
+		refs = append(refs, ReportRef{Name: u.GetName(), Target: Target{Component: comp, Name: inst}, Created: u.GetCreationTimestamp().Time})
+	}
+	orphans, next := Orphans(refs, nodes, leases, now)
+	for _, name := range orphans {
+		err := c.dyn.Resource(report.ReportsResource).Delete(ctx, name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return time.Time{}, err
+		}
+		c.log.Info("deleted the report of a component that is gone", "report", name)
+	}
+	return next, nil
 }
 
 // recordFailures records a Warning Event on the policy for each failure not recorded yet
