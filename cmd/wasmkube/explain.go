@@ -63,8 +63,9 @@ binds it (with the Binding), of the pod's FailedScheduling event when it finds n
 			proxyURL := "http://127.0.0.1:8001" + explorer.PodPagePath(namespace, pod.Name)
 			// The decision explorer's records first (the same data as the page); the
 			// explanation annotation when the server has none (records off, or gone from
-			// its ring).
-			if pd, err := podDecisions(ctx, client, namespace, pod.Name); err == nil && latestAttempt(pd) != nil {
+			// its ring) or only a summary of the newest attempt (the scheduler's push was
+			// over its CPU budget, docs/explorer.md), which has no table to print.
+			if pd, err := podDecisions(ctx, client, namespace, pod.Name); err == nil && latestAttempt(pd) != nil && (output == "json" || !latestSummarized(pd)) {
 				if output == "json" {
 					enc := json.NewEncoder(cmd.OutOrStdout())
 					enc.SetIndent("", "  ")
@@ -194,6 +195,17 @@ func latestAttempt(pd *explorerv1.PodDecisions) *explorerv1.SchedulingAttempt {
 		}
 	}
 	return a
+}
+
+// latestSummarized tells whether the newest attempt was recorded as a summary only.
+func latestSummarized(pd *explorerv1.PodDecisions) bool {
+	summarized := false
+	for i := range pd.Records {
+		if pd.Records[i].SchedulingAttempt != nil {
+			summarized = pd.Records[i].Summarized
+		}
+	}
+	return summarized
 }
 
 // printAttempt writes the newest attempt's node x plugin matrix, then the pod's refused
