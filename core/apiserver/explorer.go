@@ -97,7 +97,13 @@ func (c explorerCluster) NodeRecords(ctx context.Context, node string) ([]explor
 	if err != nil {
 		return nil, st.APIError(err, node)
 	}
-	addr, err := kubeletAddress(obj.(*corev1.Node))
+	n := obj.(*corev1.Node)
+	if n.Status.DaemonEndpoints.KubeletEndpoint.Port == 0 {
+		// The node serves no kubelet API (a hollow node without Options.ServeStats): it ran
+		// no hooks, so it has no records to show, which is no error.
+		return nil, nil
+	}
+	addr, err := kubeletAddress(n)
 	if err != nil {
 		return nil, err
 	}

@@ -165,3 +165,27 @@ func TestExplorerDecisionsNeedTheRightToReadThePod(t *testing.T) {
 		t.Fatalf("watch event %s: want team-a/web's attempt on node-4 (team-b's is not hers)", line)
 	}
 }
+
+// A pod on a node that serves no kubelet API (a hollow node) has no hook runs to show, and
+// the page is not told that the node's records could not be read.
+func TestExplorerPodOnNodeWithoutKubelet(t *testing.T) {
+	srv := apiservertest.Start(t)
+	ctx := context.Background()
+	admin := srv.Client
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "hollow-x", Labels: map[string]string{"wasmkube.io/hollow": "true"}}}
+	if _, err := admin.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: "hollow-x", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	if _, err := admin.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var pd explorerv1.PodDecisions
+	eventually(t, "the admin reads default/web's decisions", func() error {
+		return explorerGet(ctx, admin, "namespaces/default/pods/web", &pd)
+	})
+	if pd.Node != "hollow-x" || pd.KubeletError != "" {
+		t.Errorf("decisions of a pod on a node without a kubelet API: node %q, kubeletError %q", pd.Node, pd.KubeletError)
+	}
+}
