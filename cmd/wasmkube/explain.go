@@ -72,7 +72,7 @@ binds it (with the Binding), of the pod's FailedScheduling event when it finds n
 					fmt.Fprintf(cmd.ErrOrStderr(), "Page: %s (through kubectl proxy: %s)\n", pageURL, proxyURL)
 					return enc.Encode(pd)
 				}
-				printAttempt(cmd.OutOrStdout(), namespace+"/"+pod.Name, pd)
+				printAttempt(cmd.OutOrStdout(), namespace+"/"+pod.Name, pod.Spec.NodeName, pd)
 				fmt.Fprintf(cmd.OutOrStdout(), "\nPage: %s\n  through kubectl proxy: %s\n", pageURL, proxyURL)
 				return nil
 			}
@@ -93,7 +93,7 @@ binds it (with the Binding), of the pod's FailedScheduling event when it finds n
 				enc.SetIndent("", "  ")
 				return enc.Encode(&e)
 			}
-			printExplanation(cmd.OutOrStdout(), namespace+"/"+pod.Name, &e)
+			printExplanation(cmd.OutOrStdout(), namespace+"/"+pod.Name, pod.Spec.NodeName, &e)
 			fmt.Fprintf(cmd.OutOrStdout(), "\nPage: %s\n  through kubectl proxy: %s\n", pageURL, proxyURL)
 			return nil
 		},
@@ -105,11 +105,21 @@ binds it (with the Binding), of the pod's FailedScheduling event when it finds n
 	rootCmd.AddCommand(explainCmd)
 }
 
-// printExplanation writes an explanation as readable tables.
-func printExplanation(w io.Writer, pod string, e *runtime.Explanation) {
+// placed says where a scheduling cycle put the pod: a cycle that chose a node is not yet a
+// binding while the pod waits at Permit (a gang's members wait for the group) or in PreBind.
+func placed(node, bound string) string {
+	if bound == "" {
+		return "assigned to " + node + ", not bound yet (waiting at Permit, e.g. for its group, or in binding)"
+	}
+	return "scheduled on " + node
+}
+
+// printExplanation writes an explanation as readable tables; bound is the pod's
+// spec.nodeName now.
+func printExplanation(w io.Writer, pod, bound string, e *runtime.Explanation) {
 	switch e.Result {
 	case "Scheduled":
-		fmt.Fprintf(w, "Pod %s: scheduled on %s by profile %s at %s\n", pod, e.Node, e.Profile, e.Time)
+		fmt.Fprintf(w, "Pod %s: %s by profile %s at %s\n", pod, placed(e.Node, bound), e.Profile, e.Time)
 	default:
 		fmt.Fprintf(w, "Pod %s: %s (profile %s, %s)\n", pod, e.Result, e.Profile, e.Time)
 		if e.Message != "" {
@@ -210,7 +220,7 @@ func latestSummarized(pd *explorerv1.PodDecisions) bool {
 
 // printAttempt writes the newest attempt's node x plugin matrix, then the pod's refused
 // admission requests and its kubelet hook runs.
-func printAttempt(w io.Writer, pod string, pd *explorerv1.PodDecisions) {
+func printAttempt(w io.Writer, pod, bound string, pd *explorerv1.PodDecisions) {
 	a := latestAttempt(pd)
 	attempts := 0
 	for _, r := range pd.Records {
@@ -220,7 +230,7 @@ func printAttempt(w io.Writer, pod string, pd *explorerv1.PodDecisions) {
 	}
 	switch a.Result {
 	case explorerv1.ResultScheduled:
-		fmt.Fprintf(w, "Pod %s: scheduled on %s by profile %s (attempt %d; %d recorded)\n", pod, a.Node, a.Profile, a.Attempt, attempts)
+		fmt.Fprintf(w, "Pod %s: %s by profile %s (attempt %d; %d recorded)\n", pod, placed(a.Node, bound), a.Profile, a.Attempt, attempts)
 	default:
 		fmt.Fprintf(w, "Pod %s: %s (profile %s, attempt %d; %d recorded)\n", pod, a.Result, a.Profile, a.Attempt, attempts)
 		if a.Message != "" {

@@ -11,7 +11,7 @@ import (
 
 func TestPrintExplanation(t *testing.T) {
 	var b strings.Builder
-	printExplanation(&b, "default/web", &runtime.Explanation{
+	printExplanation(&b, "default/web", "n2", &runtime.Explanation{
 		Profile: "default-scheduler", Result: "Scheduled", Node: "n2", Nodes: 3, Evaluated: 3, Feasible: 2,
 		FilterPlugins: []string{"NodeName", "NodeResourcesFit"}, SkippedScore: []string{"NodeAffinity"},
 		ScorePlugins: []config.Plugin{{Name: "NodeResourcesFit", Weight: 1}, {Name: "NodeAffinity", Weight: 2}},
@@ -41,7 +41,7 @@ func TestPrintExplanation(t *testing.T) {
 func TestPrintAttempt(t *testing.T) {
 	pass := explorerv1.FilterVerdict{Verdict: explorerv1.VerdictPass}
 	var b strings.Builder
-	printAttempt(&b, "default/web", &explorerv1.PodDecisions{Records: []explorerv1.Record{
+	pd := &explorerv1.PodDecisions{Records: []explorerv1.Record{
 		{Type: explorerv1.TypeAdmissionRequest, AdmissionRequest: &explorerv1.AdmissionRequest{Operation: "CREATE", Allowed: false, DeniedBy: "require-team", Message: "must carry label team"}},
 		{Type: explorerv1.TypeSchedulingAttempt, SchedulingAttempt: &explorerv1.SchedulingAttempt{
 			Attempt: 2, Profile: "default-scheduler", Result: explorerv1.ResultScheduled, Node: "n2", Nodes: 3, Evaluated: 3, Feasible: 2,
@@ -52,7 +52,8 @@ func TestPrintAttempt(t *testing.T) {
 				{Node: "n1", Filter: []explorerv1.FilterVerdict{pass, pass}, Scores: []explorerv1.Score{{Raw: 3, Normalized: 30, Weighted: 90}}, Final: 90},
 				{Node: "n3", Filter: []explorerv1.FilterVerdict{pass, {Verdict: explorerv1.VerdictUnschedulable, Reason: "zone b is closed"}}},
 			}}},
-	}})
+	}}
+	printAttempt(&b, "default/web", "n2", pd)
 	out := b.String()
 	for _, want := range []string{
 		"Pod default/web: scheduled on n2 by profile default-scheduler (attempt 2; 1 recorded)",
@@ -61,5 +62,11 @@ func TestPrintAttempt(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	// The cycle chose n2 but the pod is not bound: held at Permit (a gang waiting for its group).
+	b.Reset()
+	printAttempt(&b, "default/web", "", pd)
+	if want := "Pod default/web: assigned to n2, not bound yet (waiting at Permit"; !strings.Contains(b.String(), want) {
+		t.Errorf("a pod held at Permit:\n%s\nlacks %q", b.String(), want)
 	}
 }
