@@ -1,14 +1,12 @@
 package admission
 
 import (
-	"encoding/json"
 	"errors"
 	"reflect"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 
 	explorerv1 "github.com/wasmkube/wasmkube/core/apis/explorer/v1alpha1"
@@ -38,9 +36,9 @@ func (c *Chain) SetRecorder(r *Recorder) { c.rec = r }
 type trace struct {
 	start    time.Time
 	policies []explorerv1.PolicyDecision
-	// before is a copy of the object just before the first plugin changed it in place
+	// before is the object as JSON just before the first plugin changed it in place
 	// (BeforeMutation); nil when nothing was changed.
-	before runtime.Object
+	before []byte
 	// first holds the first policies' parts: a request's list is made with its trace,
 	// one allocation, not grown one part at a time.
 	first [4]explorerv1.PolicyDecision
@@ -116,9 +114,7 @@ func (r *Recorder) finish(a *Attributes, err error) {
 		// then, not on the request's path. t.before and t.policies are not changed after
 		// finish.
 		if before != nil {
-			if doc, err := json.Marshal(before); err == nil {
-				fillBefore(doc, req.Policies)
-			}
+			fillBefore(before, req.Policies)
 		}
 		req.UID = string(uuid.NewUUID())
 		return explorerv1.Record{Type: explorerv1.TypeAdmissionRequest, Time: metav1.NewMicroTime(end), AdmissionRequest: &req}
