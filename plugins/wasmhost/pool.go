@@ -111,8 +111,11 @@ func (p *Pool) newInstance(ctx context.Context) (*instance, error) {
 		WithName("").
 		WithStdout(&lineWriter{sink: sink, level: slog.LevelInfo}).
 		WithStderr(&lineWriter{sink: sink, level: slog.LevelWarn})
-	// Start code (a language runtime's initialization) gets a generous multiple of the
-	// call limit: it runs once per instance.
+	// Start code (a language runtime's initialization), the version marker and
+	// wasmkube_init get a generous multiple of the call limit: they run once per instance,
+	// and the limit is wall-clock time, which a loaded machine can spend on other threads
+	// (a version marker that returns a constant was seen to exceed 100 ms under load 25,
+	// and the module then failed to load).
 	startLimit := 10*m.timeout + time.Second
 	if m.interrupt == InterruptDeadline {
 		// _initialize is called below, once the deadline flag can be raised.
@@ -163,7 +166,7 @@ func (p *Pool) newInstance(ctx context.Context) (*instance, error) {
 			}
 		}
 	}
-	v, err := run(versionExport, m.timeout)
+	v, err := run(versionExport, startLimit)
 	if err != nil {
 		return fail(err)
 	}
@@ -176,7 +179,7 @@ func (p *Pool) newInstance(ctx context.Context) (*instance, error) {
 	}
 	if m.hasInit && p.slots != nil { // not for the probe instance of Load: args come with a pool
 		inst.call = &Call{inst: inst}
-		code, err := run(initExport, m.timeout)
+		code, err := run(initExport, startLimit)
 		if inst.call.argsRead {
 			p.argsRead.Store(true)
 		}
