@@ -50,6 +50,15 @@ func (e *TierConflictError) Error() string {
 	return fmt.Sprintf("the scheduler's config file (or a built-in plugin) has a plugin named %q: it wins", e.Name)
 }
 
+// fileTierHas tells whether a built-in plugin or the config file's wasm plugins (the
+// file tier, which wins) take name.
+func fileTierHas(cur *profileSet, name string) bool {
+	if _, ok := plugins.NewInTreeRegistry()[name]; ok {
+		return true
+	}
+	return slices.ContainsFunc(cur.cfg.WasmPlugins, func(w config.WasmPlugin) bool { return w.Name == name })
+}
+
 // ApplyAPIPlugins puts plugins in force as the API tier, replacing the previous one as a
 // whole from the next cycle on: each new or changed plugin is loaded (compiled, checked)
 // and built once with its args (wasmkube_init, smoke calls) before anything changes; one
@@ -67,11 +76,10 @@ func (s *Scheduler) ApplyAPIPlugins(list []APIPlugin) map[string]error {
 	for _, e := range cur.api {
 		old[e.Plugin.Name] = e
 	}
-	builtin := plugins.NewInTreeRegistry()
 	errs := map[string]error{}
 	var next []apiEntry
 	for _, p := range list {
-		if _, ok := builtin[p.Plugin.Name]; ok || slices.ContainsFunc(cur.cfg.WasmPlugins, func(w config.WasmPlugin) bool { return w.Name == p.Plugin.Name }) {
+		if fileTierHas(cur, p.Plugin.Name) {
 			errs[p.Plugin.Name] = &TierConflictError{Name: p.Plugin.Name}
 			continue
 		}
@@ -126,11 +134,10 @@ func (s *Scheduler) StageAPIPlugins(list []APIPlugin) map[string]error {
 		ctx = context.Background()
 	}
 	cur := s.profiles.Load()
-	builtin := plugins.NewInTreeRegistry()
 	errs := map[string]error{}
 	next := map[string]apiEntry{}
 	for _, p := range list {
-		if _, ok := builtin[p.Plugin.Name]; ok || slices.ContainsFunc(cur.cfg.WasmPlugins, func(w config.WasmPlugin) bool { return w.Name == p.Plugin.Name }) {
+		if fileTierHas(cur, p.Plugin.Name) {
 			errs[p.Plugin.Name] = &TierConflictError{Name: p.Plugin.Name}
 			continue
 		}

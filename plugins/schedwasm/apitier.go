@@ -67,28 +67,14 @@ func PluginOf(p *wasmpolicy.Policy) (scheduler.APIPlugin, error) {
 // once (Scheduler.StageAPIPlugins) and held out of the profiles until ApplyPolicies lists
 // them (rollout AllOrNothing).
 func (t *APITier) StagePolicies(policies []*wasmpolicy.Policy) map[string]error {
-	errs := map[string]error{}
-	var list []scheduler.APIPlugin
-	for _, p := range policies {
-		ap, err := PluginOf(p)
-		if err != nil {
-			errs[p.Name] = err
-			continue
-		}
-		list = append(list, ap)
-	}
-	for name, err := range t.Scheduler.StageAPIPlugins(list) {
-		var tc *scheduler.TierConflictError
-		if errors.As(err, &tc) {
-			err = &wasmpolicy.ConflictError{Policy: name}
-		}
-		errs[name] = err
-	}
+	list, errs := t.plugins(policies, false)
+	addTierErrors(errs, t.Scheduler.StageAPIPlugins(list))
 	return errs
 }
 
-// ApplyPolicies implements wasmpolicy.Target.
-func (t *APITier) ApplyPolicies(policies []*wasmpolicy.Policy) map[string]error {
+// plugins maps the policies onto the scheduler's API plugins, with an error for each that
+// does not map; observe gives a Score in Monitor its comparison counters.
+func (t *APITier) plugins(policies []*wasmpolicy.Policy, observe bool) ([]scheduler.APIPlugin, map[string]error) {
 	errs := map[string]error{}
 	var list []scheduler.APIPlugin
 	for _, p := range policies {
@@ -97,7 +83,7 @@ func (t *APITier) ApplyPolicies(policies []*wasmpolicy.Policy) map[string]error 
 			errs[p.Name] = err
 			continue
 		}
-		if ap.Monitor && t.Metrics != nil {
+		if observe && ap.Monitor && t.Metrics != nil {
 			name := p.Name
 			ap.Observe = func(would string) {
 				t.Metrics.MonitorComparisons.WithLabelValues(name, wasmpolicy.ComponentScheduler).Inc()
@@ -108,13 +94,25 @@ func (t *APITier) ApplyPolicies(policies []*wasmpolicy.Policy) map[string]error 
 		}
 		list = append(list, ap)
 	}
-	for name, err := range t.Scheduler.ApplyAPIPlugins(list) {
+	return list, errs
+}
+
+// addTierErrors adds the scheduler's errors to errs, a name taken by the file tier as the
+// loader's ConflictError.
+func addTierErrors(errs, from map[string]error) {
+	for name, err := range from {
 		var tc *scheduler.TierConflictError
 		if errors.As(err, &tc) {
 			err = &wasmpolicy.ConflictError{Policy: name}
 		}
 		errs[name] = err
 	}
+}
+
+// ApplyPolicies implements wasmpolicy.Target.
+func (t *APITier) ApplyPolicies(policies []*wasmpolicy.Policy) map[string]error {
+	list, errs := t.plugins(policies, true)
+	addTierErrors(errs, t.Scheduler.ApplyAPIPlugins(list))
 	if t.Metrics != nil {
 		file, api := t.Scheduler.WasmPluginTiers()
 		modes := map[string]string{}
