@@ -140,4 +140,13 @@ func TestSchedulerScoreWasmPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.await(t, "prefer-two-second", gen, policyv1alpha1.PhaseActive)
+
+	// A policy named as a wasm plugin of the config file is refused: the file tier wins.
+	if err := s.Reload([]byte(fmt.Sprintf("scheduler:\n  wasmPlugins:\n  - name: file-tier\n    path: %s\n  profiles:\n  - schedulerName: default-scheduler\n  - schedulerName: second\n", module))); err != nil {
+		t.Fatal(err)
+	}
+	gen = apply(t, dyn, strings.Replace(fmt.Sprintf(preferTwo, "Enforce", module), "prefer-two}", "file-tier}", 1))
+	if st := rec.await(t, "file-tier", gen, policyv1alpha1.PhaseFailed); st.Reason != wasmpolicy.ReasonConflict {
+		t.Fatalf("a WasmPolicy named as the config file's wasm plugin: %+v, want Failed %s", st, wasmpolicy.ReasonConflict)
+	}
 }
