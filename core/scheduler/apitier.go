@@ -67,10 +67,7 @@ func fileTierHas(cur *profileSet, name string) bool {
 func (s *Scheduler) ApplyAPIPlugins(list []APIPlugin) map[string]error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
-	ctx := s.ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx := s.runContext()
 	cur := s.profiles.Load()
 	old := map[string]apiEntry{}
 	for _, e := range cur.api {
@@ -129,10 +126,7 @@ func (s *Scheduler) ApplyAPIPlugins(list []APIPlugin) map[string]error {
 func (s *Scheduler) StageAPIPlugins(list []APIPlugin) map[string]error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
-	ctx := s.ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx := s.runContext()
 	cur := s.profiles.Load()
 	errs := map[string]error{}
 	next := map[string]apiEntry{}

@@ -1,8 +1,6 @@
 package scheduler
 
 import (
-	"context"
-
 	"github.com/wasmkube/wasmkube/core/scheduler/framework"
 	"github.com/wasmkube/wasmkube/core/scheduler/queue"
 )
@@ -13,10 +11,7 @@ import (
 func (s *Scheduler) moveOnEvent(ev framework.ClusterEvent, oldObj, newObj any, only func(*queue.QueuedPodInfo) bool) {
 	ps := s.acquireProfiles()
 	defer ps.release()
-	ctx := s.ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx := s.runContext()
 	s.queue.MoveAllToActiveOrBackoff(func(qp *queue.QueuedPodInfo) bool {
 		if only != nil && !only(qp) {
 			return false

@@ -234,10 +234,7 @@ func (s *Scheduler) Reload(data []byte) error { return s.reload(configwatch.Stat
 func (s *Scheduler) reload(snap configwatch.Snapshot) error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
-	ctx := s.ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx := s.runContext()
 	ps, err := s.build(ctx, snap, s.profiles.Load())
 	if err == nil && snap.Superseded() {
 		ps.close()

@@ -250,6 +250,15 @@ func (s *Scheduler) Profiles() []string {
 // With LeaderElect it schedules only while it holds the Lease; when it loses the Lease
 // it stops scheduling and campaigns again (see runLeaderElection). It returns nil when
 // ctx ends, or an error if the informers could not start.
+// runContext is Run's context, or Background before Run: what reloads and the API tier's
+// loads run under.
+func (s *Scheduler) runContext() context.Context {
+	if s.ctx == nil {
+		return context.Background()
+	}
+	return s.ctx
+}
+
 func (s *Scheduler) Run(ctx context.Context) (err error) {
 	s.ctx = ctx
 	defer func() { s.status.Set(leaderelect.Stopped, err) }()
