@@ -245,11 +245,11 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	now := c.now()
 	resolveErr := c.resolution(ctx, p, now)
 	targets, next := Targets(p, nodes, leases, now)
-	reports, err := c.reportsOn(p.Name)
+	reports, refs, err := c.reportsOn(p.Name)
 	if err != nil {
 		return err
 	}
-	if n, err := c.collectOrphans(ctx, p.Name, nodes, leases, now); err != nil {
+	if n, err := c.collectOrphans(ctx, refs, nodes, leases, now); err != nil {
 		return err
 	} else if !n.IsZero() && (next.IsZero() || n.Before(next)) {
 		next = n
@@ -292,38 +292,32 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	return nil
 }
 
-// reportsOn are the reports on the policy, by the component that wrote them.
-func (c *Controller) reportsOn(policy string) (map[Target]policyv1alpha1.ComponentStatus, error) {
+// reportsOn are the reports on the policy, by the component that wrote them, and the same
+// reports by name (for Orphans).
+func (c *Controller) reportsOn(policy string) (map[Target]policyv1alpha1.ComponentStatus, []ReportRef, error) {
 	objs, err := c.reports.GetIndexer().ByIndex(byPolicy, policy)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make(map[Target]policyv1alpha1.ComponentStatus, len(objs))
-	for _, o := range objs {
-		r := &policyv1alpha1.WasmPolicyReport{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.(*unstructured.Unstructured).Object, r); err != nil {
-			c.log.Warn("unreadable WasmPolicyReport", "report", o.(*unstructured.Unstructured).GetName(), "err", err)
-			continue
-		}
-		out[Target{Component: r.Status.Component, Name: r.Status.Name}] = r.Status
-	}
-	return out, nil
-}
-
-// collectOrphans deletes the policy's reports whose component is gone (Orphans) and
-// returns when to look again.
-func (c *Controller) collectOrphans(ctx context.Context, policy string, nodes []*corev1.Node, leases []*coordinationv1.Lease, now time.Time) (time.Time, error) {
-	objs, err := c.reports.GetIndexer().ByIndex(byPolicy, policy)
-	if err != nil {
-		return time.Time{}, err
-	}
 	refs := make([]ReportRef, 0, len(objs))
 	for _, o := range objs {
 		u := o.(*unstructured.Unstructured)
-		comp, _, _ := unstructured.NestedString(u.Object, "status", "component")
-		inst, _, _ := unstructured.NestedString(u.Object, "status", "name")
-		refs = append(refs, ReportRef{Name: u.GetName(), Target: Target{Component: comp, Name: inst}, Created: u.GetCreationTimestamp().Time})
+		r := &policyv1alpha1.WasmPolicyReport{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, r); err != nil {
+			c.log.Warn("unreadable WasmPolicyReport", "report", u.GetName(), "err", err)
+			continue
+		}
+		t := Target{Component: r.Status.Component, Name: r.Status.Name}
+		out[t] = r.Status
+		refs = append(refs, ReportRef{Name: u.GetName(), Target: t, Created: u.GetCreationTimestamp().Time})
 	}
+	return out, refs, nil
+}
+
+// collectOrphans deletes the reports whose component is gone (Orphans) and returns when
+// to look again.
+func (c *Controller) collectOrphans(ctx context.Context, refs []ReportRef, nodes []*corev1.Node, leases []*coordinationv1.Lease, now time.Time) (time.Time, error) {
 	orphans, next := Orphans(refs, nodes, leases, now)
 	for _, name := range orphans {
 		err := c.dyn.Resource(report.ReportsResource).Delete(ctx, name, metav1.DeleteOptions{})
