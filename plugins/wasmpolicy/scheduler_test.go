@@ -50,17 +50,7 @@ func TestSchedulerScoreWasmPolicy(t *testing.T) {
 	case err := <-errc:
 		t.Fatalf("hollow nodes: %v", err)
 	}
-	host, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{schedwasm.Extension}, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := scheduler.New(ctx, scheduler.Options{RESTConfig: srv.SchedulerConfig(t), WasmLoader: schedwasm.NewLoader(host).Load, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = s.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	s := runScheduler(t, ctx, cancel, srv)
 
 	reg := prometheus.NewRegistry()
 	m := wasmpolicy.NewMetrics(reg)
@@ -149,4 +139,22 @@ func TestSchedulerScoreWasmPolicy(t *testing.T) {
 	if st := rec.await(t, "file-tier", gen, policyv1alpha1.PhaseFailed); st.Reason != wasmpolicy.ReasonConflict {
 		t.Fatalf("a WasmPolicy named as the config file's wasm plugin: %+v, want Failed %s", st, wasmpolicy.ReasonConflict)
 	}
+}
+
+// runScheduler runs a scheduler with a wasm host on srv until the test ends (cancel, then
+// wait for it).
+func runScheduler(t *testing.T, ctx context.Context, cancel context.CancelFunc, srv *apiservertest.Server) *scheduler.Scheduler {
+	t.Helper()
+	host, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{schedwasm.Extension}, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := scheduler.New(ctx, scheduler.Options{RESTConfig: srv.SchedulerConfig(t), WasmLoader: schedwasm.NewLoader(host).Load, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = s.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return s
 }

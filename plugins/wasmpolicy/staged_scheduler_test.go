@@ -14,10 +14,8 @@ import (
 
 	policyv1alpha1 "github.com/wasmkube/wasmkube/core/apis/policy/v1alpha1"
 	"github.com/wasmkube/wasmkube/core/apiserver/apiservertest"
-	"github.com/wasmkube/wasmkube/core/scheduler"
 	"github.com/wasmkube/wasmkube/plugins/schedwasm"
 	"github.com/wasmkube/wasmkube/plugins/wasmbuild"
-	"github.com/wasmkube/wasmkube/plugins/wasmhost"
 	"github.com/wasmkube/wasmkube/plugins/wasmpolicy"
 )
 
@@ -28,17 +26,7 @@ func TestSchedulerHoldsAllOrNothingUntilReleased(t *testing.T) {
 	srv := apiservertest.Start(t, apiservertest.WithListen("127.0.0.1:27204"))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	host, err := wasmhost.New(wasmhost.Options{Extensions: []wasmhost.Extension{schedwasm.Extension}, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := scheduler.New(ctx, scheduler.Options{RESTConfig: srv.SchedulerConfig(t), WasmLoader: schedwasm.NewLoader(host).Load, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = s.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	s := runScheduler(t, ctx, cancel, srv)
 	dyn, err := dynamic.NewForConfig(srv.Config)
 	if err != nil {
 		t.Fatal(err)
